@@ -1,0 +1,3 @@
+//! The command line's front-ends over the same engine the language server uses.
+
+pub mod check;

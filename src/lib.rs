@@ -1,0 +1,15 @@
+//! Tokamak: a language server that puts an autonomous coding agent inside any LSP editor.
+//!
+//! Data flows text → syntax → observer → (agent → edits) → server; see
+//! `docs/ARCHITECTURE.md` for the map and the rules on what may depend on what.
+
+pub mod cli;
+pub mod config;
+pub mod editor;
+pub mod logging;
+pub mod observer;
+pub mod server;
+pub mod sync;
+pub mod syntax;
+pub mod text;
+pub mod workspace;

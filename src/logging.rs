@@ -1,0 +1,21 @@
+//! Logging: `tracing` to stderr (never stdout, which carries LSP), filtered by `TOKAMAK_LOG`.
+
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer, Registry};
+
+/// The filter when `TOKAMAK_LOG` is unset: our own info and above, others' warnings.
+const DEFAULT_FILTER: &str = "warn,tokamak=info";
+
+/// Installs the global subscriber: stderr, plus `extra` (the language server forwards to
+/// `window/logMessage` through it). `TOKAMAK_LOG=debug` (or any `EnvFilter` directive) turns
+/// the level up. Calling it twice is harmless.
+pub fn init<L>(extra: Option<L>)
+where
+    L: Layer<Registry> + Send + Sync + 'static,
+{
+    let filter = EnvFilter::try_from_env("TOKAMAK_LOG").unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
+    let stderr =
+        tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_target(false).with_ansi(false);
+    let _ = tracing_subscriber::registry().with(extra).with(stderr).with(filter).try_init();
+}

@@ -1,0 +1,73 @@
+//! Conversions between Tokamak's types and LSP's: byte offsets ↔ positions in the negotiated
+//! encoding, diagnostics, symbols, content changes.
+
+use ropey::Rope;
+use tower_lsp::lsp_types as lsp;
+
+use crate::observer::{Diagnostic, Severity};
+use crate::syntax::{Symbol, SymbolKind};
+use crate::text::{LineCol, PositionEncoding, TextChange, TextRange, offset_to_line_col};
+
+pub fn position(rope: &Rope, offset: usize, encoding: PositionEncoding) -> lsp::Position {
+    let LineCol { line, col } = offset_to_line_col(rope, offset, encoding);
+    lsp::Position { line, character: col }
+}
+
+pub fn range(rope: &Rope, range: TextRange, encoding: PositionEncoding) -> lsp::Range {
+    lsp::Range { start: position(rope, range.start, encoding), end: position(rope, range.end, encoding) }
+}
+
+pub fn line_col(position: lsp::Position) -> LineCol {
+    LineCol::new(position.line, position.character)
+}
+
+pub fn text_change(change: lsp::TextDocumentContentChangeEvent) -> TextChange {
+    TextChange { range: change.range.map(|r| (line_col(r.start), line_col(r.end))), text: change.text }
+}
+
+pub fn severity(severity: Severity) -> lsp::DiagnosticSeverity {
+    match severity {
+        Severity::Error => lsp::DiagnosticSeverity::ERROR,
+        Severity::Warning => lsp::DiagnosticSeverity::WARNING,
+        Severity::Information => lsp::DiagnosticSeverity::INFORMATION,
+        Severity::Hint => lsp::DiagnosticSeverity::HINT,
+    }
+}
+
+pub fn diagnostic(rope: &Rope, diagnostic: &Diagnostic, encoding: PositionEncoding) -> lsp::Diagnostic {
+    lsp::Diagnostic {
+        range: range(rope, diagnostic.range, encoding),
+        severity: Some(severity(diagnostic.severity)),
+        code: diagnostic.code.clone().map(lsp::NumberOrString::String),
+        source: Some(diagnostic.source.clone()),
+        message: diagnostic.message.clone(),
+        ..lsp::Diagnostic::default()
+    }
+}
+
+pub fn symbol_kind(kind: SymbolKind) -> lsp::SymbolKind {
+    match kind {
+        SymbolKind::Class => lsp::SymbolKind::CLASS,
+        SymbolKind::Function => lsp::SymbolKind::FUNCTION,
+        SymbolKind::Method => lsp::SymbolKind::METHOD,
+        SymbolKind::Interface => lsp::SymbolKind::INTERFACE,
+        SymbolKind::Enum => lsp::SymbolKind::ENUM,
+        SymbolKind::Module => lsp::SymbolKind::MODULE,
+        // LSP has no kind for type aliases; rust-analyzer uses TYPE_PARAMETER too.
+        SymbolKind::TypeAlias => lsp::SymbolKind::TYPE_PARAMETER,
+    }
+}
+
+#[allow(deprecated)] // `DocumentSymbol::deprecated` must be set; it is always `None`.
+pub fn document_symbol(rope: &Rope, symbol: &Symbol, encoding: PositionEncoding) -> lsp::DocumentSymbol {
+    lsp::DocumentSymbol {
+        name: symbol.name.clone(),
+        detail: Some(symbol.signature.clone()),
+        kind: symbol_kind(symbol.kind),
+        tags: None,
+        deprecated: None,
+        range: range(rope, symbol.range, encoding),
+        selection_range: range(rope, symbol.selection_range, encoding),
+        children: Some(symbol.children.iter().map(|c| document_symbol(rope, c, encoding)).collect()),
+    }
+}

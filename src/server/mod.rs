@@ -1,0 +1,120 @@
+//! The language server: the only layer that knows LSP, JSON-RPC and tower-lsp.
+//!
+//! One file per LSP method family; each converts the protocol's types to Tokamak's (see
+//! `convert.rs`) and calls into the workspace, the Observer and, later, the agent.
+//!
+//! Ordering: handlers run one at a time, in the order the editor sent the messages
+//! (`concurrency_level(1)`), so changes to a document can never be applied out of order.
+//! A handler therefore never waits on anything slow; long work (checkers, agent runs) is
+//! spawned onto its own task with a snapshot of what it needs. Answers to our own requests
+//! to the client do not pass through that queue, so awaiting them cannot deadlock.
+
+mod code_action;
+mod convert;
+mod document_symbol;
+mod editor;
+mod execute_command;
+mod guard;
+mod initialize;
+mod log_message;
+mod text_sync;
+mod transport;
+
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+use tower_lsp::jsonrpc::Result;
+use tower_lsp::lsp_types::*;
+use tower_lsp::{Client, LanguageServer, LspService, Server};
+
+pub use log_message::{LogMessageLayer, LogMessageQueue, channel as log_message_channel};
+
+use crate::observer::Observer;
+use crate::text::PositionEncoding;
+use crate::workspace::Workspace;
+use editor::LspEditor;
+
+/// Shared by every handler.
+pub struct Backend {
+    client: Client,
+    /// Decided once, at `initialize`.
+    encoding: OnceLock<PositionEncoding>,
+    workspace: Mutex<Workspace>,
+    observer: Observer,
+    log_queue: Mutex<Option<LogMessageQueue>>,
+}
+
+impl Backend {
+    fn new(client: Client, log_queue: Option<LogMessageQueue>) -> Backend {
+        Backend {
+            client,
+            encoding: OnceLock::new(),
+            workspace: Mutex::new(Workspace::default()),
+            observer: Observer::new(),
+            log_queue: Mutex::new(log_queue),
+        }
+    }
+
+    fn encoding(&self) -> PositionEncoding {
+        self.encoding.get().copied().unwrap_or_default()
+    }
+
+    fn workspace(&self) -> MutexGuard<'_, Workspace> {
+        crate::sync::lock(&self.workspace)
+    }
+
+    fn editor(&self) -> LspEditor {
+        LspEditor { client: self.client.clone(), encoding: self.encoding() }
+    }
+}
+
+/// Serves LSP on stdin/stdout until the client says `exit` or closes the stream.
+pub async fn run_stdio(log_queue: Option<LogMessageQueue>) {
+    let (service, socket) = LspService::new(|client| Backend::new(client, log_queue));
+    let stdin = transport::checked_input(tokio::io::stdin());
+    let stdout = tokio::io::stdout();
+    Server::new(stdin, stdout, socket).concurrency_level(1).serve(transport::Hygiene::new(service)).await;
+}
+
+#[tower_lsp::async_trait]
+impl LanguageServer for Backend {
+    async fn initialize(&self, params: InitializeParams) -> Result<InitializeResult> {
+        guard::request("initialize", initialize::initialize(self, params)).await
+    }
+
+    async fn initialized(&self, _: InitializedParams) {
+        guard::notification("initialized", initialize::initialized(self)).await;
+    }
+
+    async fn shutdown(&self) -> Result<()> {
+        tracing::info!("shutting down");
+        Ok(())
+    }
+
+    async fn did_open(&self, params: DidOpenTextDocumentParams) {
+        guard::notification("textDocument/didOpen", text_sync::did_open(self, params)).await;
+    }
+
+    async fn did_change(&self, params: DidChangeTextDocumentParams) {
+        guard::notification("textDocument/didChange", text_sync::did_change(self, params)).await;
+    }
+
+    async fn did_save(&self, params: DidSaveTextDocumentParams) {
+        guard::notification("textDocument/didSave", text_sync::did_save(self, params)).await;
+    }
+
+    async fn did_close(&self, params: DidCloseTextDocumentParams) {
+        guard::notification("textDocument/didClose", text_sync::did_close(self, params)).await;
+    }
+
+    async fn document_symbol(&self, params: DocumentSymbolParams) -> Result<Option<DocumentSymbolResponse>> {
+        guard::request("textDocument/documentSymbol", document_symbol::document_symbol(self, params)).await
+    }
+
+    async fn code_action(&self, params: CodeActionParams) -> Result<Option<CodeActionResponse>> {
+        guard::request("textDocument/codeAction", code_action::code_action(self, params)).await
+    }
+
+    async fn execute_command(&self, params: ExecuteCommandParams) -> Result<Option<serde_json::Value>> {
+        guard::request("workspace/executeCommand", execute_command::execute_command(self, params)).await
+    }
+}

@@ -1,0 +1,11 @@
+//! Syntax: tree-sitter grammars, incremental parsing, syntax errors and symbols.
+
+mod errors;
+mod grammar;
+mod symbols;
+mod tree;
+
+pub use errors::{SyntaxErrorKind, SyntaxProblem, syntax_problems};
+pub use grammar::grammar;
+pub use symbols::{Symbol, SymbolKind, document_symbols, enclosing_symbol, outline};
+pub use tree::{SyntaxError, SyntaxTree};

@@ -1,0 +1,226 @@
+//! Symbols: classes, functions and methods with their ranges and signatures, the symbol
+//! enclosing a position, and a signatures-only outline of a file.
+
+use ropey::Rope;
+use tree_sitter::{Node, Tree};
+
+use crate::text::{Language, TextRange};
+
+/// Deeper than this the tree is not searched for symbols (keeps recursion bounded on
+/// pathological input; real code nests nowhere near this).
+const MAX_DEPTH: usize = 200;
+
+/// Longest signature kept, in characters.
+const MAX_SIGNATURE_CHARS: usize = 200;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SymbolKind {
+    Class,
+    Function,
+    Method,
+    Interface,
+    Enum,
+    Module,
+    TypeAlias,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Symbol {
+    pub name: String,
+    pub kind: SymbolKind,
+    /// The whole definition, decorators included.
+    pub range: TextRange,
+    /// The name.
+    pub selection_range: TextRange,
+    /// The signature: the definition's text up to its body, on one line.
+    pub signature: String,
+    pub children: Vec<Symbol>,
+}
+
+/// The hierarchical symbols of a parsed document.
+pub fn document_symbols(tree: &Tree, rope: &Rope, language: Language) -> Vec<Symbol> {
+    let walker = Walker { rope, language };
+    walker.collect(tree.root_node(), None, 0)
+}
+
+/// The innermost symbol whose range contains `offset`, with the chain of its ancestors
+/// (outermost first). Empty when `offset` is at top level.
+pub fn enclosing_symbol(symbols: &[Symbol], offset: usize) -> Vec<&Symbol> {
+    let mut chain = Vec::new();
+    let mut level = symbols;
+    while let Some(symbol) = level.iter().find(|s| s.range.start <= offset && offset < s.range.end) {
+        chain.push(symbol);
+        level = &symbol.children;
+    }
+    chain
+}
+
+/// A signatures-only outline, one symbol a line, indented by depth:
+/// `class User(Base)` / `  def validate(self, email: str) -> bool`.
+pub fn outline(symbols: &[Symbol]) -> String {
+    fn write(out: &mut String, symbols: &[Symbol], depth: usize) {
+        for symbol in symbols {
+            out.push_str(&"  ".repeat(depth));
+            out.push_str(&symbol.signature);
+            out.push('\n');
+            write(out, &symbol.children, depth + 1);
+        }
+    }
+    let mut out = String::new();
+    write(&mut out, symbols, 0);
+    out
+}
+
+struct Walker<'a> {
+    rope: &'a Rope,
+    language: Language,
+}
+
+impl Walker<'_> {
+    fn collect(&self, node: Node<'_>, parent: Option<SymbolKind>, depth: usize) -> Vec<Symbol> {
+        let mut symbols = Vec::new();
+        if depth > MAX_DEPTH {
+            return symbols;
+        }
+        let mut cursor = node.walk();
+        for child in node.named_children(&mut cursor) {
+            match self.symbol(child, parent) {
+                Some((mut symbol, body)) => {
+                    if let Some(body) = body {
+                        symbol.children = self.collect(body, Some(symbol.kind), depth + 1);
+                    }
+                    symbols.push(symbol);
+                }
+                None => symbols.extend(self.collect(child, parent, depth + 1)),
+            }
+        }
+        symbols
+    }
+
+    /// The symbol `node` defines, if any, and the node to look for its children in.
+    fn symbol<'t>(&self, node: Node<'t>, parent: Option<SymbolKind>) -> Option<(Symbol, Option<Node<'t>>)> {
+        let in_class = matches!(parent, Some(SymbolKind::Class | SymbolKind::Interface));
+        let function_kind = if in_class { SymbolKind::Method } else { SymbolKind::Function };
+        let (kind, definition) = match (self.language, node.kind()) {
+            (Language::Python, "decorated_definition") => {
+                let inner = node.child_by_field_name("definition")?;
+                let (mut symbol, body) = self.symbol(inner, parent)?;
+                symbol.range = self.range(node);
+                return Some((symbol, body));
+            }
+            (Language::Python, "class_definition") => (SymbolKind::Class, node),
+            (Language::Python, "function_definition") => (function_kind, node),
+            (Language::PlainText | Language::Python, _) => return None,
+            (_, "class_declaration" | "abstract_class_declaration" | "class") => (SymbolKind::Class, node),
+            (_, "function_declaration" | "generator_function_declaration") => (SymbolKind::Function, node),
+            (_, "method_definition" | "method_signature" | "abstract_method_signature") => {
+                (SymbolKind::Method, node)
+            }
+            (_, "interface_declaration") => (SymbolKind::Interface, node),
+            (_, "enum_declaration") => (SymbolKind::Enum, node),
+            (_, "type_alias_declaration") => (SymbolKind::TypeAlias, node),
+            (_, "internal_module" | "module") => (SymbolKind::Module, node),
+            (_, "variable_declarator" | "public_field_definition") => {
+                let value = node.child_by_field_name("value")?;
+                if !matches!(value.kind(), "arrow_function" | "function_expression" | "function") {
+                    return None;
+                }
+                (function_kind, value)
+            }
+            _ => return None,
+        };
+        let name_node = node.child_by_field_name("name")?;
+        let name = self.text(self.range(name_node));
+        let body = definition.child_by_field_name("body");
+        let signature_end = body.map_or(node.end_byte(), |b| b.start_byte());
+        let symbol = Symbol {
+            name,
+            kind,
+            range: self.range(node),
+            selection_range: self.range(name_node),
+            signature: self.signature(TextRange::new(node.start_byte(), signature_end)),
+            children: Vec::new(),
+        };
+        Some((symbol, body))
+    }
+
+    fn range(&self, node: Node<'_>) -> TextRange {
+        let len = self.rope.len_bytes();
+        TextRange::new(node.start_byte().min(len), node.end_byte().min(len))
+    }
+
+    fn text(&self, range: TextRange) -> String {
+        let start = self.rope.byte_to_char(range.start);
+        let end = self.rope.byte_to_char(range.end);
+        self.rope.slice(start..end).to_string()
+    }
+
+    /// The header text on one line, without the `:` or `{` that opens the body.
+    fn signature(&self, range: TextRange) -> String {
+        let text = self.text(range);
+        let collapsed = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        let trimmed = collapsed.trim_end();
+        let trimmed = trimmed.strip_suffix("=>").unwrap_or(trimmed).trim_end();
+        let trimmed = trimmed.trim_end_matches([':', '{', ';']).trim_end();
+        let mut signature: String = trimmed.chars().take(MAX_SIGNATURE_CHARS).collect();
+        if trimmed.chars().count() > MAX_SIGNATURE_CHARS {
+            signature.push('…');
+        }
+        signature
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::syntax::SyntaxTree;
+
+    fn symbols_of(language: Language, text: &str) -> Vec<Symbol> {
+        let rope = Rope::from_str(text);
+        let tree = SyntaxTree::parse(language, &rope).unwrap().unwrap();
+        document_symbols(tree.tree(), &rope, language)
+    }
+
+    /// Renders symbols as `kind name: signature`, indented by depth.
+    fn render(symbols: &[Symbol], depth: usize, out: &mut String) {
+        for s in symbols {
+            out.push_str(&format!("{}{:?} {}: {}\n", "  ".repeat(depth), s.kind, s.name, s.signature));
+            render(&s.children, depth + 1, out);
+        }
+    }
+
+    fn check(language: Language, text: &str, expected: &str) {
+        let mut out = String::new();
+        render(&symbols_of(language, text), 0, &mut out);
+        assert_eq!(out, expected, "symbols of:\n{text}");
+    }
+
+    #[test]
+    fn python_classes_functions_and_methods() {
+        check(
+            Language::Python,
+            "import os\n\n@dataclass\nclass User(Base):\n    def validate_email(self, email: str) -> bool:\n        def inner(): pass\n        return True\n\ndef login(user,\n          password):\n    pass\n",
+            "Class User: class User(Base)\n  Method validate_email: def validate_email(self, email: str) -> bool\n    Function inner: def inner()\nFunction login: def login(user, password)\n",
+        );
+    }
+
+    #[test]
+    fn typescript_declarations() {
+        check(
+            Language::TypeScript,
+            "export class Store<T> {\n  get(id: string): T { return this.x; }\n  handler = (e: Event) => {};\n}\ninterface Shape { area(): number; }\nexport function make(): Store<number> { return new Store(); }\nconst add = (a: number, b: number) => a + b;\nenum Color { Red }\ntype Id = string;\n",
+            "Class Store: class Store<T>\n  Method get: get(id: string): T\n  Method handler: handler = (e: Event)\nInterface Shape: interface Shape\n  Method area: area(): number\nFunction make: function make(): Store<number>\nFunction add: add = (a: number, b: number)\nEnum Color: enum Color\nTypeAlias Id: type Id = string\n",
+        );
+    }
+
+    #[test]
+    fn enclosing_symbol_and_outline() {
+        let text = "class A:\n    def f(self):\n        x = 1\n\ny = 2\n";
+        let symbols = symbols_of(Language::Python, text);
+        let inside = text.find("x = 1").unwrap();
+        let chain: Vec<&str> = enclosing_symbol(&symbols, inside).iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(chain, ["A", "f"]);
+        assert!(enclosing_symbol(&symbols, text.find("y = 2").unwrap()).is_empty());
+        assert_eq!(outline(&symbols), "class A\n  def f(self)\n");
+    }
+}

@@ -1,0 +1,103 @@
+//! A document's syntax tree, kept current by incremental reparsing after each edit.
+
+use ropey::Rope;
+use tree_sitter::{InputEdit, Parser, Point, Tree};
+
+use super::grammar::grammar;
+use crate::text::{ByteEdit, Language, LineCol};
+
+#[derive(Debug, thiserror::Error)]
+pub enum SyntaxError {
+    /// The grammar was built for a tree-sitter ABI this library cannot load: it compiles and
+    /// fails only at run time, so it is checked and reported.
+    #[error("cannot load the {language} grammar: {reason}")]
+    Grammar { language: Language, reason: String },
+    #[error("tree-sitter gave up parsing the {language} document")]
+    ParseFailed { language: Language },
+}
+
+/// A parser and the tree it last produced for one document.
+pub struct SyntaxTree {
+    parser: Parser,
+    tree: Tree,
+    language: Language,
+}
+
+impl std::fmt::Debug for SyntaxTree {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SyntaxTree").field("language", &self.language).finish_non_exhaustive()
+    }
+}
+
+impl SyntaxTree {
+    /// Parses `rope` from scratch. `Ok(None)` for a language Tokamak does not parse.
+    pub fn parse(language: Language, rope: &Rope) -> Result<Option<SyntaxTree>, SyntaxError> {
+        let Some(grammar) = grammar(language) else {
+            return Ok(None);
+        };
+        let mut parser = Parser::new();
+        parser
+            .set_language(&grammar)
+            .map_err(|err| SyntaxError::Grammar { language, reason: err.to_string() })?;
+        let tree = parse_rope(&mut parser, rope, None).ok_or(SyntaxError::ParseFailed { language })?;
+        Ok(Some(SyntaxTree { parser, tree, language }))
+    }
+
+    pub fn tree(&self) -> &Tree {
+        &self.tree
+    }
+
+    pub fn language(&self) -> Language {
+        self.language
+    }
+
+    /// Tells the tree about one edit already made to the text. Call [`SyntaxTree::reparse`]
+    /// once after the last edit of a change.
+    pub fn edit(&mut self, edit: &ByteEdit) {
+        self.tree.edit(&InputEdit {
+            start_byte: edit.start,
+            old_end_byte: edit.old_end,
+            new_end_byte: edit.new_end,
+            start_position: point(edit.start_point),
+            old_end_position: point(edit.old_end_point),
+            new_end_position: point(edit.new_end_point),
+        });
+    }
+
+    /// Reparses `rope` reusing the edited tree; only the edited regions are parsed again.
+    pub fn reparse(&mut self, rope: &Rope) -> Result<(), SyntaxError> {
+        let tree = parse_rope(&mut self.parser, rope, Some(&self.tree))
+            .ok_or(SyntaxError::ParseFailed { language: self.language })?;
+        self.tree = tree;
+        Ok(())
+    }
+
+    /// Parses `rope` from scratch, dropping the old tree (after a whole-document change).
+    pub fn replace(&mut self, rope: &Rope) -> Result<(), SyntaxError> {
+        let tree = parse_rope(&mut self.parser, rope, None)
+            .ok_or(SyntaxError::ParseFailed { language: self.language })?;
+        self.tree = tree;
+        Ok(())
+    }
+}
+
+/// Tree-sitter counts rows by `\n` and columns in bytes; our `(line, byte column)` points
+/// agree except after a lone `\r`, which LSP counts as a line break. Tree-sitter uses points
+/// only to report positions, never to decide what to reparse, and Tokamak reads positions
+/// from byte offsets, so that difference is harmless.
+fn point(position: LineCol) -> Point {
+    Point { row: position.line as usize, column: position.col as usize }
+}
+
+/// Feeds the rope to tree-sitter chunk by chunk, without copying it into one string.
+fn parse_rope(parser: &mut Parser, rope: &Rope, old_tree: Option<&Tree>) -> Option<Tree> {
+    let len = rope.len_bytes();
+    let mut read = |offset: usize, _: Point| -> &[u8] {
+        if offset >= len {
+            return &[];
+        }
+        let (chunk, chunk_start, _, _) = rope.chunk_at_byte(offset);
+        &chunk.as_bytes()[offset - chunk_start..]
+    };
+    parser.parse_with_options(&mut read, old_tree, None)
+}

@@ -1,0 +1,56 @@
+//! Files that are not open: read from disk on demand, and walked with `.gitignore` respected.
+
+use std::path::{Path, PathBuf};
+
+use crate::text::Language;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("cannot read {}: {source}", path.display())]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{} is not UTF-8 text", path.display())]
+    NotUtf8 { path: PathBuf },
+    #[error("{} looks binary (it contains NUL bytes)", path.display())]
+    Binary { path: PathBuf },
+}
+
+/// Reads a text file. Binary and non-UTF-8 files are refused with a clear error.
+pub fn read_text(path: &Path) -> Result<String, ReadError> {
+    let bytes = std::fs::read(path).map_err(|source| ReadError::Io { path: path.to_path_buf(), source })?;
+    if bytes.contains(&0) {
+        return Err(ReadError::Binary { path: path.to_path_buf() });
+    }
+    String::from_utf8(bytes).map_err(|_| ReadError::NotUtf8 { path: path.to_path_buf() })
+}
+
+/// The files under `roots` that Tokamak parses: a file named directly is always included;
+/// folders are walked with `.gitignore`, `.ignore` and hidden-file rules applied (also
+/// outside a git repository). Sorted, without duplicates.
+pub fn source_files(roots: &[PathBuf]) -> Result<Vec<PathBuf>, ReadError> {
+    let mut files = Vec::new();
+    for root in roots {
+        let metadata =
+            std::fs::metadata(root).map_err(|source| ReadError::Io { path: root.clone(), source })?;
+        if !metadata.is_dir() {
+            files.push(root.clone());
+            continue;
+        }
+        let walker = ignore::WalkBuilder::new(root).require_git(false).build();
+        for entry in walker {
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(err) => {
+                    tracing::warn!("skipping part of {}: {err}", root.display());
+                    continue;
+                }
+            };
+            let is_file = entry.file_type().is_some_and(|t| t.is_file());
+            if is_file && Language::from_path(entry.path()).is_parsed() {
+                files.push(entry.into_path());
+            }
+        }
+    }
+    files.sort();
+    files.dedup();
+    Ok(files)
+}

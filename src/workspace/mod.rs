@@ -1,0 +1,287 @@
+//! The workspace: every open document (rope + version + syntax tree), changed in order, and
+//! cheap immutable snapshots of them for readers; files that are not open come from disk.
+
+mod disk;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use ropey::Rope;
+use tree_sitter::Tree;
+use url::Url;
+
+pub use disk::{ReadError, read_text, source_files};
+
+use crate::config::SyntaxSettings;
+use crate::syntax::SyntaxTree;
+use crate::text::{AppliedChange, Language, PositionEncoding, TextChange, TextDocument};
+
+/// An immutable view of one version of a document. Cloning is cheap (the rope and the tree
+/// share their nodes), so background work takes a snapshot instead of holding a lock.
+#[derive(Debug, Clone)]
+pub struct DocumentSnapshot {
+    pub uri: Url,
+    /// The editor's version; `None` for a file read from disk.
+    pub version: Option<i32>,
+    pub language: Language,
+    pub rope: Rope,
+    /// `None` when the language is not parsed or the document was too large or binary.
+    pub tree: Option<Tree>,
+    /// Why the document has no tree although its language is parsed.
+    pub syntax_skipped: Option<String>,
+}
+
+impl DocumentSnapshot {
+    /// A snapshot of text that is not open in the editor (read from disk, say).
+    pub fn detached(uri: Url, text: &str, settings: &SyntaxSettings) -> DocumentSnapshot {
+        let language = language_of(&uri, "");
+        let mut document = OpenDocument::new(TextDocument::new(text, None, language));
+        document.refresh_syntax(settings, &[]);
+        document.snapshot(uri)
+    }
+
+    /// The file system path, for `file:` URIs.
+    pub fn path(&self) -> Option<PathBuf> {
+        self.uri.to_file_path().ok()
+    }
+}
+
+/// Why a change could not be applied.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ChangeError {
+    #[error("{0} is not open")]
+    UnknownDocument(Url),
+    #[error("dropped version {got} of {uri}: it is not newer than version {current}")]
+    StaleVersion { uri: Url, current: i32, got: i32 },
+}
+
+/// What a successful change did, for the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ChangeReport {
+    /// How many of the edits had positions out of range (clamped) or reversed.
+    pub clamped_edits: usize,
+}
+
+struct OpenDocument {
+    text: TextDocument,
+    syntax: Option<SyntaxTree>,
+    syntax_skipped: Option<String>,
+}
+
+impl OpenDocument {
+    fn new(text: TextDocument) -> OpenDocument {
+        OpenDocument { text, syntax: None, syntax_skipped: None }
+    }
+
+    fn snapshot(&self, uri: Url) -> DocumentSnapshot {
+        DocumentSnapshot {
+            uri,
+            version: self.text.version(),
+            language: self.text.language(),
+            rope: self.text.rope().clone(),
+            tree: self.syntax.as_ref().map(|s| s.tree().clone()),
+            syntax_skipped: self.syntax_skipped.clone(),
+        }
+    }
+
+    /// Brings the syntax tree up to date after `edits` (already applied to the text):
+    /// incrementally when there is a tree and every edit was incremental, from scratch
+    /// otherwise; no tree at all for documents that are too large or binary.
+    fn refresh_syntax(&mut self, settings: &SyntaxSettings, edits: &[AppliedChange]) {
+        let language = self.text.language();
+        if !language.is_parsed() {
+            return;
+        }
+        let rope = self.text.rope();
+        self.syntax_skipped = skip_reason(rope, settings);
+        if self.syntax_skipped.is_some() {
+            self.syntax = None;
+            return;
+        }
+        let full = edits.iter().any(|e| matches!(e, AppliedChange::Full));
+        if let (Some(syntax), false) = (&mut self.syntax, full) {
+            for edit in edits {
+                if let AppliedChange::Incremental(edit) = edit {
+                    syntax.edit(edit);
+                }
+            }
+            match syntax.reparse(rope) {
+                Ok(()) => return,
+                Err(err) => tracing::warn!("incremental reparse failed, parsing afresh: {err}"),
+            }
+        }
+        self.syntax = match SyntaxTree::parse(language, rope) {
+            Ok(tree) => tree,
+            Err(err) => {
+                tracing::error!("{err}");
+                self.syntax_skipped = Some(err.to_string());
+                None
+            }
+        };
+    }
+}
+
+fn skip_reason(rope: &Rope, settings: &SyntaxSettings) -> Option<String> {
+    let len = rope.len_bytes();
+    if len > settings.max_file_bytes {
+        return Some(format!(
+            "it is {:.1} MB, more than syntax.maxFileBytes ({:.1} MB)",
+            megabytes(len),
+            megabytes(settings.max_file_bytes)
+        ));
+    }
+    if rope.chunks().any(|chunk| chunk.as_bytes().contains(&0)) {
+        return Some("it contains NUL bytes, so it is not source text".to_string());
+    }
+    None
+}
+
+fn megabytes(bytes: usize) -> f64 {
+    bytes as f64 / (1024.0 * 1024.0)
+}
+
+/// The language of a document from its `languageId` and its URI's file name.
+pub fn language_of(uri: &Url, language_id: &str) -> Language {
+    let path = uri.path_segments().and_then(|mut s| s.next_back()).map(PathBuf::from);
+    Language::detect(language_id, path.as_deref())
+}
+
+/// The open documents. Writers call `open`/`change`/`close` in the order the editor sent
+/// them; readers take snapshots.
+#[derive(Default)]
+pub struct Workspace {
+    documents: HashMap<Url, OpenDocument>,
+    settings: SyntaxSettings,
+}
+
+impl Workspace {
+    pub fn new(settings: SyntaxSettings) -> Workspace {
+        Workspace { documents: HashMap::new(), settings }
+    }
+
+    pub fn set_settings(&mut self, settings: SyntaxSettings) {
+        self.settings = settings;
+    }
+
+    /// Opens (or re-opens, replacing) a document.
+    pub fn open(&mut self, uri: Url, language_id: &str, version: i32, text: &str) -> DocumentSnapshot {
+        let language = language_of(&uri, language_id);
+        let mut document = OpenDocument::new(TextDocument::new(text, Some(version), language));
+        document.refresh_syntax(&self.settings, &[]);
+        let snapshot = document.snapshot(uri.clone());
+        self.documents.insert(uri, document);
+        snapshot
+    }
+
+    /// Applies the changes of one `didChange`, in order, then reparses once. A version that is
+    /// not newer than the current one is dropped: the editor sent it before what we have.
+    pub fn change(
+        &mut self,
+        uri: &Url,
+        version: i32,
+        changes: &[TextChange],
+        encoding: PositionEncoding,
+    ) -> Result<(DocumentSnapshot, ChangeReport), ChangeError> {
+        let document =
+            self.documents.get_mut(uri).ok_or_else(|| ChangeError::UnknownDocument(uri.clone()))?;
+        if let Some(current) = document.text.version()
+            && version <= current
+        {
+            return Err(ChangeError::StaleVersion { uri: uri.clone(), current, got: version });
+        }
+        let mut report = ChangeReport::default();
+        let mut applied = Vec::with_capacity(changes.len());
+        for change in changes {
+            let outcome = document.text.apply_change(change, encoding);
+            report.clamped_edits += usize::from(outcome.clamped);
+            applied.push(outcome.applied);
+        }
+        document.text.set_version(Some(version));
+        document.refresh_syntax(&self.settings, &applied);
+        Ok((document.snapshot(uri.clone()), report))
+    }
+
+    /// After `didSave`: when the editor included the text and it differs from ours, ours is
+    /// replaced (a resync; we must have missed a change). Returns the current snapshot.
+    pub fn save(&mut self, uri: &Url, text: Option<&str>) -> Result<DocumentSnapshot, ChangeError> {
+        let settings = self.settings.clone();
+        let document =
+            self.documents.get_mut(uri).ok_or_else(|| ChangeError::UnknownDocument(uri.clone()))?;
+        if let Some(text) = text
+            && document.text.rope() != text
+        {
+            tracing::warn!("{uri}: the saved text differs from ours; resynchronising");
+            let change = TextChange { range: None, text: text.to_string() };
+            let outcome = document.text.apply_change(&change, PositionEncoding::Utf8);
+            document.refresh_syntax(&settings, &[outcome.applied]);
+        }
+        Ok(document.snapshot(uri.clone()))
+    }
+
+    /// Forgets a document; `false` if it was not open.
+    pub fn close(&mut self, uri: &Url) -> bool {
+        self.documents.remove(uri).is_some()
+    }
+
+    pub fn snapshot(&self, uri: &Url) -> Option<DocumentSnapshot> {
+        self.documents.get(uri).map(|d| d.snapshot(uri.clone()))
+    }
+
+    /// The open document, or else the file on disk (read now, not kept: a file is never held
+    /// twice).
+    pub fn read(&self, uri: &Url) -> Result<DocumentSnapshot, ReadError> {
+        if let Some(snapshot) = self.snapshot(uri) {
+            return Ok(snapshot);
+        }
+        let path = uri.to_file_path().map_err(|()| ReadError::Io {
+            path: PathBuf::from(uri.as_str()),
+            source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file URI"),
+        })?;
+        let text = read_text(&path)?;
+        Ok(DocumentSnapshot::detached(uri.clone(), &text, &self.settings))
+    }
+
+    pub fn open_documents(&self) -> usize {
+        self.documents.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::text::LineCol;
+
+    fn uri(name: &str) -> Url {
+        Url::parse(&format!("file:///tmp/{name}")).unwrap()
+    }
+
+    #[test]
+    fn drops_stale_versions_and_unknown_documents() {
+        let mut workspace = Workspace::default();
+        workspace.open(uri("a.py"), "python", 3, "x = 1\n");
+        let change = TextChange { range: Some((LineCol::new(0, 4), LineCol::new(0, 5))), text: "2".into() };
+        let err = workspace
+            .change(&uri("a.py"), 3, std::slice::from_ref(&change), PositionEncoding::Utf16)
+            .unwrap_err();
+        assert!(matches!(err, ChangeError::StaleVersion { current: 3, got: 3, .. }));
+        let err = workspace
+            .change(&uri("b.py"), 9, std::slice::from_ref(&change), PositionEncoding::Utf16)
+            .unwrap_err();
+        assert_eq!(err, ChangeError::UnknownDocument(uri("b.py")));
+        let (snapshot, _) = workspace.change(&uri("a.py"), 4, &[change], PositionEncoding::Utf16).unwrap();
+        assert_eq!(snapshot.rope.to_string(), "x = 2\n");
+        assert_eq!(snapshot.version, Some(4));
+    }
+
+    #[test]
+    fn large_and_binary_documents_keep_text_but_no_tree() {
+        let mut workspace = Workspace::new(SyntaxSettings { max_file_bytes: 10 });
+        let snapshot = workspace.open(uri("big.py"), "python", 1, "x = 1\ny = 2\nz = 3\n");
+        assert!(snapshot.tree.is_none());
+        assert!(snapshot.syntax_skipped.unwrap().contains("syntax.maxFileBytes"));
+        let mut workspace = Workspace::default();
+        let snapshot = workspace.open(uri("bin.py"), "python", 1, "x\0y");
+        assert!(snapshot.tree.is_none());
+        assert!(snapshot.syntax_skipped.unwrap().contains("NUL"));
+    }
+}

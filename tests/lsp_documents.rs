@@ -1,0 +1,160 @@
+//! Documents over the real stdio connection: open, incremental change, save, close, and the
+//! syntax diagnostics that follow each, in both position encodings.
+
+mod support;
+
+use serde_json::json;
+use support::{LspClient, range, summarize, uri};
+
+#[test]
+fn diagnostics_appear_and_clear_with_versions() {
+    let mut client = LspClient::initialized(&[]);
+    let file = uri("app.py");
+    client.open(&file, "python", 1, "def f():\n    return (1, 2\n");
+    let published = client.diagnostics(&file);
+    assert_eq!(published["version"], 1);
+    let diagnostics = summarize(&published);
+    assert_eq!(diagnostics.len(), 1, "{published}");
+    let first = &published["diagnostics"][0];
+    assert_eq!(first["source"], "tokamak");
+    assert_eq!(first["code"], "syntax");
+    assert_eq!(first["severity"], 1);
+
+    // close the bracket: the file is clean, and an empty publish says so
+    client.change(&file, 2, json!([{"range": range((1, 16), (1, 16)), "text": ")"}]));
+    let published = client.diagnostics(&file);
+    assert_eq!(published["version"], 2);
+    assert_eq!(summarize(&published), vec![]);
+
+    // break it again, then close the document: its diagnostics are cleared
+    client.change(&file, 3, json!([{"range": range((0, 7), (0, 8)), "text": ""}]));
+    let published = client.diagnostics(&file);
+    assert!(!summarize(&published).is_empty(), "{published}");
+    client.notify("textDocument/didClose", json!({"textDocument": {"uri": file}}));
+    let published = client.diagnostics(&file);
+    assert_eq!(summarize(&published), vec![]);
+    assert!(published.get("version").is_none_or(|v| v.is_null()), "{published}");
+}
+
+#[test]
+fn missing_token_is_reported_where_it_belongs() {
+    let mut client = LspClient::initialized(&[]);
+    let file = uri("main.ts");
+    client.open(&file, "typescript", 1, "const a = foo(1, 2;\n");
+    let published = client.diagnostics(&file);
+    assert_eq!(summarize(&published), vec![(0, 18, "missing \")\"".to_string())]);
+    assert_eq!(published["diagnostics"][0]["range"], range((0, 18), (0, 18)));
+}
+
+#[test]
+fn several_edits_in_one_change_apply_in_order() {
+    let mut client = LspClient::initialized(&["utf-8"]);
+    let file = uri("order.py");
+    client.open(&file, "python", 1, "a = 1\nb = 2\n");
+    client.diagnostics(&file);
+    // each edit's range is in the text as the previous edit left it
+    client.change(
+        &file,
+        2,
+        json!([
+            {"range": range((0, 4), (0, 5)), "text": "(10"},
+            {"range": range((1, 0), (1, 0)), "text": "c = 3\n"},
+            {"range": range((0, 7), (0, 7)), "text": ")"},
+        ]),
+    );
+    assert_eq!(summarize(&client.diagnostics(&file)), vec![]);
+    let symbols = client.request("textDocument/documentSymbol", json!({"textDocument": {"uri": file}}));
+    assert_eq!(symbols["result"], json!([]));
+    // a later full-text change replaces everything
+    client.change(&file, 3, json!([{"text": "def g(:\n"}]));
+    let published = client.diagnostics(&file);
+    assert_eq!(published["version"], 3);
+    assert!(!summarize(&published).is_empty());
+}
+
+#[test]
+fn stale_versions_are_dropped() {
+    let mut client = LspClient::initialized(&[]);
+    let file = uri("stale.py");
+    client.open(&file, "python", 5, "x = 1\n");
+    client.diagnostics(&file);
+    // version 4 is older than what the server has: ignored, nothing is published
+    client.change(&file, 4, json!([{"range": range((0, 0), (0, 0)), "text": "((("}]));
+    client.change(&file, 6, json!([{"range": range((0, 4), (0, 5)), "text": "2"}]));
+    let published = client.diagnostics(&file);
+    assert_eq!(published["version"], 6);
+    assert_eq!(summarize(&published), vec![], "the stale edit must not have been applied");
+    assert!(client.stderr().contains("dropped version 4"), "{}", client.stderr());
+}
+
+/// The same edit positions expressed in each encoding land on the same character.
+#[test]
+fn positions_after_korean_and_emoji_in_both_encodings() {
+    // line 1: `s = "한국어 😀" + (` — the `(` is never closed
+    let text = "x = 1\ns = \"한국어 😀\" + (\n";
+    for (encoding, after_paren) in [("utf-16", 16), ("utf-8", 24)] {
+        let mut client = LspClient::initialized(&[encoding]);
+        let file = uri("korean.py");
+        client.open(&file, "python", 1, text);
+        let published = client.diagnostics(&file);
+        let diagnostic = &published["diagnostics"][0];
+        assert_eq!(diagnostic["range"]["start"]["line"], 1, "{published}");
+        // insert `)` right after the `(`: the file becomes clean only if the column is right
+        client.change(&file, 2, json!([{"range": range((1, after_paren), (1, after_paren)), "text": "0)"}]));
+        let published = client.diagnostics(&file);
+        assert_eq!(summarize(&published), vec![], "{encoding}: {published}");
+        let symbols = client.request("textDocument/documentSymbol", json!({"textDocument": {"uri": file}}));
+        assert_eq!(symbols["result"], json!([]));
+    }
+}
+
+#[test]
+fn crlf_documents_keep_their_lines() {
+    let mut client = LspClient::initialized(&[]);
+    let file = uri("crlf.py");
+    client.open(&file, "python", 1, "def f():\r\n    return 1\r\n\r\ndef g(:\r\n    pass\r\n");
+    let published = client.diagnostics(&file);
+    let lines: Vec<u64> = summarize(&published).iter().map(|d| d.0).collect();
+    assert_eq!(lines, vec![3], "{published}");
+    // delete the stray `(` on line 3 by its CRLF-relative position
+    client.change(&file, 2, json!([{"range": range((3, 5), (3, 6)), "text": "()"}]));
+    assert_eq!(summarize(&client.diagnostics(&file)), vec![]);
+}
+
+#[test]
+fn save_with_different_text_resynchronises() {
+    let mut client = LspClient::initialized(&[]);
+    let file = uri("saved.py");
+    client.open(&file, "python", 1, "x = (\n");
+    assert!(!summarize(&client.diagnostics(&file)).is_empty());
+    client.notify("textDocument/didSave", json!({"textDocument": {"uri": file}, "text": "x = ()\n"}));
+    assert_eq!(summarize(&client.diagnostics(&file)), vec![]);
+    assert!(client.stderr().contains("resynchronising"), "{}", client.stderr());
+}
+
+#[test]
+fn javascript_jsx_and_tsx_are_parsed() {
+    let mut client = LspClient::initialized(&[]);
+    for (name, language, text) in [
+        ("a.js", "javascript", "function f( {\n"),
+        ("b.jsx", "javascriptreact", "const x = <div>{y</div>;\n"),
+        ("c.tsx", "typescriptreact", "const x = <A b={1 />;\n"),
+    ] {
+        let file = uri(name);
+        client.open(&file, language, 1, text);
+        assert!(!summarize(&client.diagnostics(&file)).is_empty(), "{name}");
+    }
+    let file = uri("ok.tsx");
+    client.open(&file, "typescriptreact", 1, "export const A = () => <div className=\"a\">{1}</div>;\n");
+    assert_eq!(summarize(&client.diagnostics(&file)), vec![]);
+}
+
+#[test]
+fn plain_text_documents_are_kept_without_diagnostics() {
+    let mut client = LspClient::initialized(&[]);
+    let file = uri("notes.md");
+    client.open(&file, "markdown", 1, "# def f(:\n");
+    assert_eq!(summarize(&client.diagnostics(&file)), vec![]);
+    client.change(&file, 2, json!([{"range": range((0, 0), (0, 1)), "text": ""}]));
+    assert_eq!(summarize(&client.diagnostics(&file)), vec![]);
+}

@@ -1,0 +1,265 @@
+//! A small LSP client of our own for tests: starts the real `tokamak` binary and speaks
+//! JSON-RPC to it over stdio.
+#![allow(dead_code)] // each test file uses a different part of it
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+/// How long any single wait may take before the test fails (generous: CI machines are slow).
+pub const TIMEOUT: Duration = Duration::from_secs(30);
+
+pub struct LspClient {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    incoming: Receiver<Value>,
+    /// Messages received while waiting for something else, in order.
+    backlog: VecDeque<Value>,
+    next_id: i64,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl LspClient {
+    pub fn start() -> LspClient {
+        LspClient::start_with_env(&[])
+    }
+
+    pub fn start_with_env(env: &[(&str, &str)]) -> LspClient {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_tokamak"));
+        command.arg("lsp").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        command.env("TOKAMAK_LOG", "debug");
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let mut child = command.spawn().expect("start tokamak");
+        let stdout = child.stdout.take().expect("stdout");
+        let stderr = child.stderr.take().expect("stderr");
+        let (sender, incoming) = channel();
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(stdout);
+            while let Some(message) = read_message(&mut reader) {
+                if sender.send(message).is_err() {
+                    break;
+                }
+            }
+        });
+        let log = Arc::new(Mutex::new(String::new()));
+        let sink = Arc::clone(&log);
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(stderr);
+            let mut line = String::new();
+            while reader.read_line(&mut line).unwrap_or(0) > 0 {
+                sink.lock().unwrap().push_str(&line);
+                line.clear();
+            }
+        });
+        let stdin = child.stdin.take();
+        LspClient { child, stdin, incoming, backlog: VecDeque::new(), next_id: 1, stderr: log }
+    }
+
+    /// Starts the server and completes the handshake offering `encodings`.
+    pub fn initialized(encodings: &[&str]) -> LspClient {
+        let mut client = LspClient::start();
+        client.initialize(encodings);
+        client
+    }
+
+    pub fn initialize(&mut self, encodings: &[&str]) -> Value {
+        let response = self.request(
+            "initialize",
+            json!({
+                "processId": null,
+                "rootUri": null,
+                "clientInfo": {"name": "tokamak-tests"},
+                "capabilities": {"general": {"positionEncodings": encodings}},
+            }),
+        );
+        self.notify("initialized", json!({}));
+        response
+    }
+
+    pub fn send_raw(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(bytes).expect("write to server");
+        stdin.flush().expect("flush");
+    }
+
+    pub fn send(&mut self, message: &Value) {
+        let body = serde_json::to_vec(message).expect("serialize");
+        let mut frame = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
+        frame.extend(body);
+        self.send_raw(&frame);
+    }
+
+    pub fn notify(&mut self, method: &str, params: Value) {
+        self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    }
+
+    /// Sends a request and returns the whole response message (`result` or `error`).
+    pub fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        self.wait_for(&format!("the response to {method}"), |m| {
+            m.get("id") == Some(&json!(id)) && m.get("method").is_none()
+        })
+    }
+
+    /// Waits for the first message (kept from before, or new) that `matches`; the others stay
+    /// in the backlog. Requests from the server are answered with `null`.
+    pub fn wait_for(&mut self, what: &str, matches: impl Fn(&Value) -> bool) -> Value {
+        if let Some(index) = self.backlog.iter().position(&matches) {
+            return self.backlog.remove(index).expect("index in range");
+        }
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.incoming.recv_timeout(left) {
+                Ok(message) => {
+                    if message.get("method").is_some() && message.get("id").is_some() {
+                        let id = message["id"].clone();
+                        self.send(&json!({"jsonrpc": "2.0", "id": id, "result": null}));
+                    }
+                    if matches(&message) {
+                        return message;
+                    }
+                    self.backlog.push_back(message);
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    panic!(
+                        "timed out waiting for {what}; got {:#?}\nstderr:\n{}",
+                        self.backlog,
+                        self.stderr()
+                    )
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    panic!("the server closed stdout while waiting for {what}\nstderr:\n{}", self.stderr())
+                }
+            }
+        }
+    }
+
+    pub fn wait_for_notification(&mut self, method: &str) -> Value {
+        self.wait_for(method, |m| m["method"] == method)
+    }
+
+    /// The next `publishDiagnostics` for `uri` (any version).
+    pub fn diagnostics(&mut self, uri: &str) -> Value {
+        self.wait_for(&format!("diagnostics for {uri}"), |m| {
+            m["method"] == "textDocument/publishDiagnostics" && m["params"]["uri"] == uri
+        })["params"]
+            .clone()
+    }
+
+    pub fn open(&mut self, uri: &str, language_id: &str, version: i32, text: &str) {
+        self.notify(
+            "textDocument/didOpen",
+            json!({"textDocument": {"uri": uri, "languageId": language_id, "version": version, "text": text}}),
+        );
+    }
+
+    pub fn change(&mut self, uri: &str, version: i32, changes: Value) {
+        self.notify(
+            "textDocument/didChange",
+            json!({"textDocument": {"uri": uri, "version": version}, "contentChanges": changes}),
+        );
+    }
+
+    /// Everything the server wrote to stderr so far.
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    /// `shutdown` then `exit`; returns how the process ended.
+    pub fn shutdown(mut self) -> ExitStatus {
+        let response = self.request("shutdown", Value::Null);
+        assert!(response.get("error").is_none(), "shutdown failed: {response}");
+        self.notify("exit", Value::Null);
+        self.stdin.take();
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "the server did not exit after `exit`");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Closes the server's stdin and waits for it to stop; `None` if it did not.
+    pub fn shutdown_by_closing_stdin(mut self) -> Option<ExitStatus> {
+        self.stdin.take();
+        let deadline = Instant::now() + TIMEOUT;
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
+    /// Whether the process is still running.
+    pub fn is_running(&mut self) -> bool {
+        self.child.try_wait().expect("wait").is_none()
+    }
+}
+
+impl Drop for LspClient {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Reads one `Content-Length` framed message; `None` at end of stream.
+fn read_message(reader: &mut impl BufRead) -> Option<Value> {
+    let mut length = None;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).ok()? == 0 {
+            return None;
+        }
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some(value) = line.strip_prefix("Content-Length: ") {
+            length = value.parse::<usize>().ok();
+        }
+    }
+    let mut body = vec![0; length?];
+    reader.read_exact(&mut body).ok()?;
+    serde_json::from_slice(&body).ok()
+}
+
+/// A `file://` URI for a name under a fake root (the server never reads it from disk).
+pub fn uri(name: &str) -> String {
+    format!("file:///workspace/{name}")
+}
+
+/// A range object.
+pub fn range(start: (u32, u32), end: (u32, u32)) -> Value {
+    json!({"start": {"line": start.0, "character": start.1}, "end": {"line": end.0, "character": end.1}})
+}
+
+/// `(line, character)` pairs and messages of the diagnostics in a publish.
+pub fn summarize(params: &Value) -> Vec<(u64, u64, String)> {
+    params["diagnostics"]
+        .as_array()
+        .expect("diagnostics array")
+        .iter()
+        .map(|d| {
+            (
+                d["range"]["start"]["line"].as_u64().unwrap_or(u64::MAX),
+                d["range"]["start"]["character"].as_u64().unwrap_or(u64::MAX),
+                d["message"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
