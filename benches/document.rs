@@ -1,1 +1,71 @@
-fn main() {}
+//! Benchmarks of the text and syntax layers on a 10 000-line Python file: opening it, and a
+//! single-character `didChange` up to its syntax diagnostics being ready.
+
+use std::hint::black_box;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use tokamak::observer::syntax_diagnostics;
+use tokamak::text::{LineCol, PositionEncoding, TextChange};
+use tokamak::workspace::Workspace;
+use url::Url;
+
+/// A realistic 10 000-line module: classes with methods, functions, comments, strings.
+fn ten_thousand_lines() -> String {
+    let mut text = String::from("\"\"\"A generated module for benchmarks.\"\"\"\n\nimport os\nimport re\n\n");
+    let mut n = 0;
+    while text.lines().count() < 10_000 {
+        text.push_str(&format!(
+            "\n\nclass Record{n}:\n    \"\"\"Holds record number {n}.\"\"\"\n\n    def __init__(self, name: str, value: int = {n}) -> None:\n        self.name = name\n        self.value = value\n\n    def describe(self) -> str:\n        # explain the record\n        return f\"{{self.name}}: {{self.value}} ({n})\"\n\n\ndef make_record_{n}(items: list[str]) -> Record{n}:\n    total = sum(len(item) for item in items if re.match(r\"\\w+\", item))\n    return Record{n}(os.sep.join(items), total)\n"
+        ));
+        n += 1;
+    }
+    text
+}
+
+fn bench_open(c: &mut Criterion) {
+    let text = ten_thousand_lines();
+    let uri = Url::parse("file:///bench/big.py").unwrap();
+    c.bench_function("open 10k-line python file (parse + syntax diagnostics)", |b| {
+        b.iter(|| {
+            let mut workspace = Workspace::default();
+            let snapshot = workspace.open(uri.clone(), "python", 1, black_box(&text));
+            black_box(syntax_diagnostics(&snapshot))
+        })
+    });
+}
+
+/// Types one character in the middle of the file and deletes it again, alternately, so the
+/// document stays the same size; each step is one `didChange` up to diagnostics.
+fn bench_keystroke(c: &mut Criterion, name: &str, character: &str) {
+    let text = ten_thousand_lines();
+    let uri = Url::parse("file:///bench/big.py").unwrap();
+    let mut workspace = Workspace::default();
+    workspace.open(uri.clone(), "python", 0, &text);
+    let line = 5_000u32;
+    let at = LineCol::new(line, 8);
+    let mut version = 0;
+    c.bench_function(name, |b| {
+        b.iter(|| {
+            version += 1;
+            let change = if version % 2 == 1 {
+                TextChange { range: Some((at, at)), text: character.to_string() }
+            } else {
+                TextChange { range: Some((at, LineCol::new(line, 9))), text: String::new() }
+            };
+            let (snapshot, _) = workspace.change(&uri, version, &[change], PositionEncoding::Utf16).unwrap();
+            black_box(syntax_diagnostics(&snapshot))
+        })
+    });
+}
+
+fn bench_keystrokes(c: &mut Criterion) {
+    bench_keystroke(c, "keystroke in 10k-line python file (identifier char)", "x");
+    bench_keystroke(c, "keystroke in 10k-line python file (breaks syntax)", "(");
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(30);
+    targets = bench_open, bench_keystrokes
+}
+criterion_main!(benches);

@@ -6,8 +6,8 @@ use crate::text::Language;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
-    #[error("cannot read {}: {source}", path.display())]
-    Io { path: PathBuf, source: std::io::Error },
+    #[error("cannot read {}: {reason}", path.display())]
+    Io { path: PathBuf, reason: std::io::Error },
     #[error("{} is not UTF-8 text", path.display())]
     NotUtf8 { path: PathBuf },
     #[error("{} looks binary (it contains NUL bytes)", path.display())]
@@ -16,7 +16,7 @@ pub enum ReadError {
 
 /// Reads a text file. Binary and non-UTF-8 files are refused with a clear error.
 pub fn read_text(path: &Path) -> Result<String, ReadError> {
-    let bytes = std::fs::read(path).map_err(|source| ReadError::Io { path: path.to_path_buf(), source })?;
+    let bytes = std::fs::read(path).map_err(|reason| ReadError::Io { path: path.to_path_buf(), reason })?;
     if bytes.contains(&0) {
         return Err(ReadError::Binary { path: path.to_path_buf() });
     }
@@ -30,7 +30,7 @@ pub fn source_files(roots: &[PathBuf]) -> Result<Vec<PathBuf>, ReadError> {
     let mut files = Vec::new();
     for root in roots {
         let metadata =
-            std::fs::metadata(root).map_err(|source| ReadError::Io { path: root.clone(), source })?;
+            std::fs::metadata(root).map_err(|reason| ReadError::Io { path: root.clone(), reason })?;
         if !metadata.is_dir() {
             files.push(root.clone());
             continue;

@@ -235,7 +235,7 @@ impl Workspace {
         }
         let path = uri.to_file_path().map_err(|()| ReadError::Io {
             path: PathBuf::from(uri.as_str()),
-            source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file URI"),
+            reason: std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file URI"),
         })?;
         let text = read_text(&path)?;
         Ok(DocumentSnapshot::detached(uri.clone(), &text, &self.settings))

@@ -1,0 +1,94 @@
+//! `tokamak check` as a user runs it: the real binary on files and folders.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn tokamak(args: &[&str], dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tokamak")).args(args).current_dir(dir).output().expect("run tokamak")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn project_root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn prints_syntax_errors_like_a_linter() {
+    let output = tokamak(&["check", "fixtures/syntax"], project_root());
+    assert_eq!(
+        stdout(&output),
+        "fixtures/syntax/broken.py:9:5: error [tokamak/syntax] unexpected \"def __init__\": expected \":\" at the end of the line\n\
+         fixtures/syntax/broken.py:16:1: error [tokamak/syntax] unexpected \"print(\": \"(\" is never closed\n\
+         fixtures/syntax/broken.ts:12:68: error [tokamak/syntax] missing \"}\"\n\
+         fixtures/syntax/broken.ts:15:20: error [tokamak/syntax] unexpected \"(\": \"(\" is never closed\n"
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+}
+
+#[test]
+fn clean_files_exit_zero_and_print_nothing() {
+    let output = tokamak(&["check", "fixtures/syntax/clean.py", "fixtures/syntax/clean.tsx"], project_root());
+    assert_eq!(stdout(&output), "");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+}
+
+#[test]
+fn json_format_has_every_field() {
+    let output = tokamak(&["check", "--format", "json", "fixtures/syntax/broken.ts"], project_root());
+    assert_eq!(output.status.code(), Some(1));
+    let findings: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON on stdout");
+    assert_eq!(
+        findings[0],
+        serde_json::json!({
+            "path": "fixtures/syntax/broken.ts", "line": 12, "column": 68, "end_line": 12, "end_column": 68,
+            "severity": "error", "source": "tokamak", "code": "syntax", "message": "missing \"}\"",
+        })
+    );
+    assert_eq!(findings.as_array().map(Vec::len), Some(2));
+    let clean = tokamak(&["check", "--format", "json", "fixtures/syntax/clean.py"], project_root());
+    assert_eq!(stdout(&clean).trim(), "[]");
+}
+
+#[test]
+fn folders_are_walked_with_gitignore_respected() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("src/나의 모듈")).unwrap();
+    std::fs::create_dir_all(root.join("build")).unwrap();
+    std::fs::write(root.join(".gitignore"), "build/\n").unwrap();
+    std::fs::write(root.join("src/나의 모듈/bad.py"), "x = (\n").unwrap();
+    std::fs::write(root.join("src/ok.ts"), "export const x = 1;\n").unwrap();
+    std::fs::write(root.join("build/generated.py"), "def (\n").unwrap();
+    std::fs::write(root.join("notes.txt"), "def (\n").unwrap();
+    std::fs::write(root.join("src/blob.py"), b"\x00\x01binary").unwrap();
+    std::fs::write(root.join("src/latin1.py"), b"x = '\xe9'\n").unwrap();
+    let output = tokamak(&["check", "."], root);
+    let printed = stdout(&output);
+    assert_eq!(
+        printed,
+        "./src/나의 모듈/bad.py:1:1: error [tokamak/syntax] unexpected \"x = (\": \"(\" is never closed\n"
+    );
+    let notes = stderr(&output);
+    assert!(notes.contains("blob.py: not checked") && notes.contains("NUL"), "{notes}");
+    assert!(notes.contains("latin1.py: not checked") && notes.contains("not UTF-8"), "{notes}");
+    assert_eq!(output.status.code(), Some(1));
+}
+
+#[test]
+fn bad_usage_exits_two() {
+    let missing = tokamak(&["check", "no/such/file.py"], project_root());
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(stderr(&missing).contains("cannot read no/such/file.py"), "{}", stderr(&missing));
+    let no_paths = tokamak(&["check"], project_root());
+    assert_eq!(no_paths.status.code(), Some(2));
+    let bad_flag = tokamak(&["check", "--format", "xml", "fixtures"], project_root());
+    assert_eq!(bad_flag.status.code(), Some(2));
+    assert!(stderr(&bad_flag).contains("xml"));
+}

@@ -1,0 +1,108 @@
+//! Property: any sequence of incremental edits leaves the rope equal to the same edits made
+//! on a `String`, and the incrementally reparsed tree equal to a fresh parse.
+
+use proptest::prelude::*;
+use tokamak::syntax::SyntaxTree;
+use tokamak::text::{Language, LineCol, PositionEncoding, TextChange};
+use tokamak::workspace::Workspace;
+
+/// Pieces documents are made of: code, indentation, every kind of line break, and
+/// characters of one to four UTF-8 bytes and one or two UTF-16 units.
+const PIECES: &[&str] = &[
+    "def ", "class ", "return ", "f", "x", "(", ")", ":", "[", "]", "{", "}", "=", "1", "'", "\"", ",",
+    "    ", "\n", "\r\n", "\r", "한", "국어", "😀", "é", " ", "#", "if ", "pass",
+];
+
+fn text() -> impl Strategy<Value = String> {
+    prop::collection::vec(prop::sample::select(PIECES), 0..60).prop_map(|pieces| pieces.concat())
+}
+
+/// An edit as fractions of the current text (so it always fits), the text to insert, and
+/// the encoding its positions are sent in.
+#[derive(Debug, Clone)]
+struct Edit {
+    start: f64,
+    length: f64,
+    insert: String,
+    encoding: PositionEncoding,
+}
+
+fn edit() -> impl Strategy<Value = Edit> {
+    let encoding =
+        prop::sample::select(vec![PositionEncoding::Utf8, PositionEncoding::Utf16, PositionEncoding::Utf32]);
+    (0.0..=1.0f64, 0.0..=0.3f64, text(), encoding).prop_map(|(start, length, insert, encoding)| Edit {
+        start,
+        length,
+        insert,
+        encoding,
+    })
+}
+
+/// A char index that is a position: never between the `\r` and `\n` of a CRLF.
+fn position_index(chars: &[char], index: usize) -> usize {
+    if index > 0 && index < chars.len() && chars[index - 1] == '\r' && chars[index] == '\n' {
+        index + 1
+    } else {
+        index
+    }
+}
+
+/// `(line, col)` of a char index, computed independently of the crate: lines end at `\n`,
+/// `\r\n` or a lone `\r`; columns count in `encoding`.
+fn reference_position(chars: &[char], index: usize, encoding: PositionEncoding) -> LineCol {
+    let (mut line, mut col) = (0u32, 0u32);
+    let mut i = 0;
+    while i < index {
+        let c = chars[i];
+        if c == '\n' || (c == '\r' && chars.get(i + 1) != Some(&'\n')) {
+            line += 1;
+            col = 0;
+        } else if c != '\r' {
+            col += match encoding {
+                PositionEncoding::Utf8 => c.len_utf8() as u32,
+                PositionEncoding::Utf16 => c.len_utf16() as u32,
+                PositionEncoding::Utf32 => 1,
+            };
+        }
+        i += 1;
+    }
+    LineCol::new(line, col)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn incremental_edits_match_a_string_and_a_fresh_parse(initial in text(), edits in prop::collection::vec(edit(), 1..20)) {
+        let uri = url::Url::parse("file:///prop/test.py").unwrap();
+        let mut workspace = Workspace::default();
+        workspace.open(uri.clone(), "python", 0, &initial);
+        let mut expected = initial.clone();
+        for (version, edit) in edits.iter().enumerate() {
+            let chars: Vec<char> = expected.chars().collect();
+            let start = position_index(&chars, (edit.start * chars.len() as f64) as usize);
+            let end = position_index(&chars, (start + (edit.length * chars.len() as f64) as usize).min(chars.len()));
+            let change = TextChange {
+                range: Some((
+                    reference_position(&chars, start, edit.encoding),
+                    reference_position(&chars, end, edit.encoding),
+                )),
+                text: edit.insert.clone(),
+            };
+            let (snapshot, report) = workspace
+                .change(&uri, version as i32 + 1, &[change], edit.encoding)
+                .expect("change applies");
+            prop_assert_eq!(report.clamped_edits, 0);
+
+            let mut next: String = chars[..start].iter().collect();
+            next.push_str(&edit.insert);
+            next.extend(&chars[end..]);
+            expected = next;
+            prop_assert_eq!(snapshot.rope.to_string(), expected.clone());
+
+            let incremental = snapshot.tree.expect("a tree").root_node().to_sexp();
+            let fresh = SyntaxTree::parse(Language::Python, &snapshot.rope).unwrap().unwrap();
+            prop_assert_eq!(incremental, fresh.tree().root_node().to_sexp());
+        }
+    }
+}
