@@ -1,18 +1,34 @@
 //! Settings: what the user can tune, with defaults that work with no configuration.
 //!
-//! Every setting is documented in `docs/CONFIG.md`. Today they come from LSP
-//! `initializationOptions`; `tokamak.toml` and the environment join with the Observer and
-//! model layers.
+//! Every setting is documented in `docs/CONFIG.md`. They come from `tokamak.toml` in the
+//! workspace root, overridden key by key by LSP `initializationOptions` (same structure,
+//! same snake_case names).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
 /// Documents larger than this are kept as text but not parsed (10 MiB).
 pub const DEFAULT_MAX_PARSE_BYTES: usize = 10 * 1024 * 1024;
 
+/// The settings file looked for in the workspace root.
+pub const CONFIG_FILE: &str = "tokamak.toml";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {}: {reason}", path.display())]
+    Read { path: PathBuf, reason: std::io::Error },
+    #[error("{} is not valid TOML: {reason}", path.display())]
+    Toml { path: PathBuf, reason: String },
+    #[error("invalid settings{}: {reason}", from.as_ref().map(|p| format!(" in {}", p.display())).unwrap_or_default())]
+    Invalid { from: Option<PathBuf>, reason: String },
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(default, deny_unknown_fields)]
 pub struct SyntaxSettings {
-    /// `syntax.maxFileBytes`: larger documents get no syntax tree, diagnostics or symbols.
+    /// `syntax.max_file_bytes`: larger documents get no syntax tree, diagnostics or symbols.
     pub max_file_bytes: usize,
 }
 
@@ -22,33 +38,181 @@ impl Default for SyntaxSettings {
     }
 }
 
+/// `[checkers]`: the external tools the Observer runs. (Not `deny_unknown_fields`: serde
+/// cannot combine it with `flatten`; a stray key is read as a checker table and fails there.)
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct CheckerSettings {
+    /// Exactly these checkers (preset or generic names). Unset: every preset whose tool is
+    /// found, plus every generic checker defined below.
+    pub enable: Option<Vec<String>>,
+    /// These never run, whatever else says.
+    pub disable: Vec<String>,
+    /// A run taking longer is killed and reported.
+    pub timeout_ms: u64,
+    /// How many checker processes may run at once.
+    pub max_concurrent: usize,
+    /// Also run on every change (after `debounce_ms` of quiet), not only on open and save.
+    pub run_on_change: bool,
+    pub debounce_ms: u64,
+    /// Per-checker settings: overrides of a preset (`[checkers.ruff]`) or a generic checker
+    /// of your own (`[checkers.shellcheck]`).
+    #[serde(flatten)]
+    pub tools: BTreeMap<String, CheckerConfig>,
+}
+
+impl Default for CheckerSettings {
+    fn default() -> Self {
+        CheckerSettings {
+            enable: None,
+            disable: Vec::new(),
+            timeout_ms: 30_000,
+            max_concurrent: 2,
+            run_on_change: false,
+            debounce_ms: 300,
+            tools: BTreeMap::new(),
+        }
+    }
+}
+
+/// One checker's settings. For a preset every field is optional and overrides the preset;
+/// a generic checker needs `command`, something to match files (`languages` or `files`),
+/// and `pattern` or `errorformat`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(default, deny_unknown_fields)]
+pub struct CheckerConfig {
+    pub command: Option<String>,
+    /// Arguments; `{file}` is the path of the file to check, `{root}` the workspace root.
+    pub args: Option<Vec<String>>,
+    /// Language ids it applies to (`python`, `typescript`, `typescriptreact`, `javascript`,
+    /// `javascriptreact`).
+    pub languages: Option<Vec<String>>,
+    /// File globs it applies to (`*.sh`), for languages Tokamak does not parse.
+    pub files: Option<Vec<String>>,
+    /// Feed the buffer on stdin (else the file is checked on disk, or through a shadow copy
+    /// when the buffer has unsaved changes).
+    pub stdin: Option<bool>,
+    /// A regex with named groups `line` and `message`, and optionally `file`, `col`,
+    /// `end_line`, `end_col`, `severity`, `code`.
+    pub pattern: Option<String>,
+    /// Or an errorformat: `%f` file, `%l` line, `%c` column, `%e` end line, `%k` end column,
+    /// `%t` severity letter, `%n` code, `%m` message, `%%` a percent sign.
+    pub errorformat: Option<String>,
+    /// How the tool counts columns: `utf-8`, `utf-16` or `utf-32` (characters, the default).
+    pub column_encoding: Option<String>,
+    pub timeout_ms: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Settings {
     pub syntax: SyntaxSettings,
+    pub checkers: CheckerSettings,
 }
 
 impl Settings {
-    /// Reads settings from LSP `initializationOptions`; unknown keys are ignored, a value of
-    /// the wrong type is an error that names it.
-    pub fn from_json(value: serde_json::Value) -> Result<Settings, serde_json::Error> {
+    /// Reads settings from a JSON value (LSP `initializationOptions`); a value of the wrong
+    /// type or an unknown key is an error that names it.
+    pub fn from_json(value: serde_json::Value) -> Result<Settings, ConfigError> {
         if value.is_null() {
             return Ok(Settings::default());
         }
         serde_json::from_value(value)
+            .map_err(|err| ConfigError::Invalid { from: None, reason: err.to_string() })
     }
+
+    /// `tokamak.toml` in `root` (if there is one) overridden by `overrides` (LSP
+    /// `initializationOptions`, or `null`).
+    pub fn load(root: Option<&Path>, overrides: serde_json::Value) -> Result<Settings, ConfigError> {
+        let mut merged = match root.map(|r| r.join(CONFIG_FILE)).filter(|p| p.is_file()) {
+            Some(path) => {
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|reason| ConfigError::Read { path: path.clone(), reason })?;
+                let value: toml::Value = toml::from_str(&text)
+                    .map_err(|err| ConfigError::Toml { path: path.clone(), reason: err.to_string() })?;
+                let json = serde_json::to_value(value)
+                    .map_err(|err| ConfigError::Toml { path: path.clone(), reason: err.to_string() })?;
+                let settings: Result<Settings, _> = serde_json::from_value(json.clone());
+                settings.map_err(|err| ConfigError::Invalid { from: Some(path), reason: err.to_string() })?;
+                json
+            }
+            None => serde_json::Value::Object(Default::default()),
+        };
+        merge(&mut merged, overrides);
+        Settings::from_json(merged)
+    }
+}
+
+/// Deep-merges `top` into `base`: objects key by key, anything else replaced.
+fn merge(base: &mut serde_json::Value, top: serde_json::Value) {
+    match (base, top) {
+        (serde_json::Value::Object(base), serde_json::Value::Object(top)) => {
+            for (key, value) in top {
+                match base.get_mut(&key) {
+                    Some(existing) => merge(existing, value),
+                    None => {
+                        base.insert(key, value);
+                    }
+                }
+            }
+        }
+        (_, serde_json::Value::Null) => {}
+        (base, top) => *base = top,
+    }
+}
+
+/// The workspace root for a path given on the command line: the nearest ancestor with a
+/// `tokamak.toml` or a `.git`, else the current directory.
+pub fn find_root(start: &Path) -> PathBuf {
+    let start = std::path::absolute(start).unwrap_or_else(|_| start.to_path_buf());
+    let mut dir = if start.is_dir() { Some(start.as_path()) } else { start.parent() };
+    while let Some(candidate) = dir {
+        if candidate.join(CONFIG_FILE).is_file() || candidate.join(".git").exists() {
+            return candidate.to_path_buf();
+        }
+        dir = candidate.parent();
+    }
+    std::env::current_dir().unwrap_or(start)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn reads_initialization_options() {
-        let settings = Settings::from_json(serde_json::json!({"syntax": {"maxFileBytes": 5}})).unwrap();
+        let settings = Settings::from_json(json!({"syntax": {"max_file_bytes": 5}})).unwrap();
         assert_eq!(settings.syntax.max_file_bytes, 5);
         assert_eq!(Settings::from_json(serde_json::Value::Null).unwrap(), Settings::default());
-        let err = Settings::from_json(serde_json::json!({"syntax": {"maxFileBytes": "big"}})).unwrap_err();
+        let err = Settings::from_json(json!({"syntax": {"max_file_bytes": "big"}})).unwrap_err();
         assert!(err.to_string().contains("invalid type"), "{err}");
+        let err = Settings::from_json(json!({"sintax": {}})).unwrap_err();
+        assert!(err.to_string().contains("unknown field `sintax`"), "{err}");
+    }
+
+    #[test]
+    fn toml_then_initialization_options() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(CONFIG_FILE),
+            "[checkers]\ntimeout_ms = 1000\nenable = [\"ruff\"]\n\n[checkers.ruff]\nargs = [\"check\"]\n\n[checkers.shellcheck]\ncommand = \"shellcheck\"\nfiles = [\"*.sh\"]\nerrorformat = \"%f:%l:%c: %m\"\n",
+        )
+        .unwrap();
+        let settings = Settings::load(Some(dir.path()), json!({"checkers": {"timeout_ms": 2000}})).unwrap();
+        assert_eq!(settings.checkers.timeout_ms, 2000);
+        assert_eq!(settings.checkers.enable, Some(vec!["ruff".to_string()]));
+        assert_eq!(settings.checkers.tools["ruff"].args, Some(vec!["check".to_string()]));
+        assert_eq!(settings.checkers.tools["shellcheck"].files, Some(vec!["*.sh".to_string()]));
+
+        std::fs::write(dir.path().join(CONFIG_FILE), "[checkers\n").unwrap();
+        let err = Settings::load(Some(dir.path()), serde_json::Value::Null).unwrap_err();
+        assert!(err.to_string().contains("not valid TOML"), "{err}");
+        std::fs::write(dir.path().join(CONFIG_FILE), "[checkers.ruff]\nargz = []\n").unwrap();
+        let err = Settings::load(Some(dir.path()), serde_json::Value::Null).unwrap_err();
+        assert!(
+            err.to_string().contains("unknown field `argz`") && err.to_string().contains(CONFIG_FILE),
+            "{err}"
+        );
     }
 }

@@ -4,6 +4,7 @@
 //! terminal and the file system. Nothing behind this trait knows which one it talks to.
 
 use async_trait::async_trait;
+use url::Url;
 
 use crate::observer::Diagnostic;
 use crate::workspace::DocumentSnapshot;
@@ -20,6 +21,9 @@ pub trait Editor: Send + Sync {
     /// Shows `diagnostics` for `snapshot`'s document and version, replacing what was shown
     /// before; an empty list clears.
     async fn publish_diagnostics(&self, snapshot: &DocumentSnapshot, diagnostics: Vec<Diagnostic>);
+
+    /// Removes every diagnostic shown for a document (it was closed).
+    async fn clear_diagnostics(&self, uri: &Url);
 
     /// Tells the user something in one sentence.
     async fn show_message(&self, level: MessageLevel, message: String);

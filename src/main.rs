@@ -5,8 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use tokamak::cli::check::{self, Format};
-use tokamak::config::SyntaxSettings;
+use tokamak::cli::check::{self, CheckOptions, Format};
 
 /// Exit status for bad usage (clap uses it too).
 const USAGE: u8 = 2;
@@ -31,6 +30,10 @@ enum Command {
         paths: Vec<PathBuf>,
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
+        /// Run exactly these checkers (comma-separated; `none` for syntax only). Default: as
+        /// tokamak.toml says, or every built-in checker that is installed.
+        #[arg(long, value_delimiter = ',')]
+        checkers: Option<Vec<String>>,
     },
 }
 
@@ -58,21 +61,25 @@ fn main() -> ExitCode {
             runtime.block_on(tokamak::server::run_stdio(Some(queue)));
             ExitCode::SUCCESS
         }
-        Command::Check { paths, format } => {
+        Command::Check { paths, format, checkers } => {
             tokamak::logging::init(None::<tracing_subscriber::layer::Identity>);
-            runtime.block_on(run_check(&paths, format))
+            let checkers = checkers.map(|names| names.into_iter().filter(|n| n != "none").collect());
+            runtime.block_on(run_check(&paths, format, &CheckOptions { checkers }))
         }
     }
 }
 
-async fn run_check(paths: &[PathBuf], format: Format) -> ExitCode {
-    let report = match check::check(paths, &SyntaxSettings::default()).await {
+async fn run_check(paths: &[PathBuf], format: Format, options: &CheckOptions) -> ExitCode {
+    let report = match check::check(paths, options).await {
         Ok(report) => report,
         Err(err) => {
             eprintln!("tokamak: {err:#}");
             return ExitCode::from(USAGE);
         }
     };
+    for message in &report.messages {
+        eprintln!("{message}");
+    }
     for (path, reason) in &report.skipped {
         eprintln!("{}: not checked: {reason}", path.display());
     }

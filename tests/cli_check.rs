@@ -21,7 +21,7 @@ fn project_root() -> &'static Path {
 
 #[test]
 fn prints_syntax_errors_like_a_linter() {
-    let output = tokamak(&["check", "fixtures/syntax"], project_root());
+    let output = tokamak(&["check", "--checkers", "none", "fixtures/syntax"], project_root());
     assert_eq!(
         stdout(&output),
         "fixtures/syntax/broken.py:9:5: error [tokamak/syntax] unexpected \"def __init__\": expected \":\" at the end of the line\n\
@@ -34,14 +34,20 @@ fn prints_syntax_errors_like_a_linter() {
 
 #[test]
 fn clean_files_exit_zero_and_print_nothing() {
-    let output = tokamak(&["check", "fixtures/syntax/clean.py", "fixtures/syntax/clean.tsx"], project_root());
+    let output = tokamak(
+        &["check", "--checkers", "none", "fixtures/syntax/clean.py", "fixtures/syntax/clean.tsx"],
+        project_root(),
+    );
     assert_eq!(stdout(&output), "");
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
 }
 
 #[test]
 fn json_format_has_every_field() {
-    let output = tokamak(&["check", "--format", "json", "fixtures/syntax/broken.ts"], project_root());
+    let output = tokamak(
+        &["check", "--checkers", "none", "--format", "json", "fixtures/syntax/broken.ts"],
+        project_root(),
+    );
     assert_eq!(output.status.code(), Some(1));
     let findings: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON on stdout");
     assert_eq!(
@@ -52,7 +58,10 @@ fn json_format_has_every_field() {
         })
     );
     assert_eq!(findings.as_array().map(Vec::len), Some(2));
-    let clean = tokamak(&["check", "--format", "json", "fixtures/syntax/clean.py"], project_root());
+    let clean = tokamak(
+        &["check", "--checkers", "none", "--format", "json", "fixtures/syntax/clean.py"],
+        project_root(),
+    );
     assert_eq!(stdout(&clean).trim(), "[]");
 }
 
@@ -69,7 +78,7 @@ fn folders_are_walked_with_gitignore_respected() {
     std::fs::write(root.join("notes.txt"), "def (\n").unwrap();
     std::fs::write(root.join("src/blob.py"), b"\x00\x01binary").unwrap();
     std::fs::write(root.join("src/latin1.py"), b"x = '\xe9'\n").unwrap();
-    let output = tokamak(&["check", "."], root);
+    let output = tokamak(&["check", "--checkers=none", "."], root);
     let printed = stdout(&output);
     assert_eq!(
         printed,

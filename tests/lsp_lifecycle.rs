@@ -78,11 +78,11 @@ fn invalid_initialization_options_are_reported_not_fatal() {
     let mut client = LspClient::start();
     let response = client.request(
         "initialize",
-        json!({"capabilities": {}, "initializationOptions": {"syntax": {"maxFileBytes": "lots"}}}),
+        json!({"capabilities": {}, "initializationOptions": {"syntax": {"max_file_bytes": "lots"}}}),
     );
     assert!(response["result"]["capabilities"].is_object(), "{response}");
     let message = client.wait_for_notification("window/showMessage");
     let text = message["params"]["message"].as_str().unwrap_or_default();
-    assert!(text.contains("initializationOptions") && text.contains("invalid type"), "{text}");
+    assert!(text.contains("default settings") && text.contains("invalid type"), "{text}");
     let _: Value = client.request("workspace/executeCommand", json!({"command": "tokamak.status"}));
 }

@@ -1,17 +1,21 @@
-//! `tokamak check PATH…`: the Observer's diagnostics printed like a linter's.
+//! `tokamak check PATH…`: the Observer's diagnostics printed like a linter's — the same
+//! Observer, sources and settings the editor gets.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::Serialize;
 use url::Url;
 
-use crate::config::SyntaxSettings;
+use crate::config::{Settings, find_root};
 use crate::editor::{Editor, MessageLevel};
+use crate::observer::checkers::Checkers;
 use crate::observer::{Diagnostic, Observer, Severity};
+use crate::sync::lock;
 use crate::text::{PositionEncoding, offset_to_line_col};
-use crate::workspace::{DocumentSnapshot, read_text, source_files};
+use crate::workspace::{DocumentSnapshot, Workspace, read_text, source_files};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -52,13 +56,15 @@ impl Finding {
         }
     }
 
-    /// `path:line:col: severity [source/code] message`.
+    /// `path:line:col: severity [source/code] message` (a multi-line message continues on
+    /// indented lines).
     pub fn to_line(&self) -> String {
         let tag = match &self.code {
             Some(code) => format!("{}/{code}", self.source),
             None => self.source.clone(),
         };
-        format!("{}:{}:{}: {} [{tag}] {}", self.path, self.line, self.column, self.severity, self.message)
+        let message = self.message.replace('\n', "\n    ");
+        format!("{}:{}:{}: {} [{tag}] {message}", self.path, self.line, self.column, self.severity)
     }
 }
 
@@ -66,8 +72,10 @@ impl Finding {
 #[derive(Debug, Default)]
 pub struct Report {
     pub findings: Vec<Finding>,
-    /// `(path, reason)` for files that were not checked.
+    /// `(path, reason)` for files (or parts of them) that were not checked.
     pub skipped: Vec<(PathBuf, String)>,
+    /// What the Observer told the user (a missing or failing checker), once each.
+    pub messages: Vec<String>,
     pub files_checked: usize,
 }
 
@@ -77,30 +85,48 @@ impl Report {
     }
 }
 
-/// The command line's [`Editor`]: collects what the Observer publishes.
+/// Which checkers to run.
+#[derive(Debug, Clone, Default)]
+pub struct CheckOptions {
+    /// `None`: as `tokamak.toml` says (or every preset that is installed); `Some(names)`:
+    /// exactly these (empty: syntax only).
+    pub checkers: Option<Vec<String>>,
+}
+
+/// The command line's [`Editor`]: diagnostics are read from `settled`, messages collected.
 #[derive(Default)]
-struct Collector {
-    published: Mutex<Vec<(DocumentSnapshot, Vec<Diagnostic>)>>,
+struct Terminal {
     messages: Mutex<Vec<String>>,
 }
 
 #[async_trait]
-impl Editor for Collector {
-    async fn publish_diagnostics(&self, snapshot: &DocumentSnapshot, diagnostics: Vec<Diagnostic>) {
-        crate::sync::lock(&self.published).push((snapshot.clone(), diagnostics));
-    }
+impl Editor for Terminal {
+    async fn publish_diagnostics(&self, _: &DocumentSnapshot, _: Vec<Diagnostic>) {}
+
+    async fn clear_diagnostics(&self, _: &Url) {}
 
     async fn show_message(&self, _: MessageLevel, message: String) {
-        crate::sync::lock(&self.messages).push(message);
+        lock(&self.messages).push(message);
     }
 }
 
 /// Checks files and folders (walked with `.gitignore` respected). An unreadable path named on
-/// the command line is an error; a binary or non-UTF-8 file found in a folder is skipped
-/// with its reason.
-pub async fn check(paths: &[PathBuf], settings: &SyntaxSettings) -> anyhow::Result<Report> {
+/// the command line or bad settings are errors; a binary or non-UTF-8 file found in a
+/// folder is skipped with its reason.
+pub async fn check(paths: &[PathBuf], options: &CheckOptions) -> anyhow::Result<Report> {
     let files = source_files(paths)?;
-    let observer = Observer::new();
+    let root = find_root(paths.first().map_or(Path::new("."), PathBuf::as_path));
+    let mut settings = Settings::load(Some(&root), serde_json::Value::Null)?;
+    if let Some(names) = &options.checkers {
+        settings.checkers.enable = Some(names.clone());
+    }
+    let checkers = Checkers::from_settings(&settings.checkers)?;
+    // every checker may take its whole timeout, queued behind others
+    let wait = Duration::from_millis(settings.checkers.timeout_ms.saturating_mul(2).saturating_add(5_000));
+    let workspace = Arc::new(Mutex::new(Workspace::new(settings.syntax.clone())));
+    let terminal = Arc::new(Terminal::default());
+    let observer = Observer::new(workspace, Arc::clone(&terminal) as Arc<dyn Editor>, checkers, Some(root));
+
     let mut report = Report::default();
     for path in files {
         let text = match read_text(&path) {
@@ -113,18 +139,23 @@ pub async fn check(paths: &[PathBuf], settings: &SyntaxSettings) -> anyhow::Resu
         let absolute = std::path::absolute(&path)?;
         let uri = Url::from_file_path(&absolute)
             .map_err(|()| anyhow::anyhow!("cannot make a file URI of {}", absolute.display()))?;
-        let snapshot = DocumentSnapshot::detached(uri, &text, settings);
+        let snapshot = observer.open(uri.clone(), "", 0, &text).await;
         if let Some(reason) = &snapshot.syntax_skipped {
             report.skipped.push((path.clone(), reason.clone()));
         }
-        let collector = Collector::default();
-        observer.observe(&snapshot, &collector).await;
-        report.files_checked += 1;
-        for (snapshot, diagnostics) in
-            collector.published.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner)
-        {
-            report.findings.extend(diagnostics.iter().map(|d| Finding::new(&path, &snapshot, d)));
+        let settled = observer.settled(&uri, snapshot.version, wait).await?;
+        for (_, reason) in &settled.failures {
+            report.skipped.push((path.clone(), reason.clone()));
         }
+        for source in &settled.missing {
+            report.skipped.push((path.clone(), format!("{source} did not finish in time")));
+        }
+        report.findings.extend(settled.diagnostics.iter().map(|d| Finding::new(&path, &snapshot, d)));
+        report.files_checked += 1;
+        observer.close(&uri).await;
     }
+    // messages are sent from their own tasks: let them land
+    tokio::task::yield_now().await;
+    report.messages = std::mem::take(&mut *lock(&terminal.messages));
     Ok(report)
 }

@@ -21,6 +21,16 @@ impl Severity {
     }
 }
 
+/// A fix the checker itself proposes (ruff's `fix.edits`), with its edits in byte ranges of
+/// the same version as the diagnostic.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct CheckerFix {
+    pub description: String,
+    pub edits: Vec<(TextRange, String)>,
+    /// The checker says applying it cannot change behaviour (ruff's "safe" applicability).
+    pub safe: bool,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Diagnostic {
     pub range: TextRange,
@@ -30,4 +40,17 @@ pub struct Diagnostic {
     /// The source's own code for it (`"syntax"`, `"F401"`, `"TS2304"`).
     pub code: Option<String>,
     pub message: String,
+    pub fix: Option<CheckerFix>,
+}
+
+impl Diagnostic {
+    pub fn new(
+        range: TextRange,
+        severity: Severity,
+        source: &str,
+        code: Option<String>,
+        message: String,
+    ) -> Self {
+        Diagnostic { range, severity, source: source.to_string(), code, message, fix: None }
+    }
 }

@@ -1,39 +1,532 @@
-//! The Observer: what is wrong with each document, from every source, published per version.
+//! The Observer: what is wrong with each document, from every source, kept per version.
 //!
-//! Today the one source is the built-in syntax check (tree-sitter `ERROR`/`MISSING` nodes);
-//! external checkers and diagnostics forwarded by the editor join it here.
+//! Sources: the built-in syntax check (tree-sitter), external checkers Tokamak runs itself
+//! (`checkers/`), and what the editor forwards (`tokamak/clientDiagnostics`, `codeAction`
+//! contexts). Tokamak publishes its own sources merged, one publish per file and version;
+//! what the editor forwards is observed for the agent and never published back.
+//!
+//! The Observer is also the document pipeline: opening, changing, saving and closing go
+//! through it, so the text, the store's ranges and what is published can never disagree.
+//! [`Observer::settled`] is the fix loop's "observe" step.
 
+pub mod checkers;
 mod diagnostic;
+mod store;
+mod summary;
 
-pub use diagnostic::{Diagnostic, Severity};
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use crate::editor::Editor;
+use tokio::sync::{Notify, Semaphore};
+use tokio::task::JoinHandle;
+use url::Url;
+
+pub use diagnostic::{CheckerFix, Diagnostic, Severity};
+pub use store::{FileDiagnostics, Origin, SourceEntry};
+pub use summary::error_summary;
+
+use crate::editor::{Editor, MessageLevel};
+use crate::sync::lock;
 use crate::syntax::syntax_problems;
-use crate::workspace::DocumentSnapshot;
+use crate::text::{PositionEncoding, TextChange};
+use crate::workspace::{ChangeError, ChangeReport, DocumentSnapshot, Workspace};
+use checkers::{Checker, Checkers, RunError, RunInput};
 
 /// The `source` of Tokamak's own diagnostics.
 pub const SOURCE: &str = "tokamak";
 /// The `code` of a syntax diagnostic.
 pub const SYNTAX_CODE: &str = "syntax";
+/// The store key of diagnostics forwarded by `tokamak/clientDiagnostics`.
+pub const CLIENT_SOURCE: &str = "client";
+/// The store key of diagnostics seen in `codeAction` contexts.
+pub const CODE_ACTION_SOURCE: &str = "code-action";
 
-/// Computes diagnostics for document snapshots and publishes them through the editor.
-#[derive(Debug, Default)]
-pub struct Observer {}
+/// Why a document is being checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trigger {
+    Open,
+    Change,
+    Save,
+    /// Asked for: `settled`, `tokamak check`, `tokamak.diagnostics`.
+    Demand,
+}
+
+/// What [`Observer::settled`] found.
+#[derive(Debug, Clone)]
+pub struct Settled {
+    pub version: Option<i32>,
+    /// Every source's diagnostics for this version, de-duplicated, in document order.
+    pub diagnostics: Vec<Diagnostic>,
+    /// `(source, why)` for sources whose run on this version failed.
+    pub failures: Vec<(String, String)>,
+    /// Sources that had not reported on this version when the timeout passed.
+    pub missing: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SettleError {
+    #[error("{0} is not open")]
+    NotOpen(Url),
+    #[error("{uri} changed while waiting: version {expected:?} is gone, the document is at {current:?}")]
+    Changed { uri: Url, expected: Option<i32>, current: Option<i32> },
+}
+
+struct InFlight {
+    version: Option<i32>,
+    task: JoinHandle<()>,
+}
+
+#[derive(Default)]
+struct State {
+    files: HashMap<Url, FileDiagnostics>,
+    runs: HashMap<(Url, String), InFlight>,
+    /// Where each checker's program is (`None`: not found), looked up once.
+    programs: HashMap<String, Option<PathBuf>>,
+    /// Problems already told to the user, so each is told once.
+    told: HashSet<String>,
+}
+
+pub struct Observer {
+    workspace: Arc<Mutex<Workspace>>,
+    editor: Arc<dyn Editor>,
+    checkers: Checkers,
+    root: Option<PathBuf>,
+    state: Mutex<State>,
+    /// Held while the text, the store and a publish must agree: a checker finishing while a
+    /// change is applied waits, so nothing is published against the wrong text.
+    publishing: tokio::sync::Mutex<()>,
+    /// Woken whenever a source reports or a document changes (for `settled`).
+    changed: Notify,
+    permits: Arc<Semaphore>,
+}
 
 impl Observer {
-    pub fn new() -> Observer {
-        Observer {}
+    pub fn new(
+        workspace: Arc<Mutex<Workspace>>,
+        editor: Arc<dyn Editor>,
+        checkers: Checkers,
+        root: Option<PathBuf>,
+    ) -> Arc<Observer> {
+        let permits = Arc::new(Semaphore::new(checkers.max_concurrent.max(1)));
+        Arc::new(Observer {
+            workspace,
+            editor,
+            checkers,
+            root,
+            state: Mutex::new(State::default()),
+            publishing: tokio::sync::Mutex::new(()),
+            changed: Notify::new(),
+            permits,
+        })
     }
 
-    /// Every diagnostic Tokamak itself finds in `snapshot`.
-    pub fn diagnostics(&self, snapshot: &DocumentSnapshot) -> Vec<Diagnostic> {
-        syntax_diagnostics(snapshot)
+    pub fn workspace(&self) -> &Arc<Mutex<Workspace>> {
+        &self.workspace
     }
 
-    /// Computes the diagnostics of `snapshot` and publishes them (an empty list clears).
-    pub async fn observe(&self, snapshot: &DocumentSnapshot, editor: &dyn Editor) {
-        let diagnostics = self.diagnostics(snapshot);
-        editor.publish_diagnostics(snapshot, diagnostics).await;
+    /// Opens a document, publishes its syntax diagnostics and starts its checkers.
+    pub async fn open(
+        self: &Arc<Self>,
+        uri: Url,
+        language_id: &str,
+        version: i32,
+        text: &str,
+    ) -> DocumentSnapshot {
+        let publishing = self.publishing.lock().await;
+        let snapshot = lock(&self.workspace).open(uri, language_id, version, text);
+        {
+            let mut state = lock(&self.state);
+            let file = state.files.entry(snapshot.uri.clone()).or_default();
+            *file = FileDiagnostics::default();
+            file.set(SOURCE, syntax_entry(&snapshot));
+        }
+        self.after_change(&snapshot).await;
+        drop(publishing);
+        self.check(&snapshot, Trigger::Open);
+        snapshot
+    }
+
+    /// Applies one `didChange`, moves every stored diagnostic along with the text,
+    /// publishes, and (when configured) starts checkers after a pause.
+    pub async fn change(
+        self: &Arc<Self>,
+        uri: &Url,
+        version: i32,
+        changes: &[TextChange],
+        encoding: PositionEncoding,
+    ) -> Result<(DocumentSnapshot, ChangeReport), ChangeError> {
+        let publishing = self.publishing.lock().await;
+        let (snapshot, report) = lock(&self.workspace).change(uri, version, changes, encoding)?;
+        {
+            let mut state = lock(&self.state);
+            let file = state.files.entry(uri.clone()).or_default();
+            file.shift(&report.applied);
+            file.set(SOURCE, syntax_entry(&snapshot));
+        }
+        self.after_change(&snapshot).await;
+        drop(publishing);
+        self.check(&snapshot, Trigger::Change);
+        Ok((snapshot, report))
+    }
+
+    /// After `didSave`: resynchronises if the saved text differs, publishes, runs checkers.
+    pub async fn save(
+        self: &Arc<Self>,
+        uri: &Url,
+        text: Option<&str>,
+    ) -> Result<DocumentSnapshot, ChangeError> {
+        let publishing = self.publishing.lock().await;
+        let (snapshot, replaced) = lock(&self.workspace).save(uri, text)?;
+        {
+            let mut state = lock(&self.state);
+            let file = state.files.entry(uri.clone()).or_default();
+            if replaced {
+                file.shift(&[crate::text::AppliedChange::Full]);
+            }
+            file.set(SOURCE, syntax_entry(&snapshot));
+        }
+        self.after_change(&snapshot).await;
+        drop(publishing);
+        self.check(&snapshot, Trigger::Save);
+        Ok(snapshot)
+    }
+
+    /// Forgets a document: its runs are cancelled and its diagnostics cleared.
+    pub async fn close(&self, uri: &Url) -> bool {
+        let _publishing = self.publishing.lock().await;
+        let was_open = lock(&self.workspace).close(uri);
+        {
+            let mut state = lock(&self.state);
+            state.files.remove(uri);
+            let stale: Vec<_> = state.runs.keys().filter(|(u, _)| u == uri).cloned().collect();
+            for key in stale {
+                if let Some(run) = state.runs.remove(&key) {
+                    run.task.abort();
+                }
+            }
+        }
+        self.editor.clear_diagnostics(uri).await;
+        self.changed.notify_waiters();
+        was_open
+    }
+
+    /// Records what the editor reports (`key` is [`CLIENT_SOURCE`] or
+    /// [`CODE_ACTION_SOURCE`]); never published. A report for an older version than the
+    /// document's is dropped: its ranges belong to text that is gone.
+    pub fn observe_editor(
+        &self,
+        snapshot: &DocumentSnapshot,
+        key: &str,
+        version: Option<i32>,
+        diagnostics: Vec<Diagnostic>,
+    ) {
+        if let (Some(reported), Some(current)) = (version, snapshot.version)
+            && reported < current
+        {
+            tracing::debug!(
+                "dropped {key} diagnostics for version {reported} of {}: it is at {current}",
+                snapshot.uri
+            );
+            return;
+        }
+        let entry = SourceEntry {
+            origin: Origin::Editor,
+            version: version.or(snapshot.version),
+            diagnostics,
+            failure: None,
+        };
+        lock(&self.state).files.entry(snapshot.uri.clone()).or_default().set(key, entry);
+        self.changed.notify_waiters();
+    }
+
+    /// Everything known about a document now, from every source.
+    pub fn diagnostics(&self, uri: &Url) -> Vec<Diagnostic> {
+        lock(&self.state).files.get(uri).map(FileDiagnostics::all).unwrap_or_default()
+    }
+
+    /// Waits until every active source has reported on `version` of the document (starting
+    /// the checkers that have not), or `timeout` passes. Never answers with diagnostics of
+    /// another version: if the document changes meanwhile, that is an error.
+    pub async fn settled(
+        self: &Arc<Self>,
+        uri: &Url,
+        version: Option<i32>,
+        timeout: Duration,
+    ) -> Result<Settled, SettleError> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let snapshot = self.current(uri, version)?;
+        let active = self.start_missing_runs(&snapshot);
+        loop {
+            let notified = self.changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            self.current(uri, version)?;
+            let (pending, settled) = {
+                let state = lock(&self.state);
+                let file = state.files.get(uri).cloned().unwrap_or_default();
+                let pending: Vec<String> =
+                    active.iter().filter(|s| !file.reported(s, version)).cloned().collect();
+                let settled = Settled {
+                    version,
+                    diagnostics: file.all(),
+                    failures: file.failures(),
+                    missing: Vec::new(),
+                };
+                (pending, settled)
+            };
+            if pending.is_empty() {
+                return Ok(settled);
+            }
+            if tokio::time::Instant::now() >= deadline {
+                tracing::warn!("{uri}: {} did not report on version {version:?} in time", pending.join(", "));
+                return Ok(Settled { missing: pending, ..settled });
+            }
+            tokio::select! {
+                _ = &mut notified => {}
+                _ = tokio::time::sleep_until(deadline) => {}
+            }
+        }
+    }
+
+    fn current(&self, uri: &Url, version: Option<i32>) -> Result<DocumentSnapshot, SettleError> {
+        let snapshot =
+            lock(&self.workspace).snapshot(uri).ok_or_else(|| SettleError::NotOpen(uri.clone()))?;
+        if snapshot.version != version {
+            return Err(SettleError::Changed {
+                uri: uri.clone(),
+                expected: version,
+                current: snapshot.version,
+            });
+        }
+        Ok(snapshot)
+    }
+
+    /// Publishes the document's merged diagnostics and wakes `settled` waiters. Called with
+    /// `publishing` held.
+    async fn after_change(&self, snapshot: &DocumentSnapshot) {
+        self.changed.notify_waiters();
+        self.publish(snapshot).await;
+    }
+
+    async fn publish(&self, snapshot: &DocumentSnapshot) {
+        let diagnostics =
+            lock(&self.state).files.get(&snapshot.uri).map(FileDiagnostics::published).unwrap_or_default();
+        self.editor.publish_diagnostics(snapshot, diagnostics).await;
+    }
+
+    /// The checkers for a document whose programs are there, looked up once each.
+    fn available_checkers(&self, snapshot: &DocumentSnapshot) -> Vec<(Checker, PathBuf, PathBuf, PathBuf)> {
+        let Some(path) = snapshot.path() else {
+            return Vec::new();
+        };
+        let root = self.root_for(&path);
+        if !root.is_dir() {
+            // not a real file (an in-memory document, a test's made-up URI)
+            return Vec::new();
+        }
+        let mut found = Vec::new();
+        for checker in self.checkers.for_document(snapshot.language, &path) {
+            if let Some(program) = self.program(&checker, &root) {
+                found.push((checker, program, path.clone(), root.clone()));
+            }
+        }
+        found
+    }
+
+    fn root_for(&self, path: &Path) -> PathBuf {
+        match &self.root {
+            Some(root) if path.starts_with(root) => root.clone(),
+            _ => path.parent().map_or_else(|| PathBuf::from("/"), Path::to_path_buf),
+        }
+    }
+
+    fn program(&self, checker: &Checker, root: &Path) -> Option<PathBuf> {
+        if let Some(known) = lock(&self.state).programs.get(&checker.name) {
+            return known.clone();
+        }
+        let program = checkers::resolve_program(&checker.command, root);
+        lock(&self.state).programs.insert(checker.name.clone(), program.clone());
+        if program.is_none() {
+            let message = format!(
+                "Tokamak: the {} checker is off: `{}` was not found on PATH or in the project's tool folders (node_modules/.bin, .tools). Install it, or set checkers.{}.command in tokamak.toml.",
+                checker.name, checker.command, checker.name
+            );
+            if checker.explicit {
+                self.tell_once(&format!("missing:{}", checker.name), MessageLevel::Warning, message);
+            } else {
+                tracing::info!("{message}");
+            }
+        }
+        program
+    }
+
+    /// Starts the checkers that apply to the snapshot for `trigger`.
+    pub fn check(self: &Arc<Self>, snapshot: &DocumentSnapshot, trigger: Trigger) {
+        if trigger == Trigger::Change && !self.checkers.run_on_change {
+            return;
+        }
+        let debounce = (trigger == Trigger::Change).then_some(self.checkers.debounce);
+        for (checker, program, path, root) in self.available_checkers(snapshot) {
+            self.spawn_run(snapshot.clone(), checker, program, path, root, debounce);
+        }
+    }
+
+    /// Starts runs for the sources that have not reported on the snapshot's version; returns
+    /// every active source's name.
+    fn start_missing_runs(self: &Arc<Self>, snapshot: &DocumentSnapshot) -> Vec<String> {
+        let mut active = vec![SOURCE.to_string()];
+        for (checker, program, path, root) in self.available_checkers(snapshot) {
+            active.push(checker.name.clone());
+            let reported = lock(&self.state)
+                .files
+                .get(&snapshot.uri)
+                .is_some_and(|f| f.reported(&checker.name, snapshot.version));
+            if !reported {
+                self.spawn_run(snapshot.clone(), checker, program, path, root, None);
+            }
+        }
+        active
+    }
+
+    /// Starts one run, cancelling a run of the same checker on an older version of the
+    /// document; a run already going on this version is left alone.
+    fn spawn_run(
+        self: &Arc<Self>,
+        snapshot: DocumentSnapshot,
+        checker: Checker,
+        program: PathBuf,
+        path: PathBuf,
+        root: PathBuf,
+        debounce: Option<Duration>,
+    ) {
+        let key = (snapshot.uri.clone(), checker.name.clone());
+        let mut state = lock(&self.state);
+        if let Some(running) = state.runs.get(&key) {
+            if running.version == snapshot.version && !running.task.is_finished() {
+                return;
+            }
+            running.task.abort();
+            tracing::debug!(
+                "cancelled {} on {} version {:?}: a newer version came",
+                checker.name,
+                snapshot.uri,
+                running.version
+            );
+        }
+        let observer = Arc::clone(self);
+        let version = snapshot.version;
+        let task = tokio::spawn(async move {
+            if let Some(pause) = debounce {
+                tokio::time::sleep(pause).await;
+            }
+            let Ok(_permit) = Arc::clone(&observer.permits).acquire_owned().await else {
+                return;
+            };
+            let started = std::time::Instant::now();
+            let input = RunInput { program: &program, snapshot: &snapshot, path: &path, root: &root };
+            let result = checkers::run(&checker, input).await;
+            tracing::debug!("{} on {} took {:?}", checker.name, snapshot.uri, started.elapsed());
+            observer.finish_run(&snapshot, &checker, result).await;
+        });
+        state.runs.insert(key, InFlight { version, task });
+    }
+
+    /// Stores a run's result if the document is still at the version it checked, else
+    /// discards it; then publishes.
+    async fn finish_run(
+        &self,
+        snapshot: &DocumentSnapshot,
+        checker: &Checker,
+        result: Result<Vec<Diagnostic>, RunError>,
+    ) {
+        let _publishing = self.publishing.lock().await;
+        let key = (snapshot.uri.clone(), checker.name.clone());
+        let current = lock(&self.workspace).snapshot(&snapshot.uri);
+        {
+            let mut state = lock(&self.state);
+            if state.runs.get(&key).is_some_and(|r| r.version == snapshot.version) {
+                state.runs.remove(&key);
+            }
+        }
+        let Some(current) = current else {
+            return;
+        };
+        if current.version != snapshot.version {
+            tracing::debug!(
+                "discarded {}'s results for version {:?} of {}: it is at {:?}",
+                checker.name,
+                snapshot.version,
+                snapshot.uri,
+                current.version
+            );
+            return;
+        }
+        let entry = match result {
+            Ok(diagnostics) => {
+                SourceEntry { origin: Origin::Server, version: snapshot.version, diagnostics, failure: None }
+            }
+            Err(err @ RunError::NotConfigured { .. }) => {
+                let message = format!("Tokamak: {err}; its checks are off here.");
+                if checker.explicit {
+                    self.tell_once(&format!("unconfigured:{}", checker.name), MessageLevel::Warning, message);
+                } else if lock(&self.state).told.insert(format!("unconfigured:{}", checker.name)) {
+                    tracing::info!("{message}");
+                }
+                SourceEntry {
+                    origin: Origin::Server,
+                    version: snapshot.version,
+                    diagnostics: Vec::new(),
+                    failure: None,
+                }
+            }
+            Err(err) => {
+                let message = err.to_string();
+                self.tell_once(
+                    &format!("failed:{}", checker.name),
+                    MessageLevel::Warning,
+                    format!("Tokamak: {message}."),
+                );
+                // keep what the checker said last (moved along with the text) rather than
+                // pretending the file became clean
+                let previous = lock(&self.state)
+                    .files
+                    .get(&snapshot.uri)
+                    .and_then(|f| f.get(&checker.name).map(|e| e.diagnostics.clone()))
+                    .unwrap_or_default();
+                SourceEntry {
+                    origin: Origin::Server,
+                    version: snapshot.version,
+                    diagnostics: previous,
+                    failure: Some(message),
+                }
+            }
+        };
+        lock(&self.state).files.entry(snapshot.uri.clone()).or_default().set(&checker.name, entry);
+        self.changed.notify_waiters();
+        self.publish(&current).await;
+    }
+
+    /// Shows a problem to the user the first time it happens; later it is only logged.
+    fn tell_once(&self, key: &str, level: MessageLevel, message: String) {
+        let first = lock(&self.state).told.insert(key.to_string());
+        // logged at debug: the message itself reaches the user (and the editor's log)
+        tracing::debug!("{message}");
+        if !first {
+            return;
+        }
+        let editor = Arc::clone(&self.editor);
+        tokio::spawn(async move { editor.show_message(level, message).await });
+    }
+}
+
+fn syntax_entry(snapshot: &DocumentSnapshot) -> SourceEntry {
+    SourceEntry {
+        origin: Origin::Server,
+        version: snapshot.version,
+        diagnostics: syntax_diagnostics(snapshot),
+        failure: None,
     }
 }
 
@@ -44,12 +537,14 @@ pub fn syntax_diagnostics(snapshot: &DocumentSnapshot) -> Vec<Diagnostic> {
     };
     syntax_problems(tree, &snapshot.rope, snapshot.language)
         .into_iter()
-        .map(|problem| Diagnostic {
-            range: problem.range,
-            severity: Severity::Error,
-            source: SOURCE.to_string(),
-            code: Some(SYNTAX_CODE.to_string()),
-            message: problem.message,
+        .map(|problem| {
+            Diagnostic::new(
+                problem.range,
+                Severity::Error,
+                SOURCE,
+                Some(SYNTAX_CODE.to_string()),
+                problem.message,
+            )
         })
         .collect()
 }

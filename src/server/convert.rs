@@ -6,7 +6,7 @@ use tower_lsp::lsp_types as lsp;
 
 use crate::observer::{Diagnostic, Severity};
 use crate::syntax::{Symbol, SymbolKind};
-use crate::text::{LineCol, PositionEncoding, TextChange, TextRange, offset_to_line_col};
+use crate::text::{LineCol, PositionEncoding, TextChange, TextRange, line_col_to_offset, offset_to_line_col};
 
 pub fn position(rope: &Rope, offset: usize, encoding: PositionEncoding) -> lsp::Position {
     let LineCol { line, col } = offset_to_line_col(rope, offset, encoding);
@@ -43,6 +43,35 @@ pub fn diagnostic(rope: &Rope, diagnostic: &Diagnostic, encoding: PositionEncodi
         message: diagnostic.message.clone(),
         ..lsp::Diagnostic::default()
     }
+}
+
+/// A diagnostic the editor sent, placed in the current text (positions clamped, put in
+/// order).
+pub fn diagnostic_from_lsp(
+    rope: &Rope,
+    diagnostic: &lsp::Diagnostic,
+    encoding: PositionEncoding,
+) -> Diagnostic {
+    let start = line_col_to_offset(rope, line_col(diagnostic.range.start), encoding).offset;
+    let end = line_col_to_offset(rope, line_col(diagnostic.range.end), encoding).offset;
+    let severity = match diagnostic.severity {
+        Some(lsp::DiagnosticSeverity::WARNING) => Severity::Warning,
+        Some(lsp::DiagnosticSeverity::INFORMATION) => Severity::Information,
+        Some(lsp::DiagnosticSeverity::HINT) => Severity::Hint,
+        _ => Severity::Error,
+    };
+    let code = diagnostic.code.as_ref().map(|code| match code {
+        lsp::NumberOrString::Number(n) => n.to_string(),
+        lsp::NumberOrString::String(s) => s.clone(),
+    });
+    let source = diagnostic.source.as_deref().unwrap_or("editor");
+    Diagnostic::new(
+        TextRange::new(start.min(end), start.max(end)),
+        severity,
+        source,
+        code,
+        diagnostic.message.clone(),
+    )
 }
 
 pub fn symbol_kind(kind: SymbolKind) -> lsp::SymbolKind {

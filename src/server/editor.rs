@@ -2,7 +2,7 @@
 
 use async_trait::async_trait;
 use tower_lsp::Client;
-use tower_lsp::lsp_types::MessageType;
+use tower_lsp::lsp_types::{MessageType, Url};
 
 use super::convert;
 use crate::editor::{Editor, MessageLevel};
@@ -21,6 +21,10 @@ impl Editor for LspEditor {
         let lsp_diagnostics =
             diagnostics.iter().map(|d| convert::diagnostic(&snapshot.rope, d, self.encoding)).collect();
         self.client.publish_diagnostics(snapshot.uri.clone(), lsp_diagnostics, snapshot.version).await;
+    }
+
+    async fn clear_diagnostics(&self, uri: &Url) {
+        self.client.publish_diagnostics(uri.clone(), Vec::new(), None).await;
     }
 
     async fn show_message(&self, level: MessageLevel, message: String) {

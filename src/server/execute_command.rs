@@ -1,14 +1,17 @@
 //! `workspace/executeCommand`: the `tokamak.*` commands.
 
+use std::time::Duration;
+
+use serde::Deserialize;
 use serde_json::{Value, json};
 use tower_lsp::jsonrpc::{Error, Result};
-use tower_lsp::lsp_types::ExecuteCommandParams;
+use tower_lsp::lsp_types::{ExecuteCommandParams, Url};
 
-use super::Backend;
+use super::{Backend, convert};
 
 /// The commands advertised at `initialize`. The agent's commands (`tokamak.fix`,
 /// `tokamak.plan`, …) join as they are built.
-pub const COMMANDS: &[&str] = &["tokamak.status"];
+pub const COMMANDS: &[&str] = &["tokamak.status", "tokamak.diagnostics"];
 
 /// Panics on purpose, to prove a panicking handler does not take the server down. Only
 /// accepted when `TOKAMAK_DEBUG_COMMANDS=1` is set in the server's environment.
@@ -17,9 +20,16 @@ const DEBUG_PANIC: &str = "tokamak.debug.panic";
 pub async fn execute_command(backend: &Backend, params: ExecuteCommandParams) -> Result<Option<Value>> {
     match params.command.as_str() {
         "tokamak.status" => Ok(Some(status(backend))),
+        "tokamak.diagnostics" => diagnostics(backend, argument(params.arguments)?).await.map(Some),
         DEBUG_PANIC if debug_commands_enabled() => panic!("{DEBUG_PANIC} was asked to panic"),
         other => Err(Error::invalid_params(format!("unknown command {other:?}"))),
     }
+}
+
+/// Commands take one JSON object as their argument.
+fn argument<T: serde::de::DeserializeOwned>(arguments: Vec<Value>) -> Result<T> {
+    let value = arguments.into_iter().next().unwrap_or(Value::Null);
+    serde_json::from_value(value).map_err(|err| Error::invalid_params(format!("bad command argument: {err}")))
 }
 
 fn status(backend: &Backend) -> Value {
@@ -28,6 +38,53 @@ fn status(backend: &Backend) -> Value {
         "positionEncoding": backend.encoding().lsp_name(),
         "openDocuments": backend.workspace().open_documents(),
     })
+}
+
+#[derive(Deserialize)]
+struct DiagnosticsArgs {
+    uri: Url,
+    /// Run every checker on the current version and wait for all of them (the fix loop's
+    /// "observe" step). Holds the message queue while it waits, so editors should not call
+    /// it on every keystroke.
+    #[serde(default)]
+    wait: bool,
+    #[serde(default = "default_timeout_ms")]
+    timeout_ms: u64,
+}
+
+fn default_timeout_ms() -> u64 {
+    30_000
+}
+
+/// `tokamak.diagnostics {uri, wait?, timeout_ms?}`: every source's diagnostics for the
+/// document (the editor's own included), with which sources failed or did not answer.
+async fn diagnostics(backend: &Backend, args: DiagnosticsArgs) -> Result<Value> {
+    let observer = backend.observer().ok_or_else(Error::internal_error)?.clone();
+    let snapshot = backend
+        .workspace()
+        .snapshot(&args.uri)
+        .ok_or_else(|| Error::invalid_params(format!("{} is not open", args.uri)))?;
+    let (diagnostics, failures, missing) = if args.wait {
+        let settled = observer
+            .settled(&args.uri, snapshot.version, Duration::from_millis(args.timeout_ms))
+            .await
+            .map_err(|err| Error::invalid_params(err.to_string()))?;
+        (settled.diagnostics, settled.failures, settled.missing)
+    } else {
+        (observer.diagnostics(&args.uri), Vec::new(), Vec::new())
+    };
+    let encoding = backend.encoding();
+    let diagnostics: Vec<_> =
+        diagnostics.iter().map(|d| convert::diagnostic(&snapshot.rope, d, encoding)).collect();
+    let failures: Vec<_> =
+        failures.into_iter().map(|(source, reason)| json!({"source": source, "reason": reason})).collect();
+    Ok(json!({
+        "uri": args.uri,
+        "version": snapshot.version,
+        "diagnostics": diagnostics,
+        "failures": failures,
+        "missing": missing,
+    }))
 }
 
 fn debug_commands_enabled() -> bool {

@@ -3,9 +3,14 @@
 use tower_lsp::jsonrpc::Result;
 use tower_lsp::lsp_types::*;
 
+use std::path::PathBuf;
+use std::sync::Arc;
+
 use super::{Backend, execute_command};
 use crate::config::Settings;
 use crate::editor::{Editor, MessageLevel};
+use crate::observer::Observer;
+use crate::observer::checkers::Checkers;
 use crate::text::PositionEncoding;
 
 pub async fn initialize(backend: &Backend, params: InitializeParams) -> Result<InitializeResult> {
@@ -22,17 +27,36 @@ pub async fn initialize(backend: &Backend, params: InitializeParams) -> Result<I
     }
     let encoding = backend.encoding();
 
-    let options = params.initialization_options.unwrap_or_default();
-    match Settings::from_json(options) {
-        Ok(settings) => backend.workspace().set_settings(settings.syntax),
+    let root = workspace_root(&params);
+    let options = params.initialization_options.clone().unwrap_or_default();
+    let settings = match Settings::load(root.as_deref(), options) {
+        Ok(settings) => settings,
         Err(err) => {
-            let message = format!("Tokamak ignored its initializationOptions: {err}");
+            let message = format!("Tokamak is using its default settings: {err}");
             tracing::warn!("{message}");
             backend.editor().show_message(MessageLevel::Warning, message).await;
+            Settings::default()
         }
+    };
+    let checkers = match Checkers::from_settings(&settings.checkers) {
+        Ok(checkers) => checkers,
+        Err(err) => {
+            let message = format!("Tokamak is using its default checkers: {err}");
+            tracing::warn!("{message}");
+            backend.editor().show_message(MessageLevel::Warning, message).await;
+            Checkers::from_settings(&Default::default()).unwrap_or_default()
+        }
+    };
+    backend.workspace().set_settings(settings.syntax);
+    let editor: Arc<dyn Editor> = Arc::new(backend.editor());
+    let observer = Observer::new(Arc::clone(&backend.workspace), editor, checkers, root.clone());
+    if backend.observer.set(observer).is_err() {
+        tracing::warn!("initialize sent twice; keeping the first settings");
     }
     let client = params.client_info.map_or_else(|| "an unnamed client".to_string(), |c| c.name);
-    tracing::info!("initialize from {client}; positions in {}", encoding.lsp_name());
+    let root_text =
+        root.as_ref().map_or_else(|| "no workspace folder".to_string(), |r| r.display().to_string());
+    tracing::info!("initialize from {client}; positions in {}; root {root_text}", encoding.lsp_name());
 
     Ok(InitializeResult {
         capabilities: capabilities(encoding),
@@ -41,6 +65,14 @@ pub async fn initialize(backend: &Backend, params: InitializeParams) -> Result<I
             version: Some(env!("CARGO_PKG_VERSION").to_string()),
         }),
     })
+}
+
+/// The first workspace folder, else the deprecated `rootUri`, as a path.
+fn workspace_root(params: &InitializeParams) -> Option<PathBuf> {
+    let folder = params.workspace_folders.as_ref().and_then(|folders| folders.first()).map(|f| &f.uri);
+    #[allow(deprecated)] // clients still send only `rootUri`
+    let uri = folder.or(params.root_uri.as_ref())?;
+    uri.to_file_path().ok()
 }
 
 pub async fn initialized(backend: &Backend) {

@@ -9,6 +9,7 @@
 //! spawned onto its own task with a snapshot of what it needs. Answers to our own requests
 //! to the client do not pass through that queue, so awaiting them cannot deadlock.
 
+mod client_diagnostics;
 mod code_action;
 mod convert;
 mod document_symbol;
@@ -20,7 +21,7 @@ mod log_message;
 mod text_sync;
 mod transport;
 
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use tower_lsp::jsonrpc::Result;
 use tower_lsp::lsp_types::*;
@@ -38,8 +39,9 @@ pub struct Backend {
     client: Client,
     /// Decided once, at `initialize`.
     encoding: OnceLock<PositionEncoding>,
-    workspace: Mutex<Workspace>,
-    observer: Observer,
+    workspace: Arc<Mutex<Workspace>>,
+    /// Made at `initialize`, once the encoding, the root and the settings are known.
+    observer: OnceLock<Arc<Observer>>,
     log_queue: Mutex<Option<LogMessageQueue>>,
 }
 
@@ -48,8 +50,8 @@ impl Backend {
         Backend {
             client,
             encoding: OnceLock::new(),
-            workspace: Mutex::new(Workspace::default()),
-            observer: Observer::new(),
+            workspace: Arc::new(Mutex::new(Workspace::default())),
+            observer: OnceLock::new(),
             log_queue: Mutex::new(log_queue),
         }
     }
@@ -65,14 +67,32 @@ impl Backend {
     fn editor(&self) -> LspEditor {
         LspEditor { client: self.client.clone(), encoding: self.encoding() }
     }
+
+    /// The Observer; `None` only before `initialize`, when tower-lsp refuses everything else.
+    fn observer(&self) -> Option<&Arc<Observer>> {
+        let observer = self.observer.get();
+        if observer.is_none() {
+            tracing::warn!("a message arrived before initialize; ignored");
+        }
+        observer
+    }
 }
 
 /// Serves LSP on stdin/stdout until the client says `exit` or closes the stream.
 pub async fn run_stdio(log_queue: Option<LogMessageQueue>) {
-    let (service, socket) = LspService::new(|client| Backend::new(client, log_queue));
+    let (service, socket) = LspService::build(|client| Backend::new(client, log_queue))
+        .custom_method(client_diagnostics::METHOD, Backend::client_diagnostics)
+        .finish();
     let stdin = transport::checked_input(tokio::io::stdin());
     let stdout = tokio::io::stdout();
     Server::new(stdin, stdout, socket).concurrency_level(1).serve(transport::Hygiene::new(service)).await;
+}
+
+impl Backend {
+    async fn client_diagnostics(&self, params: client_diagnostics::ClientDiagnosticsParams) {
+        guard::notification(client_diagnostics::METHOD, client_diagnostics::client_diagnostics(self, params))
+            .await;
+    }
 }
 
 #[tower_lsp::async_trait]

@@ -1,5 +1,5 @@
 //! `textDocument/didOpen`, `didChange`, `didSave`, `didClose`: keep the workspace's ropes and
-//! trees in step with the editor and publish what the Observer finds.
+//! trees in step with the editor; the Observer publishes what it finds and runs checkers.
 
 use tower_lsp::lsp_types::*;
 
@@ -8,55 +8,54 @@ use crate::editor::{Editor, MessageLevel};
 use crate::workspace::{ChangeError, DocumentSnapshot};
 
 pub async fn did_open(backend: &Backend, params: DidOpenTextDocumentParams) {
+    let Some(observer) = backend.observer() else {
+        return;
+    };
     let item = params.text_document;
-    let snapshot = backend.workspace().open(item.uri, &item.language_id, item.version, &item.text);
+    let snapshot = observer.open(item.uri, &item.language_id, item.version, &item.text).await;
     tracing::debug!("opened {} ({}, version {})", snapshot.uri, snapshot.language, item.version);
     if let Some(reason) = &snapshot.syntax_skipped {
         let message = format!("Tokamak does not parse {}: {reason}.", file_name(&snapshot));
         tracing::warn!("{message}");
         backend.editor().show_message(MessageLevel::Warning, message).await;
     }
-    observe(backend, &snapshot).await;
 }
 
 pub async fn did_change(backend: &Backend, params: DidChangeTextDocumentParams) {
+    let Some(observer) = backend.observer() else {
+        return;
+    };
     let uri = params.text_document.uri;
     let version = params.text_document.version;
     let changes: Vec<_> = params.content_changes.into_iter().map(convert::text_change).collect();
-    let result = backend.workspace().change(&uri, version, &changes, backend.encoding());
-    match result {
-        Ok((snapshot, report)) => {
-            if report.clamped_edits > 0 {
-                tracing::warn!(
-                    "{uri} version {version}: {} edit(s) had positions out of range; clamped them",
-                    report.clamped_edits
-                );
-            }
-            observe(backend, &snapshot).await;
-        }
+    match observer.change(&uri, version, &changes, backend.encoding()).await {
+        Ok((_, report)) if report.clamped_edits > 0 => tracing::warn!(
+            "{uri} version {version}: {} edit(s) had positions out of range; clamped them",
+            report.clamped_edits
+        ),
+        Ok(_) => {}
         Err(err @ ChangeError::StaleVersion { .. }) => tracing::warn!("{err}"),
         Err(err @ ChangeError::UnknownDocument(_)) => tracing::warn!("ignored a change: {err}"),
     }
 }
 
 pub async fn did_save(backend: &Backend, params: DidSaveTextDocumentParams) {
-    let result = backend.workspace().save(&params.text_document.uri, params.text.as_deref());
-    match result {
-        Ok(snapshot) => observe(backend, &snapshot).await,
-        Err(err) => tracing::warn!("ignored a save: {err}"),
+    let Some(observer) = backend.observer() else {
+        return;
+    };
+    if let Err(err) = observer.save(&params.text_document.uri, params.text.as_deref()).await {
+        tracing::warn!("ignored a save: {err}");
     }
 }
 
 pub async fn did_close(backend: &Backend, params: DidCloseTextDocumentParams) {
+    let Some(observer) = backend.observer() else {
+        return;
+    };
     let uri = params.text_document.uri;
-    if !backend.workspace().close(&uri) {
+    if !observer.close(&uri).await {
         tracing::warn!("ignored a close: {uri} is not open");
     }
-    backend.client.publish_diagnostics(uri, Vec::new(), None).await;
-}
-
-async fn observe(backend: &Backend, snapshot: &DocumentSnapshot) {
-    backend.observer.observe(snapshot, &backend.editor()).await;
 }
 
 fn file_name(snapshot: &DocumentSnapshot) -> String {

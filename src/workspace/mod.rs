@@ -55,11 +55,13 @@ pub enum ChangeError {
     StaleVersion { uri: Url, current: i32, got: i32 },
 }
 
-/// What a successful change did, for the log.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// What a successful change did.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ChangeReport {
     /// How many of the edits had positions out of range (clamped) or reversed.
     pub clamped_edits: usize,
+    /// The edits as applied, in order, for whatever must move along with the text.
+    pub applied: Vec<AppliedChange>,
 }
 
 struct OpenDocument {
@@ -189,21 +191,21 @@ impl Workspace {
         {
             return Err(ChangeError::StaleVersion { uri: uri.clone(), current, got: version });
         }
-        let mut report = ChangeReport::default();
-        let mut applied = Vec::with_capacity(changes.len());
+        let mut report = ChangeReport { clamped_edits: 0, applied: Vec::with_capacity(changes.len()) };
         for change in changes {
             let outcome = document.text.apply_change(change, encoding);
             report.clamped_edits += usize::from(outcome.clamped);
-            applied.push(outcome.applied);
+            report.applied.push(outcome.applied);
         }
         document.text.set_version(Some(version));
-        document.refresh_syntax(&self.settings, &applied);
+        document.refresh_syntax(&self.settings, &report.applied);
         Ok((document.snapshot(uri.clone()), report))
     }
 
     /// After `didSave`: when the editor included the text and it differs from ours, ours is
-    /// replaced (a resync; we must have missed a change). Returns the current snapshot.
-    pub fn save(&mut self, uri: &Url, text: Option<&str>) -> Result<DocumentSnapshot, ChangeError> {
+    /// replaced (a resync; we must have missed a change). Returns the current snapshot and
+    /// whether the text was replaced.
+    pub fn save(&mut self, uri: &Url, text: Option<&str>) -> Result<(DocumentSnapshot, bool), ChangeError> {
         let settings = self.settings.clone();
         let document =
             self.documents.get_mut(uri).ok_or_else(|| ChangeError::UnknownDocument(uri.clone()))?;
@@ -214,8 +216,9 @@ impl Workspace {
             let change = TextChange { range: None, text: text.to_string() };
             let outcome = document.text.apply_change(&change, PositionEncoding::Utf8);
             document.refresh_syntax(&settings, &[outcome.applied]);
+            return Ok((document.snapshot(uri.clone()), true));
         }
-        Ok(document.snapshot(uri.clone()))
+        Ok((document.snapshot(uri.clone()), false))
     }
 
     /// Forgets a document; `false` if it was not open.

@@ -1,0 +1,283 @@
+//! Running one checker on one document: feeding it the buffer's text, a timeout, bounded
+//! output, killing its whole process group when it is cancelled or too slow, and reading
+//! what it printed.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::process::Command;
+
+use super::formats::{self, ParseContext, excerpt};
+use super::shadow::{Mirror, mirror};
+use super::{Checker, InputMode, OutputFormat, tsc_args};
+use crate::observer::Diagnostic;
+use crate::workspace::DocumentSnapshot;
+
+/// More output than this is not read: the run fails with a clear reason (32 MiB).
+const MAX_STDOUT: usize = 32 * 1024 * 1024;
+/// Enough of stderr to explain a failure.
+const MAX_STDERR: usize = 64 * 1024;
+/// Most diagnostics kept from one run of one checker on one file.
+const MAX_DIAGNOSTICS: usize = 5_000;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("{name} timed out after {} s and was stopped", .after.as_secs_f32())]
+    Timeout { name: String, after: Duration },
+    #[error("cannot start {name} ({program}): {reason}")]
+    Spawn { name: String, program: String, reason: std::io::Error },
+    #[error("cannot prepare {name}'s input: {reason}")]
+    Input { name: String, reason: std::io::Error },
+    #[error("{name} failed ({status}): {detail}")]
+    Failed { name: String, status: String, detail: String },
+    #[error("{name} printed more than {} MiB; its output was not read", MAX_STDOUT / (1024 * 1024))]
+    TooMuchOutput { name: String },
+    #[error("{name}: {reason}")]
+    Unreadable { name: String, reason: String },
+    /// The tool runs but the project has not set it up (eslint without an
+    /// `eslint.config.*`): not a failure of the tool.
+    #[error("{name} is not configured for this project: {detail}")]
+    NotConfigured { name: String, detail: String },
+}
+
+/// Everything a run needs besides the checker.
+pub struct RunInput<'a> {
+    pub program: &'a Path,
+    pub snapshot: &'a DocumentSnapshot,
+    /// The document's path on disk.
+    pub path: &'a Path,
+    /// The workspace root (the tool's working directory).
+    pub root: &'a Path,
+}
+
+/// Runs `checker` on the snapshot's text and returns what it found in that document.
+pub async fn run(checker: &Checker, input: RunInput<'_>) -> Result<Vec<Diagnostic>, RunError> {
+    let name = checker.name.clone();
+    let text = input.snapshot.rope.to_string();
+    let prepared =
+        prepare(checker, &input, &text).map_err(|reason| RunError::Input { name: name.clone(), reason })?;
+
+    let mut command = Command::new(input.program);
+    command
+        .args(&prepared.args)
+        .current_dir(&prepared.cwd)
+        .stdin(if prepared.stdin { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .process_group(0);
+    let mut child = command.spawn().map_err(|reason| RunError::Spawn {
+        name: name.clone(),
+        program: input.program.display().to_string(),
+        reason,
+    })?;
+    let group = ProcessGroup(child.id());
+
+    if let Some(mut stdin) = child.stdin.take() {
+        // A tool that exits without reading all of it closes the pipe: not our error.
+        tokio::spawn(async move {
+            let _ = stdin.write_all(text.as_bytes()).await;
+        });
+    }
+    let stdout = child.stdout.take();
+    let stderr = child.stderr.take();
+    let collect = async {
+        let (out, err) = tokio::join!(read_capped(stdout, MAX_STDOUT), read_capped(stderr, MAX_STDERR));
+        let status = child.wait().await;
+        (out, err, status)
+    };
+    let (stdout, stderr, status) = match tokio::time::timeout(checker.timeout, collect).await {
+        Ok(done) => done,
+        Err(_) => return Err(RunError::Timeout { name, after: checker.timeout }),
+    };
+    let status = status.map_err(|reason| RunError::Spawn {
+        name: name.clone(),
+        program: input.program.display().to_string(),
+        reason,
+    })?;
+    group.disarm();
+    let (stdout, truncated) = stdout;
+    if truncated {
+        return Err(RunError::TooMuchOutput { name });
+    }
+    let stdout = String::from_utf8_lossy(&stdout);
+    let stderr = String::from_utf8_lossy(&stderr.0);
+    let code = status.code();
+    let status_text = code.map_or_else(|| "killed by a signal".to_string(), |c| format!("exit status {c}"));
+    let failed = |detail: &str| RunError::Failed {
+        name: name.clone(),
+        status: status_text.clone(),
+        detail: if detail.is_empty() { "it printed nothing".to_string() } else { detail.to_string() },
+    };
+    if let Some(detail) = not_configured(&checker.format, code, &stderr) {
+        return Err(RunError::NotConfigured { name, detail });
+    }
+    let context = ParseContext {
+        rope: &input.snapshot.rope,
+        source: &checker.name,
+        checked_file: &prepared.checked_file,
+        cwd: &prepared.cwd,
+    };
+    let parsed = formats::parse(&checker.format, &stdout, &context);
+    let normal_exit = exit_is_normal(&checker.format, code);
+    let mut diagnostics = match parsed {
+        // mypy exits 2 on a syntax error yet reports it: what it printed is the answer
+        Ok(diagnostics) if normal_exit || !diagnostics.is_empty() => diagnostics,
+        Ok(_) => return Err(failed(&excerpt(if stderr.trim().is_empty() { &stdout } else { &stderr }))),
+        Err(reason) if !normal_exit || !stderr.trim().is_empty() => {
+            return Err(failed(&format!(
+                "{reason}; it said: {}",
+                excerpt(if stderr.trim().is_empty() { &stdout } else { &stderr })
+            )));
+        }
+        Err(reason) => return Err(RunError::Unreadable { name, reason }),
+    };
+    if diagnostics.is_empty()
+        && code.is_some_and(|c| c != 0)
+        && matches!(checker.format, OutputFormat::Pattern { .. })
+        && !stderr.trim().is_empty()
+    {
+        // a generic tool that failed and printed nothing we recognise has not checked anything
+        return Err(failed(&excerpt(&stderr)));
+    }
+    diagnostics.truncate(MAX_DIAGNOSTICS);
+    Ok(diagnostics)
+}
+
+/// eslint 9 without a flat config exits 2 saying so.
+fn not_configured(format: &OutputFormat, code: Option<i32>, stderr: &str) -> Option<String> {
+    let eslint_without_config = matches!(format, OutputFormat::Eslint)
+        && code == Some(2)
+        && stderr.contains("couldn't find an eslint.config");
+    eslint_without_config.then(|| "no eslint.config.(js|mjs|cjs) file".to_string())
+}
+
+/// Which exit codes mean "ran and reported" rather than "broke".
+fn exit_is_normal(format: &OutputFormat, code: Option<i32>) -> bool {
+    match (format, code) {
+        (_, None) => false,
+        (OutputFormat::Tsc, Some(c)) => (0..=2).contains(&c),
+        (OutputFormat::Pattern { .. }, Some(_)) => true,
+        (_, Some(c)) => c == 0 || c == 1,
+    }
+}
+
+struct Prepared {
+    args: Vec<String>,
+    cwd: PathBuf,
+    stdin: bool,
+    /// The path the tool is given for the document.
+    checked_file: PathBuf,
+    /// Kept alive for the run; removed when dropped.
+    _mirror: Option<Mirror>,
+    _buffer: Option<tempfile::NamedTempFile>,
+}
+
+fn prepare(checker: &Checker, input: &RunInput<'_>, text: &str) -> std::io::Result<Prepared> {
+    let root = input.root.to_path_buf();
+    let project = nearest_with(input.path, &root, checker.project_markers).unwrap_or_else(|| root.clone());
+    let mut prepared = Prepared {
+        args: Vec::new(),
+        cwd: project.clone(),
+        stdin: false,
+        checked_file: input.path.to_path_buf(),
+        _mirror: None,
+        _buffer: None,
+    };
+    let mut buffer_path = None;
+    match checker.input {
+        InputMode::Stdin => prepared.stdin = true,
+        InputMode::ShadowFile => {
+            let mut file = tempfile::Builder::new().prefix("tokamak-buffer-").suffix(".py").tempfile()?;
+            std::io::Write::write_all(&mut file, text.as_bytes())?;
+            buffer_path = Some(file.path().to_path_buf());
+            prepared._buffer = Some(file);
+        }
+        InputMode::Mirror => {
+            let on_disk = std::fs::read(input.path).ok();
+            if on_disk.as_deref() != Some(text.as_bytes()) {
+                let shadow = mirror(&root, input.path, text)?;
+                prepared.cwd = shadow.root().join(project.strip_prefix(&root).unwrap_or(Path::new("")));
+                prepared.checked_file = shadow.file.clone();
+                prepared._mirror = Some(shadow);
+            }
+        }
+    }
+    let templates = match &checker.args {
+        Some(args) => args.clone(),
+        None => {
+            let tsconfig = nearest_with(input.path, &root, &["tsconfig.json"]).map(|dir| {
+                prepared.cwd.join(dir.strip_prefix(&project).unwrap_or(Path::new(""))).join("tsconfig.json")
+            });
+            tsc_args(tsconfig.as_deref(), input.snapshot.language)
+        }
+    };
+    let file = prepared.checked_file.display().to_string();
+    let buffer = buffer_path.map(|p| p.display().to_string()).unwrap_or_default();
+    let root_text = prepared.cwd.display().to_string();
+    prepared.args = templates
+        .iter()
+        .map(|arg| arg.replace("{file}", &file).replace("{buffer}", &buffer).replace("{root}", &root_text))
+        .collect();
+    Ok(prepared)
+}
+
+/// The nearest folder, from the file's up to the root, that holds one of `names`.
+fn nearest_with(file: &Path, root: &Path, names: &[&str]) -> Option<PathBuf> {
+    if names.is_empty() {
+        return None;
+    }
+    let mut dir = file.parent();
+    while let Some(candidate) = dir {
+        if names.iter().any(|name| candidate.join(name).is_file()) {
+            return Some(candidate.to_path_buf());
+        }
+        if candidate == root || !candidate.starts_with(root) {
+            return None;
+        }
+        dir = candidate.parent();
+    }
+    None
+}
+
+/// Reads at most `cap` bytes; the flag says whether there was more.
+async fn read_capped(stream: Option<impl AsyncRead + Unpin>, cap: usize) -> (Vec<u8>, bool) {
+    let Some(stream) = stream else {
+        return (Vec::new(), false);
+    };
+    let mut out = Vec::new();
+    let mut limited = stream.take(cap as u64 + 1);
+    let _ = limited.read_to_end(&mut out).await;
+    let truncated = out.len() > cap;
+    out.truncate(cap);
+    if truncated {
+        // keep draining so the tool is not blocked on a full pipe until the timeout
+        let mut rest = limited.into_inner();
+        let _ = tokio::io::copy(&mut rest, &mut tokio::io::sink()).await;
+    }
+    (out, truncated)
+}
+
+/// Kills the checker's whole process group (pyright and tsc start children of their own)
+/// unless the run finished normally.
+struct ProcessGroup(Option<u32>);
+
+impl ProcessGroup {
+    fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0.and_then(|pid| i32::try_from(pid).ok()) {
+            // SAFETY: kill(2) with a negative pid signals the process group the child leads
+            // (it was started with `process_group(0)`); it touches no memory of ours.
+            unsafe {
+                libc::kill(-pid, libc::SIGKILL);
+            }
+        }
+    }
+}

@@ -1,0 +1,202 @@
+//! The store: each file's diagnostics keyed by source, each tagged with the document version
+//! it was computed on, kept aligned with the text as it changes.
+
+use std::collections::BTreeMap;
+
+use super::diagnostic::Diagnostic;
+use crate::text::{AppliedChange, ByteEdit, TextRange};
+
+/// Who reported. Tokamak publishes what its own sources find; what the editor forwards is
+/// observed (for the agent) but never published back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// Syntax and the checkers Tokamak runs.
+    Server,
+    /// `tokamak/clientDiagnostics` and `codeAction` contexts.
+    Editor,
+}
+
+#[derive(Debug, Clone)]
+pub struct SourceEntry {
+    pub origin: Origin,
+    /// The document version the diagnostics were computed on (`None`: unversioned). After
+    /// an edit the diagnostics are moved along with the text, but this stays: the source has
+    /// not yet reported on the new version.
+    pub version: Option<i32>,
+    pub diagnostics: Vec<Diagnostic>,
+    /// Why the last run for `version` produced nothing to believe.
+    pub failure: Option<String>,
+}
+
+/// One file's diagnostics from every source.
+#[derive(Debug, Clone, Default)]
+pub struct FileDiagnostics {
+    sources: BTreeMap<String, SourceEntry>,
+}
+
+impl FileDiagnostics {
+    pub fn set(&mut self, source: &str, entry: SourceEntry) {
+        self.sources.insert(source.to_string(), entry);
+    }
+
+    pub fn remove(&mut self, source: &str) {
+        self.sources.remove(source);
+    }
+
+    pub fn get(&self, source: &str) -> Option<&SourceEntry> {
+        self.sources.get(source)
+    }
+
+    /// Whether `source` has reported (or failed) on exactly `version`.
+    pub fn reported(&self, source: &str, version: Option<i32>) -> bool {
+        self.sources.get(source).is_some_and(|e| e.version == version)
+    }
+
+    /// Moves every diagnostic along with edits just made to the text. A range that overlapped
+    /// replaced text shrinks to what is left of it. After a whole-document replacement
+    /// nothing can be placed, so every source starts over.
+    pub fn shift(&mut self, edits: &[AppliedChange]) {
+        if edits.iter().any(|e| matches!(e, AppliedChange::Full)) {
+            for entry in self.sources.values_mut() {
+                entry.diagnostics.clear();
+            }
+            return;
+        }
+        for edit in edits.iter().filter_map(|e| match e {
+            AppliedChange::Incremental(edit) => Some(edit),
+            AppliedChange::Full => None,
+        }) {
+            for entry in self.sources.values_mut() {
+                for diagnostic in &mut entry.diagnostics {
+                    diagnostic.range = shift_range(diagnostic.range, edit);
+                    if let Some(fix) = &mut diagnostic.fix {
+                        for (range, _) in &mut fix.edits {
+                            *range = shift_range(*range, edit);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// What Tokamak publishes: its own sources, de-duplicated, in document order.
+    pub fn published(&self) -> Vec<Diagnostic> {
+        merged(self.sources.values().filter(|e| e.origin == Origin::Server))
+    }
+
+    /// Everything known, from every source, de-duplicated (same range and message from two
+    /// sources count once), in document order: what the fix loop works from.
+    pub fn all(&self) -> Vec<Diagnostic> {
+        merged(self.sources.values())
+    }
+
+    /// `(source, failure)` for sources whose last run failed.
+    pub fn failures(&self) -> Vec<(String, String)> {
+        self.sources
+            .iter()
+            .filter_map(|(name, e)| e.failure.as_ref().map(|f| (name.clone(), f.clone())))
+            .collect()
+    }
+}
+
+fn merged<'a>(entries: impl Iterator<Item = &'a SourceEntry>) -> Vec<Diagnostic> {
+    let mut all: Vec<Diagnostic> = entries.flat_map(|e| e.diagnostics.iter().cloned()).collect();
+    all.sort_by(|a, b| {
+        (a.range.start, a.range.end, a.severity, &a.message).cmp(&(
+            b.range.start,
+            b.range.end,
+            b.severity,
+            &b.message,
+        ))
+    });
+    all.dedup_by(|later, earlier| later.range == earlier.range && later.message == earlier.message);
+    all
+}
+
+fn shift_range(range: TextRange, edit: &ByteEdit) -> TextRange {
+    let start = shift_offset(range.start, edit, edit.start);
+    let end = shift_offset(range.end, edit, edit.new_end).max(start);
+    TextRange::new(start, end)
+}
+
+/// Where `offset` lands after `edit`; an offset inside the replaced text goes to `inside`.
+fn shift_offset(offset: usize, edit: &ByteEdit, inside: usize) -> usize {
+    if offset <= edit.start {
+        offset
+    } else if offset >= edit.old_end {
+        offset - edit.old_end + edit.new_end
+    } else {
+        inside
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::observer::Severity;
+    use crate::text::LineCol;
+
+    fn diagnostic(start: usize, end: usize, message: &str, source: &str) -> Diagnostic {
+        Diagnostic::new(TextRange::new(start, end), Severity::Error, source, None, message.to_string())
+    }
+
+    fn edit(start: usize, old_end: usize, new_end: usize) -> AppliedChange {
+        let p = LineCol::default();
+        AppliedChange::Incremental(ByteEdit {
+            start,
+            old_end,
+            new_end,
+            start_point: p,
+            old_end_point: p,
+            new_end_point: p,
+        })
+    }
+
+    fn entry(origin: Origin, diagnostics: Vec<Diagnostic>) -> SourceEntry {
+        SourceEntry { origin, version: Some(1), diagnostics, failure: None }
+    }
+
+    #[test]
+    fn diagnostics_move_with_the_text() {
+        let mut file = FileDiagnostics::default();
+        file.set(
+            "ruff",
+            entry(
+                Origin::Server,
+                vec![
+                    diagnostic(0, 3, "before", "ruff"),
+                    diagnostic(10, 14, "after", "ruff"),
+                    diagnostic(4, 9, "over", "ruff"),
+                ],
+            ),
+        );
+        // replace bytes 5..8 with 6 bytes: later offsets move by 3, one inside moves to its edge
+        file.shift(&[edit(5, 8, 11)]);
+        let ranges: Vec<(usize, usize)> =
+            file.published().iter().map(|d| (d.range.start, d.range.end)).collect();
+        assert_eq!(ranges, vec![(0, 3), (4, 12), (13, 17)]);
+        assert!(file.reported("ruff", Some(1)), "the version stays what it was computed on");
+    }
+
+    #[test]
+    fn merging_deduplicates_and_keeps_editor_diagnostics_unpublished() {
+        let mut file = FileDiagnostics::default();
+        file.set("ruff", entry(Origin::Server, vec![diagnostic(0, 3, "same", "ruff")]));
+        file.set(
+            "mypy",
+            entry(Origin::Server, vec![diagnostic(0, 3, "same", "mypy"), diagnostic(5, 6, "other", "mypy")]),
+        );
+        file.set("client", entry(Origin::Editor, vec![diagnostic(7, 8, "editor", "Pylance")]));
+        assert_eq!(file.published().len(), 2);
+        let all: Vec<String> = file.all().iter().map(|d| d.message.clone()).collect();
+        assert_eq!(all, ["same", "other", "editor"]);
+    }
+
+    #[test]
+    fn a_full_replacement_clears_positions() {
+        let mut file = FileDiagnostics::default();
+        file.set("ruff", entry(Origin::Server, vec![diagnostic(0, 3, "x", "ruff")]));
+        file.shift(&[AppliedChange::Full]);
+        assert!(file.published().is_empty());
+    }
+}
