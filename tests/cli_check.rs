@@ -1,5 +1,7 @@
 //! `tokamak check` as a user runs it: the real binary on files and folders.
 
+mod support;
+
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -100,4 +102,51 @@ fn bad_usage_exits_two() {
     let bad_flag = tokamak(&["check", "--format", "xml", "fixtures"], project_root());
     assert_eq!(bad_flag.status.code(), Some(2));
     assert!(stderr(&bad_flag).contains("xml"));
+}
+
+fn tokamak_with_tools(args: &[&str], dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tokamak"))
+        .args(args)
+        .current_dir(dir)
+        .envs(support::tool_env())
+        .output()
+        .expect("run tokamak")
+}
+
+#[test]
+fn check_runs_the_same_checkers_as_the_editor() {
+    if !support::require_tools(&["ruff", "mypy"]) {
+        return;
+    }
+    let project = support::copy_fixture("checkers/python");
+    let output = tokamak_with_tools(&["check", "--checkers", "ruff", "app.py"], project.path());
+    assert_eq!(
+        stdout(&output),
+        "app.py:3:8: warning [ruff/F401] `os` imported but unused\n\
+         app.py:11:18: warning [ruff/F821] Undefined name `undefined_name`\n"
+    );
+    assert_eq!(output.status.code(), Some(0), "warnings only: {}", stderr(&output));
+    let output =
+        tokamak_with_tools(&["check", "--checkers", "ruff,mypy", "--format", "json", "."], project.path());
+    let findings: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    let codes: Vec<&str> = findings.as_array().unwrap().iter().filter_map(|f| f["code"].as_str()).collect();
+    assert_eq!(codes, ["F401", "return-value", "name-defined", "F821"]);
+    assert_eq!(output.status.code(), Some(1), "mypy's are errors");
+}
+
+#[test]
+fn bad_settings_and_unknown_checkers_exit_two() {
+    let project = tempfile::tempdir().unwrap();
+    std::fs::write(project.path().join("a.py"), "x = 1\n").unwrap();
+    let unknown = tokamak(&["check", "--checkers", "lintomatic", "a.py"], project.path());
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(
+        stderr(&unknown).contains("\"lintomatic\", which is neither a preset nor configured"),
+        "{}",
+        stderr(&unknown)
+    );
+    std::fs::write(project.path().join("tokamak.toml"), "[checkers\n").unwrap();
+    let bad = tokamak(&["check", "a.py"], project.path());
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("tokamak.toml is not valid TOML"), "{}", stderr(&bad));
 }

@@ -11,7 +11,7 @@
 
 mod client_diagnostics;
 mod code_action;
-mod convert;
+pub mod convert;
 mod document_symbol;
 mod editor;
 mod execute_command;

@@ -144,6 +144,12 @@ impl LspClient {
         }
     }
 
+    /// The messages received and not yet taken by a `wait_for` that match. Send a request
+    /// first: its answer comes after everything the server sent before it.
+    pub fn seen(&self, matches: impl Fn(&Value) -> bool) -> Vec<Value> {
+        self.backlog.iter().filter(|m| matches(m)).cloned().collect()
+    }
+
     pub fn wait_for_notification(&mut self, method: &str) -> Value {
         self.wait_for(method, |m| m["method"] == method)
     }
@@ -262,4 +268,149 @@ pub fn summarize(params: &Value) -> Vec<(u64, u64, String)> {
             )
         })
         .collect()
+}
+
+/// The repository root.
+pub fn repo_root() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The local tools folder the test command installs into.
+pub fn tools_dir() -> std::path::PathBuf {
+    std::env::var_os("TOKAMAK_TOOLS").map_or_else(|| repo_root().join(".tools"), std::path::PathBuf::from)
+}
+
+/// The environment a server under test needs to find the real checkers.
+pub fn tool_env() -> Vec<(String, String)> {
+    let tools = tools_dir();
+    vec![
+        ("TOKAMAK_TOOLS".to_string(), tools.display().to_string()),
+        ("PYRIGHT_PYTHON_CACHE_DIR".to_string(), tools.join("pyright-cache").display().to_string()),
+    ]
+}
+
+/// Whether every tool is installed (in the tools folder or on PATH). In CI a missing tool
+/// fails the test; elsewhere the test is skipped with the reason printed.
+pub fn require_tools(names: &[&str]) -> bool {
+    let tools = tools_dir();
+    let mut dirs = vec![tools.join("venv/bin"), tools.join("node/node_modules/.bin")];
+    if let Some(path) = std::env::var_os("PATH") {
+        dirs.extend(std::env::split_paths(&path));
+    }
+    let missing: Vec<&str> =
+        names.iter().copied().filter(|name| !dirs.iter().any(|d| d.join(name).is_file())).collect();
+    if missing.is_empty() {
+        return true;
+    }
+    let reason = format!(
+        "missing tools {missing:?}: run `bash scripts/install-tools` (looked in {} and PATH)",
+        tools.display()
+    );
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("{reason}");
+    }
+    eprintln!("skipping: {reason}");
+    false
+}
+
+/// Copies `fixtures/<name>` into a fresh temporary folder (tools write caches next to the
+/// files they check; the repository stays clean).
+pub fn copy_fixture(name: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    copy_tree(&repo_root().join("fixtures").join(name), dir.path());
+    dir
+}
+
+pub fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).expect("create dir");
+    for entry in std::fs::read_dir(from).expect("read fixture dir") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy fixture file");
+        }
+    }
+}
+
+pub fn file_uri(path: &std::path::Path) -> String {
+    url::Url::from_file_path(path).expect("absolute path").to_string()
+}
+
+impl LspClient {
+    /// A server whose workspace folder is `root`, able to find the real checkers, with
+    /// `options` as `initializationOptions`.
+    pub fn for_project(root: &std::path::Path, options: Value) -> LspClient {
+        let env = tool_env();
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let mut client = LspClient::start_with_env(&env);
+        let response = client.request(
+            "initialize",
+            json!({
+                "processId": null,
+                "rootUri": file_uri(root),
+                "workspaceFolders": [{"uri": file_uri(root), "name": "project"}],
+                "capabilities": {"general": {"positionEncodings": ["utf-16"]}},
+                "initializationOptions": options,
+            }),
+        );
+        assert!(response.get("error").is_none(), "initialize failed: {response}");
+        client.notify("initialized", json!({}));
+        client
+    }
+
+    /// Opens a file from disk.
+    pub fn open_file(&mut self, path: &std::path::Path, language_id: &str) -> String {
+        let uri = file_uri(path);
+        let text = std::fs::read_to_string(path).expect("read file");
+        self.open(&uri, language_id, 1, &text);
+        uri
+    }
+
+    /// The next publish for `uri` with at least one diagnostic from `source`.
+    pub fn diagnostics_from(&mut self, uri: &str, source: &str) -> Value {
+        self.wait_for(&format!("{source} diagnostics for {uri}"), |m| {
+            m["method"] == "textDocument/publishDiagnostics"
+                && m["params"]["uri"] == uri
+                && m["params"]["diagnostics"]
+                    .as_array()
+                    .is_some_and(|d| d.iter().any(|d| d["source"] == source))
+        })["params"]
+            .clone()
+    }
+
+    /// `tokamak.diagnostics` for `uri`, waiting for every checker when `wait`.
+    pub fn observer_diagnostics(&mut self, uri: &str, wait: bool) -> Value {
+        let response = self.request(
+            "workspace/executeCommand",
+            json!({"command": "tokamak.diagnostics", "arguments": [{"uri": uri, "wait": wait, "timeout_ms": 60000}]}),
+        );
+        assert!(response.get("error").is_none(), "tokamak.diagnostics failed: {response}");
+        response["result"].clone()
+    }
+}
+
+/// `(line, character, source, code)` of each diagnostic from `source`, one-based lines and
+/// columns as a person reads them.
+pub fn findings(diagnostics: &Value, source: &str) -> Vec<(u64, u64, String)> {
+    let mut out: Vec<(u64, u64, String)> = diagnostics
+        .as_array()
+        .expect("diagnostics array")
+        .iter()
+        .filter(|d| d["source"] == source)
+        .map(|d| {
+            (
+                d["range"]["start"]["line"].as_u64().unwrap_or(0) + 1,
+                d["range"]["start"]["character"].as_u64().unwrap_or(0) + 1,
+                match &d["code"] {
+                    Value::String(code) => code.clone(),
+                    Value::Number(code) => code.to_string(),
+                    _ => "-".to_string(),
+                },
+            )
+        })
+        .collect();
+    out.sort();
+    out
 }

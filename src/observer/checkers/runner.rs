@@ -186,26 +186,27 @@ fn prepare(checker: &Checker, input: &RunInput<'_>, text: &str) -> std::io::Resu
         _mirror: None,
         _buffer: None,
     };
+    let same_as_disk = checker.input != InputMode::Stdin
+        && std::fs::read(input.path).ok().as_deref() == Some(text.as_bytes());
     let mut buffer_path = None;
     match checker.input {
         InputMode::Stdin => prepared.stdin = true,
+        InputMode::ShadowFile if same_as_disk => {}
         InputMode::ShadowFile => {
             let mut file = tempfile::Builder::new().prefix("tokamak-buffer-").suffix(".py").tempfile()?;
             std::io::Write::write_all(&mut file, text.as_bytes())?;
             buffer_path = Some(file.path().to_path_buf());
             prepared._buffer = Some(file);
         }
+        InputMode::Mirror if same_as_disk => {}
         InputMode::Mirror => {
-            let on_disk = std::fs::read(input.path).ok();
-            if on_disk.as_deref() != Some(text.as_bytes()) {
-                let shadow = mirror(&root, input.path, text)?;
-                prepared.cwd = shadow.root().join(project.strip_prefix(&root).unwrap_or(Path::new("")));
-                prepared.checked_file = shadow.file.clone();
-                prepared._mirror = Some(shadow);
-            }
+            let shadow = mirror(&root, input.path, text)?;
+            prepared.cwd = shadow.root().join(project.strip_prefix(&root).unwrap_or(Path::new("")));
+            prepared.checked_file = shadow.file.clone();
+            prepared._mirror = Some(shadow);
         }
     }
-    let templates = match &checker.args {
+    let mut templates = match &checker.args {
         Some(args) => args.clone(),
         None => {
             let tsconfig = nearest_with(input.path, &root, &["tsconfig.json"]).map(|dir| {
@@ -214,6 +215,18 @@ fn prepare(checker: &Checker, input: &RunInput<'_>, text: &str) -> std::io::Resu
             tsc_args(tsconfig.as_deref(), input.snapshot.language)
         }
     };
+    if checker.input == InputMode::ShadowFile {
+        if same_as_disk {
+            // the file is what it checks: no shadow, and the cache may answer
+            if let Some(at) = templates.windows(3).position(|w| w == ["--shadow-file", "{file}", "{buffer}"])
+            {
+                templates.drain(at..at + 3);
+            }
+        } else {
+            // mypy's cache answers for the file on disk even with --shadow-file (mypy 2.4)
+            templates.insert(0, "--no-incremental".to_string());
+        }
+    }
     let file = prepared.checked_file.display().to_string();
     let buffer = buffer_path.map(|p| p.display().to_string()).unwrap_or_default();
     let root_text = prepared.cwd.display().to_string();

@@ -1,0 +1,179 @@
+//! The Observer with the real checkers, over the real LSP stdio connection: what each tool
+//! finds arrives, exactly placed, merged with Tokamak's own diagnostics, and goes away when
+//! the code is fixed.
+
+mod support;
+
+use serde_json::{Value, json};
+use support::{LspClient, copy_fixture, findings, range, require_tools};
+
+fn only(checker: &str) -> Value {
+    json!({"checkers": {"enable": [checker]}})
+}
+
+fn s(code: &str) -> String {
+    code.to_string()
+}
+
+#[test]
+fn ruff_findings_arrive_and_clear_when_fixed() {
+    if !require_tools(&["ruff"]) {
+        return;
+    }
+    let project = copy_fixture("checkers/python");
+    let path = project.path().join("app.py");
+    let mut client = LspClient::for_project(project.path(), only("ruff"));
+    let uri = client.open_file(&path, "python");
+    let published = client.diagnostics_from(&uri, "ruff");
+    assert_eq!(published["version"], 1);
+    assert_eq!(findings(&published["diagnostics"], "ruff"), vec![(3, 8, s("F401")), (11, 18, s("F821"))]);
+
+    // remove the import and define the name, save: ruff runs again and the file is clean
+    let fixed = std::fs::read_to_string(&path).unwrap().replace("import os\n", "undefined_name = \"x\"\n");
+    client.change(&uri, 2, json!([{"text": fixed}]));
+    client.notify("textDocument/didSave", json!({"textDocument": {"uri": uri}, "text": fixed}));
+    let published = client.wait_for("a clean publish", |m| {
+        m["method"] == "textDocument/publishDiagnostics"
+            && m["params"]["uri"] == uri.as_str()
+            && m["params"]["version"] == 2
+            && m["params"]["diagnostics"].as_array().is_some_and(Vec::is_empty)
+    });
+    assert_eq!(published["params"]["diagnostics"], json!([]));
+    let observed = client.observer_diagnostics(&uri, true);
+    assert_eq!(observed["diagnostics"], json!([]), "{observed}");
+}
+
+#[test]
+fn pyright_findings_are_placed_in_utf16() {
+    if !require_tools(&["pyright"]) {
+        return;
+    }
+    let project = copy_fixture("checkers/python");
+    let path = project.path().join("app.py");
+    let mut client = LspClient::for_project(project.path(), only("pyright"));
+    let uri = client.open_file(&path, "python");
+    let published = client.diagnostics_from(&uri, "pyright");
+    assert_eq!(
+        findings(&published["diagnostics"], "pyright"),
+        vec![(11, 12, s("reportReturnType")), (11, 18, s("reportUndefinedVariable"))]
+    );
+}
+
+#[test]
+fn mypy_checks_the_unsaved_buffer_through_its_shadow_file() {
+    if !require_tools(&["mypy"]) {
+        return;
+    }
+    let project = copy_fixture("checkers/python");
+    let path = project.path().join("app.py");
+    let mut client = LspClient::for_project(project.path(), only("mypy"));
+    let uri = client.open_file(&path, "python");
+    let published = client.diagnostics_from(&uri, "mypy");
+    assert_eq!(
+        findings(&published["diagnostics"], "mypy"),
+        vec![(11, 12, s("return-value")), (11, 18, s("name-defined"))]
+    );
+
+    // an unsaved edit: `-> int` becomes `-> str` (line 10, columns 17..20); the file on disk
+    // still has the old text, and the settled diagnostics are for the buffer
+    client.change(&uri, 2, json!([{"range": range((9, 16), (9, 19)), "text": "str"}]));
+    let observed = client.observer_diagnostics(&uri, true);
+    assert_eq!(observed["version"], 2);
+    assert_eq!(findings(&observed["diagnostics"], "mypy"), vec![(11, 18, s("name-defined"))], "{observed}");
+    assert!(std::fs::read_to_string(&path).unwrap().contains("-> int"), "the file on disk is untouched");
+}
+
+#[test]
+fn tsc_checks_the_unsaved_buffer_in_a_shadow_of_the_project() {
+    if !require_tools(&["tsc"]) {
+        return;
+    }
+    let project = copy_fixture("checkers/typescript");
+    let path = project.path().join("src/main.ts");
+    let mut client = LspClient::for_project(project.path(), only("tsc"));
+    let uri = client.open_file(&path, "typescript");
+    let published = client.diagnostics_from(&uri, "tsc");
+    assert_eq!(findings(&published["diagnostics"], "tsc"), vec![(3, 14, s("TS2322")), (4, 24, s("TS2304"))]);
+
+    // fix the type in the buffer only; the import of ./util must still resolve in the shadow
+    client.change(&uri, 2, json!([{"range": range((2, 20), (2, 26)), "text": "number"}]));
+    let observed = client.observer_diagnostics(&uri, true);
+    assert_eq!(findings(&observed["diagnostics"], "tsc"), vec![(4, 24, s("TS2304"))], "{observed}");
+}
+
+#[test]
+fn eslint_reads_the_buffer_on_stdin_with_the_project_config() {
+    if !require_tools(&["eslint"]) {
+        return;
+    }
+    let project = copy_fixture("checkers/typescript");
+    let path = project.path().join("src/legacy.js");
+    let mut client = LspClient::for_project(project.path(), only("eslint"));
+    let uri = client.open_file(&path, "javascript");
+    let published = client.diagnostics_from(&uri, "eslint");
+    assert_eq!(
+        findings(&published["diagnostics"], "eslint"),
+        vec![
+            (1, 5, s("no-unused-vars")),
+            (1, 5, s("prefer-const")),
+            (2, 10, s("no-unused-vars")),
+            (5, 1, s("no-undef"))
+        ]
+    );
+    let severities: Vec<&Value> =
+        published["diagnostics"].as_array().unwrap().iter().map(|d| &d["severity"]).collect();
+    assert!(severities.contains(&&json!(2)), "prefer-const is a warning: {severities:?}");
+}
+
+#[test]
+fn every_source_is_merged_into_one_publish_per_version() {
+    if !require_tools(&["ruff", "mypy"]) {
+        return;
+    }
+    let project = copy_fixture("checkers/python");
+    let path = project.path().join("app.py");
+    std::fs::write(project.path().join("tokamak.toml"), "[checkers]\nenable = [\"ruff\", \"mypy\"]\n")
+        .unwrap();
+    let mut client = LspClient::for_project(project.path(), Value::Null);
+    let uri = client.open_file(&path, "python");
+    // break the syntax too: Tokamak's own diagnostic joins the checkers'
+    client.change(&uri, 2, json!([{"range": range((5, 27), (5, 28)), "text": ""}]));
+    let observed = client.observer_diagnostics(&uri, true);
+    let sources: std::collections::BTreeSet<&str> =
+        observed["diagnostics"].as_array().unwrap().iter().filter_map(|d| d["source"].as_str()).collect();
+    assert_eq!(sources, ["mypy", "ruff", "tokamak"].into_iter().collect(), "{observed}");
+    // what was published for version 2 is that same set
+    let published = client.wait_for("the publish with every source", |m| {
+        m["method"] == "textDocument/publishDiagnostics"
+            && m["params"]["version"] == 2
+            && m["params"]["diagnostics"]
+                .as_array()
+                .is_some_and(|d| d.len() == observed["diagnostics"].as_array().unwrap().len())
+    });
+    assert_eq!(published["params"]["diagnostics"], observed["diagnostics"]);
+}
+
+#[test]
+fn a_path_with_spaces_and_korean_works() {
+    if !require_tools(&["ruff", "pyright"]) {
+        return;
+    }
+    let outer = tempfile::tempdir().unwrap();
+    let project = outer.path().join("my project/한국어 폴더");
+    support::copy_tree(&support::repo_root().join("fixtures/checkers/python"), &project);
+    let path = project.join("app.py");
+    let mut client = LspClient::for_project(&project, json!({"checkers": {"enable": ["ruff", "pyright"]}}));
+    let uri = client.open_file(&path, "python");
+    client.change(&uri, 2, json!([{"range": range((0, 0), (0, 0)), "text": "# 주석 😀\n"}]));
+    let observed = client.observer_diagnostics(&uri, true);
+    assert_eq!(
+        findings(&observed["diagnostics"], "ruff"),
+        vec![(4, 8, s("F401")), (12, 18, s("F821"))],
+        "{observed}"
+    );
+    assert_eq!(
+        findings(&observed["diagnostics"], "pyright"),
+        vec![(12, 12, s("reportReturnType")), (12, 18, s("reportUndefinedVariable"))],
+        "{observed}"
+    );
+}
