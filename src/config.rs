@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::model::ModelSettings;
+
 /// Documents larger than this are kept as text but not parsed (10 MiB).
 pub const DEFAULT_MAX_PARSE_BYTES: usize = 10 * 1024 * 1024;
 
@@ -103,11 +105,15 @@ pub struct CheckerConfig {
     pub timeout_ms: Option<u64>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Settings {
     pub syntax: SyntaxSettings,
     pub checkers: CheckerSettings,
+    /// `[model]`: the model the agent uses (see `model::ModelConfig::resolve`).
+    pub model: ModelSettings,
+    /// `[profiles.<role>]`: a role's own model settings over `[model]`.
+    pub profiles: BTreeMap<String, ModelSettings>,
 }
 
 impl Settings {

@@ -7,6 +7,7 @@ pub mod cli;
 pub mod config;
 pub mod editor;
 pub mod logging;
+pub mod model;
 pub mod observer;
 pub mod server;
 pub mod sync;

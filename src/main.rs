@@ -1,11 +1,12 @@
 //! The `tokamak` command: the language server and its headless front-ends.
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use tokamak::cli::check::{self, CheckOptions, Format};
+use tokamak::cli::model_check;
 
 /// Exit status for bad usage (clap uses it too).
 const USAGE: u8 = 2;
@@ -35,6 +36,25 @@ enum Command {
         #[arg(long, value_delimiter = ',')]
         checkers: Option<Vec<String>>,
     },
+    /// The model Tokamak talks to.
+    Model {
+        #[command(subcommand)]
+        action: ModelAction,
+    },
+}
+
+#[derive(Subcommand)]
+enum ModelAction {
+    /// Send one tiny request to the configured model and print provider, endpoint, model,
+    /// latency and tokens.
+    Check {
+        /// Use the model of this role's profile (`[profiles.<role>]` in tokamak.toml).
+        #[arg(long)]
+        role: Option<String>,
+        /// Stream the reply, as the agent does.
+        #[arg(long)]
+        stream: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -61,10 +81,38 @@ fn main() -> ExitCode {
             runtime.block_on(tokamak::server::run_stdio(Some(queue)));
             ExitCode::SUCCESS
         }
+        Command::Model { action: ModelAction::Check { role, stream } } => {
+            tokamak::logging::init(None::<tracing_subscriber::layer::Identity>);
+            runtime.block_on(run_model_check(role.as_deref(), stream))
+        }
         Command::Check { paths, format, checkers } => {
             tokamak::logging::init(None::<tracing_subscriber::layer::Identity>);
             let checkers = checkers.map(|names| names.into_iter().filter(|n| n != "none").collect());
             runtime.block_on(run_check(&paths, format, &CheckOptions { checkers }))
+        }
+    }
+}
+
+async fn run_model_check(role: Option<&str>, stream: bool) -> ExitCode {
+    let root = tokamak::config::find_root(Path::new("."));
+    match model_check::check_model(&root, role, stream).await {
+        Ok(check) => {
+            for line in check.lines() {
+                println!("{line}");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(model_check::CheckError::Settings(err)) => {
+            eprintln!("tokamak: {err}");
+            ExitCode::from(USAGE)
+        }
+        Err(model_check::CheckError::Model(err @ tokamak::model::ModelError::Config { .. })) => {
+            eprintln!("tokamak: {err}");
+            ExitCode::from(USAGE)
+        }
+        Err(model_check::CheckError::Model(err)) => {
+            eprintln!("tokamak: {err}");
+            ExitCode::FAILURE
         }
     }
 }

@@ -1,3 +1,4 @@
 //! The command line's front-ends over the same engine the language server uses.
 
 pub mod check;
+pub mod model_check;

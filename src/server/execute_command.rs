@@ -8,10 +8,15 @@ use tower_lsp::jsonrpc::{Error, Result};
 use tower_lsp::lsp_types::{ExecuteCommandParams, Url};
 
 use super::{Backend, convert};
+use crate::model::ModelConfig;
 
 /// The commands advertised at `initialize`. The agent's commands (`tokamak.fix`,
 /// `tokamak.plan`, …) join as they are built.
-pub const COMMANDS: &[&str] = &["tokamak.status", "tokamak.diagnostics"];
+pub const COMMANDS: &[&str] = &["tokamak.status", "tokamak.diagnostics", "tokamak.checkModel"];
+
+/// `tokamak.checkModel` holds the message queue while it waits, so it waits no longer than
+/// this whatever the model's own timeout.
+const CHECK_MODEL_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// Panics on purpose, to prove a panicking handler does not take the server down. Only
 /// accepted when `TOKAMAK_DEBUG_COMMANDS=1` is set in the server's environment.
@@ -21,6 +26,7 @@ pub async fn execute_command(backend: &Backend, params: ExecuteCommandParams) ->
     match params.command.as_str() {
         "tokamak.status" => Ok(Some(status(backend))),
         "tokamak.diagnostics" => diagnostics(backend, argument(params.arguments)?).await.map(Some),
+        "tokamak.checkModel" => check_model(backend, argument(params.arguments)?).await.map(Some),
         DEBUG_PANIC if debug_commands_enabled() => panic!("{DEBUG_PANIC} was asked to panic"),
         other => Err(Error::invalid_params(format!("unknown command {other:?}"))),
     }
@@ -85,6 +91,48 @@ async fn diagnostics(backend: &Backend, args: DiagnosticsArgs) -> Result<Value> 
         "failures": failures,
         "missing": missing,
     }))
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct CheckModelArgs {
+    /// Check the model of this role's profile.
+    role: Option<String>,
+}
+
+/// `tokamak.checkModel {role?}`: one tiny request to the configured model. Answers
+/// `{ok: true, provider, endpoint, model, latency_ms, prompt_tokens, completion_tokens,
+/// estimated, reply}` or `{ok: false, error}` (a model that cannot be reached is an answer,
+/// not a protocol error).
+async fn check_model(backend: &Backend, args: Option<CheckModelArgs>) -> Result<Value> {
+    let args = args.unwrap_or_default();
+    let choice = crate::sync::lock(&backend.models).clone();
+    let env = |name: &str| std::env::var(name).ok();
+    let config = ModelConfig::resolve(&choice.model, &choice.profiles, args.role.as_deref(), &env);
+    let result = match config {
+        Ok(mut config) => {
+            config.timeout = config.timeout.min(CHECK_MODEL_TIMEOUT);
+            crate::model::run_check(config, false).await
+        }
+        Err(err) => Err(err),
+    };
+    Ok(match result {
+        Ok(check) => json!({
+            "ok": true,
+            "provider": check.provider,
+            "endpoint": check.endpoint,
+            "model": check.model,
+            "latency_ms": check.reply.latency.as_millis() as u64,
+            "prompt_tokens": check.reply.usage.prompt_tokens,
+            "completion_tokens": check.reply.usage.completion_tokens,
+            "estimated": check.reply.usage.estimated,
+            "reply": check.reply.text,
+        }),
+        Err(err) => {
+            tracing::warn!("model check: {err}");
+            json!({"ok": false, "error": err.to_string()})
+        }
+    })
 }
 
 fn debug_commands_enabled() -> bool {

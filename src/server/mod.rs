@@ -42,7 +42,19 @@ pub struct Backend {
     workspace: Arc<Mutex<Workspace>>,
     /// Made at `initialize`, once the encoding, the root and the settings are known.
     observer: OnceLock<Arc<Observer>>,
+    /// `[model]` and `[profiles]`: from `tokamak.toml` and `initializationOptions`, then
+    /// overlaid by `workspace/configuration` when the client answers it.
+    models: Mutex<ModelChoice>,
+    /// The client answers `workspace/configuration` requests.
+    client_configuration: OnceLock<bool>,
     log_queue: Mutex<Option<LogMessageQueue>>,
+}
+
+/// The model settings the agent resolves a [`crate::model::ModelConfig`] from.
+#[derive(Debug, Clone, Default)]
+pub struct ModelChoice {
+    pub model: crate::model::ModelSettings,
+    pub profiles: std::collections::BTreeMap<String, crate::model::ModelSettings>,
 }
 
 impl Backend {
@@ -52,6 +64,8 @@ impl Backend {
             encoding: OnceLock::new(),
             workspace: Arc::new(Mutex::new(Workspace::default())),
             observer: OnceLock::new(),
+            models: Mutex::new(ModelChoice::default()),
+            client_configuration: OnceLock::new(),
             log_queue: Mutex::new(log_queue),
         }
     }

@@ -2,6 +2,8 @@
 //! JSON-RPC to it over stdio.
 #![allow(dead_code)] // each test file uses a different part of it
 
+pub mod model_server;
+
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
@@ -22,6 +24,8 @@ pub struct LspClient {
     backlog: VecDeque<Value>,
     next_id: i64,
     stderr: Arc<Mutex<String>>,
+    /// Answers to requests from the server, by method (others get `null`).
+    answers: std::collections::HashMap<String, Value>,
 }
 
 impl LspClient {
@@ -59,7 +63,20 @@ impl LspClient {
             }
         });
         let stdin = child.stdin.take();
-        LspClient { child, stdin, incoming, backlog: VecDeque::new(), next_id: 1, stderr: log }
+        LspClient {
+            child,
+            stdin,
+            incoming,
+            backlog: VecDeque::new(),
+            next_id: 1,
+            stderr: log,
+            answers: Default::default(),
+        }
+    }
+
+    /// From now on, answer the server's `method` requests with `result`.
+    pub fn answer(&mut self, method: &str, result: Value) {
+        self.answers.insert(method.to_string(), result);
     }
 
     /// Starts the server and completes the handshake offering `encodings`.
@@ -121,9 +138,10 @@ impl LspClient {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.incoming.recv_timeout(left) {
                 Ok(message) => {
-                    if message.get("method").is_some() && message.get("id").is_some() {
-                        let id = message["id"].clone();
-                        self.send(&json!({"jsonrpc": "2.0", "id": id, "result": null}));
+                    if let (Some(method), Some(id)) = (message["method"].as_str(), message.get("id")) {
+                        let result = self.answers.get(method).cloned().unwrap_or(Value::Null);
+                        let id = id.clone();
+                        self.send(&json!({"jsonrpc": "2.0", "id": id, "result": result}));
                     }
                     if matches(&message) {
                         return message;

@@ -1,0 +1,25 @@
+//! `tokamak model check`: the configured model (`tokamak.toml` and the environment), asked
+//! one tiny question — the first thing to run when something is off.
+
+use std::path::Path;
+
+use crate::config::Settings;
+use crate::model::{ModelCheck, ModelConfig, ModelError, run_check};
+
+/// Why a check could not be made or failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    #[error("{0}")]
+    Settings(#[from] crate::config::ConfigError),
+    #[error("{0}")]
+    Model(#[from] ModelError),
+}
+
+/// Resolves the model from `tokamak.toml` in `root` (`role` picks a profile) and the
+/// environment, then sends [`crate::model::probe`], streamed when `stream`.
+pub async fn check_model(root: &Path, role: Option<&str>, stream: bool) -> Result<ModelCheck, CheckError> {
+    let settings = Settings::load(Some(root), serde_json::Value::Null)?;
+    let env = |name: &str| std::env::var(name).ok();
+    let config = ModelConfig::resolve(&settings.model, &settings.profiles, role, &env)?;
+    run_check(config, stream).await.map_err(CheckError::from)
+}

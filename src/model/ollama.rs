@@ -1,0 +1,144 @@
+//! Ollama's own API: `/api/chat` (and `/api/generate` for a plain prompt), streamed as one
+//! JSON object a line until `"done": true`.
+
+use std::time::Instant;
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use serde_json::{Value, json};
+use tokio_util::codec::{FramedRead, LinesCodec};
+use tokio_util::io::StreamReader;
+
+use super::http::{self, Client};
+use super::{CallOptions, FinishReason, Input, Model, ModelError, ModelInfo, Reply, Request, Usage};
+
+const CHAT: &str = "/api/chat";
+const GENERATE: &str = "/api/generate";
+
+/// Longest NDJSON line accepted (a line is one small object; this only stops a runaway).
+const MAX_LINE: usize = 8 * 1024 * 1024;
+
+pub struct Ollama {
+    client: Client,
+}
+
+impl Ollama {
+    pub fn new(client: Client) -> Ollama {
+        Ollama { client }
+    }
+
+    fn body(&self, request: &Request, stream: bool) -> (&'static str, Value) {
+        let config = &self.client.config;
+        let mut options = json!({
+            "temperature": request.temperature.unwrap_or(config.temperature),
+            "num_predict": request.max_tokens.unwrap_or(config.max_tokens),
+        });
+        if !request.stop.is_empty() {
+            options["stop"] = json!(request.stop);
+        }
+        let mut body = json!({"model": config.model, "stream": stream, "options": options});
+        match &request.input {
+            Input::Chat(messages) => {
+                body["messages"] =
+                    messages.iter().map(|m| json!({"role": m.role.as_str(), "content": m.content})).collect();
+                (CHAT, body)
+            }
+            Input::Prompt(prompt) => {
+                body["prompt"] = json!(prompt);
+                body["raw"] = json!(true);
+                (GENERATE, body)
+            }
+        }
+    }
+}
+
+/// A chat line's `message.content`, or a generate line's `response`.
+fn piece(line: &Value) -> Option<&str> {
+    line["message"]["content"].as_str().or_else(|| line["response"].as_str())
+}
+
+fn count(value: &Value) -> Option<u32> {
+    value.as_u64().and_then(|n| u32::try_from(n).ok())
+}
+
+fn finish(line: &Value) -> FinishReason {
+    match line["done_reason"].as_str() {
+        Some("length") => FinishReason::Length,
+        Some("stop") | None => FinishReason::Stop,
+        Some(other) => FinishReason::Other(other.to_string()),
+    }
+}
+
+#[async_trait]
+impl Model for Ollama {
+    fn info(&self) -> ModelInfo {
+        ModelInfo {
+            provider: self.client.config.provider,
+            model: self.client.config.model.clone(),
+            endpoint: self.client.endpoint(CHAT),
+        }
+    }
+
+    async fn send(&self, request: &Request, options: &CallOptions) -> Result<Reply, ModelError> {
+        let stream = options.deltas.is_some();
+        let (path, body) = self.body(request, stream);
+        let client = &self.client;
+        client
+            .call(path, &options.cancel, async {
+                let started = Instant::now();
+                let response = client.post(path, &body, &[], &options.cancel).await?;
+                let prompt_text = request.input_text();
+                let reply = |text: String, last: &Value| Reply {
+                    usage: Usage::reported_or_estimated(
+                        count(&last["prompt_eval_count"]),
+                        count(&last["eval_count"]),
+                        &prompt_text,
+                        &text,
+                    ),
+                    finish: finish(last),
+                    model: last["model"].as_str().unwrap_or(&client.config.model).to_string(),
+                    latency: started.elapsed(),
+                    text,
+                };
+                if !stream {
+                    let json = client.json(path, response).await?;
+                    let text = piece(&json)
+                        .ok_or_else(|| client.bad_reply(path, "no message in the reply"))?
+                        .to_string();
+                    return Ok(reply(text, &json));
+                }
+                let reader = StreamReader::new(
+                    http::bytes(response).map(|chunk| chunk.map_err(std::io::Error::other)),
+                );
+                let mut lines = FramedRead::new(reader, LinesCodec::new_with_max_length(MAX_LINE));
+                let mut text = String::new();
+                while let Some(line) = lines.next().await {
+                    let line = line.map_err(|err| client.stream_cut(path, text.len(), err.to_string()))?;
+                    if line.trim().is_empty() {
+                        continue;
+                    }
+                    let json: Value = serde_json::from_str(&line).map_err(|err| {
+                        client.bad_reply(path, format!("a streamed line is not JSON ({err}): {line:?}"))
+                    })?;
+                    if let Some(error) = json["error"].as_str() {
+                        return Err(client.stream_cut(
+                            path,
+                            text.len(),
+                            format!("the server reported {error}"),
+                        ));
+                    }
+                    if let Some(delta) = piece(&json).filter(|d| !d.is_empty()) {
+                        text.push_str(delta);
+                        if let Some(deltas) = &options.deltas {
+                            let _ = deltas.send(delta.to_string());
+                        }
+                    }
+                    if json["done"].as_bool() == Some(true) {
+                        return Ok(reply(text, &json));
+                    }
+                }
+                Err(client.stream_cut(path, text.len(), "the stream ended before \"done\": true"))
+            })
+            .await
+    }
+}

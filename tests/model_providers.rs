@@ -1,0 +1,309 @@
+//! The model providers against a scripted model server speaking each provider's real wire
+//! format over real HTTP on 127.0.0.1: replies, streams, usage, retries, and every failure
+//! in one sentence that names the endpoint and never the key.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde_json::json;
+use support::model_server::*;
+use tokamak::model::{
+    self, CallOptions, FinishReason, Message, Model, ModelConfig, ModelError, ModelSettings, Request, Usage,
+};
+
+const KEY: &str = "sk-test-0123456789-secret";
+
+fn config(server: &ModelServer, provider: &str, tweak: impl FnOnce(&mut ModelSettings)) -> ModelConfig {
+    let mut settings = ModelSettings {
+        provider: Some(provider.to_string()),
+        base_url: Some(server.url()),
+        model: Some("scripted".to_string()),
+        api_key_env: Some("TEST_KEY".to_string()),
+        retry_base_ms: Some(10),
+        ..ModelSettings::default()
+    };
+    tweak(&mut settings);
+    let env = |name: &str| (name == "TEST_KEY").then(|| KEY.to_string());
+    ModelConfig::resolve(&settings, &BTreeMap::new(), None, &env).expect("config")
+}
+
+fn connect(server: &ModelServer, provider: &str) -> std::sync::Arc<dyn Model> {
+    model::connect(config(server, provider, |_| {})).expect("connect")
+}
+
+fn chat() -> Request {
+    Request {
+        temperature: Some(0.1),
+        max_tokens: Some(64),
+        stop: vec!["```".to_string()],
+        ..Request::chat(vec![Message::system("Be brief."), Message::user("Fix the bug in `main`.")])
+    }
+}
+
+/// Sends streamed and returns the reply and the deltas in order.
+async fn streamed(
+    model: &dyn Model,
+    request: &Request,
+) -> (Result<tokamak::model::Reply, ModelError>, Vec<String>) {
+    let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
+    let options = CallOptions { deltas: Some(sender), ..CallOptions::default() };
+    let reply = model.send(request, &options).await;
+    let mut deltas = Vec::new();
+    while let Ok(delta) = receiver.try_recv() {
+        deltas.push(delta);
+    }
+    (reply, deltas)
+}
+
+#[tokio::test]
+async fn openai_chat_sends_the_request_and_reads_the_reply() {
+    let server = ModelServer::start(vec![openai_chat("Use `x + 1`.")]);
+    let reply = connect(&server, "openai").send(&chat(), &CallOptions::default()).await.unwrap();
+    assert_eq!(reply.text, "Use `x + 1`.");
+    assert_eq!(reply.usage, Usage { prompt_tokens: 21, completion_tokens: 7, estimated: false });
+    assert_eq!(reply.finish, FinishReason::Stop);
+    assert_eq!(reply.model, "scripted-model");
+    let request = &server.requests()[0];
+    assert_eq!((request.method.as_str(), request.path.as_str()), ("POST", "/v1/chat/completions"));
+    assert_eq!(request.header("authorization"), Some(format!("Bearer {KEY}").as_str()));
+    assert_eq!(
+        request.body,
+        json!({
+            "model": "scripted", "temperature": 0.1f32, "max_tokens": 64, "stream": false, "stop": ["```"],
+            "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Fix the bug in `main`."}],
+        })
+    );
+}
+
+#[tokio::test]
+async fn openai_chat_streams_deltas_in_order() {
+    let server = ModelServer::start(vec![openai_chat_stream(&["Use ", "`x + 1`", "."])]);
+    let (reply, deltas) = streamed(connect(&server, "openai").as_ref(), &chat()).await;
+    let reply = reply.unwrap();
+    assert_eq!(deltas, ["Use ", "`x + 1`", "."]);
+    assert_eq!(reply.text, "Use `x + 1`.");
+    assert_eq!(reply.usage, Usage { prompt_tokens: 21, completion_tokens: 3, estimated: false });
+    let body = &server.requests()[0].body;
+    assert_eq!(
+        (body["stream"].clone(), body["stream_options"].clone()),
+        (json!(true), json!({"include_usage": true}))
+    );
+}
+
+#[tokio::test]
+async fn completions_for_base_models_and_estimated_usage() {
+    let server =
+        ModelServer::start(vec![openai_completion(" 42\n", false), openai_completion_stream(&[" 4", "2"])]);
+    let model = connect(&server, "openai");
+    let prompt = Request { max_tokens: Some(4), ..Request::prompt("Q: 6 * 7?\nA:") };
+    let reply = model.send(&prompt, &CallOptions::default()).await.unwrap();
+    assert_eq!(reply.text, " 42\n");
+    assert_eq!(reply.finish, FinishReason::Length);
+    // no usage in the reply: estimated as one token per four characters
+    assert_eq!(reply.usage, Usage { prompt_tokens: 3, completion_tokens: 1, estimated: true });
+    let (reply, deltas) = streamed(model.as_ref(), &prompt).await;
+    assert_eq!((reply.unwrap().text, deltas), (" 42".to_string(), vec![" 4".to_string(), "2".to_string()]));
+    let requests = server.requests();
+    assert_eq!(requests[0].path, "/v1/completions");
+    assert_eq!(requests[0].body["prompt"], "Q: 6 * 7?\nA:");
+}
+
+#[tokio::test]
+async fn anthropic_messages_plain_and_streamed() {
+    let server = ModelServer::start(vec![anthropic_message("Done."), anthropic_stream(&["Do", "ne."])]);
+    let model = connect(&server, "anthropic");
+    let reply = model.send(&chat(), &CallOptions::default()).await.unwrap();
+    assert_eq!(
+        (reply.text.as_str(), reply.usage),
+        ("Done.", Usage { prompt_tokens: 25, completion_tokens: 9, estimated: false })
+    );
+    let (reply, deltas) = streamed(model.as_ref(), &chat()).await;
+    let reply = reply.unwrap();
+    assert_eq!((reply.text.as_str(), deltas.len(), reply.model.as_str()), ("Done.", 2, "claude-scripted"));
+    assert_eq!(reply.usage, Usage { prompt_tokens: 25, completion_tokens: 9, estimated: false });
+    let request = &server.requests()[0];
+    assert_eq!(request.path, "/v1/messages");
+    assert_eq!(request.header("x-api-key"), Some(KEY));
+    assert_eq!(request.header("anthropic-version"), Some("2023-06-01"));
+    assert_eq!(request.header("authorization"), None);
+    assert_eq!(request.body["system"], "Be brief.");
+    assert_eq!(request.body["messages"], json!([{"role": "user", "content": "Fix the bug in `main`."}]));
+    assert_eq!(request.body["stop_sequences"], json!(["```"]));
+}
+
+#[tokio::test]
+async fn ollama_native_chat_plain_and_ndjson() {
+    let server = ModelServer::start(vec![ollama_chat("Done."), ollama_stream(&["Do", "ne", "."])]);
+    let model = connect(&server, "ollama");
+    let reply = model.send(&chat(), &CallOptions::default()).await.unwrap();
+    assert_eq!(
+        (reply.text.as_str(), reply.usage),
+        ("Done.", Usage { prompt_tokens: 33, completion_tokens: 11, estimated: false })
+    );
+    let (reply, deltas) = streamed(model.as_ref(), &chat()).await;
+    assert_eq!((reply.unwrap().text, deltas.len()), ("Done.".to_string(), 3));
+    let request = &server.requests()[0];
+    assert_eq!(request.path, "/api/chat");
+    assert_eq!(request.body["options"], json!({"temperature": 0.1f32, "num_predict": 64, "stop": ["```"]}));
+}
+
+#[tokio::test]
+async fn rate_limits_are_retried_after_the_time_the_server_asks() {
+    let server = ModelServer::start(vec![rate_limited(1), openai_chat("ok")]);
+    let reply = connect(&server, "openai").send(&chat(), &CallOptions::default()).await.unwrap();
+    assert_eq!(reply.text, "ok");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let waited = requests[1].at.duration_since(requests[0].at);
+    assert!(waited >= Duration::from_millis(900), "Retry-After: 1 was not honoured: {waited:?}");
+}
+
+#[tokio::test]
+async fn server_errors_are_retried_then_reported() {
+    let server = ModelServer::start(vec![error(500, "boom"), error(503, "busy"), openai_chat("ok")]);
+    assert_eq!(connect(&server, "openai").send(&chat(), &CallOptions::default()).await.unwrap().text, "ok");
+
+    let server = ModelServer::start(vec![
+        error(500, "boom"),
+        error(500, "boom"),
+        error(500, "boom"),
+        error(502, "still"),
+    ]);
+    let err = connect(&server, "openai").send(&chat(), &CallOptions::default()).await.unwrap_err();
+    assert_eq!(server.requests().len(), 4, "one try and three retries");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "the model at {}/v1/chat/completions failed (502) after 4 attempt(s): still [server_error]",
+            server.url()
+        )
+    );
+    let server = ModelServer::start(vec![rate_limited(0), rate_limited(0), rate_limited(0), rate_limited(0)]);
+    let err = connect(&server, "openai").send(&chat(), &CallOptions::default()).await.unwrap_err();
+    assert!(matches!(err, ModelError::RateLimited { attempts: 4, .. }), "{err}");
+}
+
+#[tokio::test]
+async fn errors_say_what_is_wrong_and_never_the_key() {
+    let unauthorized = json_reply(
+        401,
+        json!({"error": {"message": format!("Incorrect API key provided: {KEY}"), "type": "invalid_request_error", "code": "invalid_api_key"}}),
+    );
+    let no_model = json_reply(
+        404,
+        json!({"error": {"message": "The model `scripted` does not exist", "code": "model_not_found"}}),
+    );
+    let too_long = json_reply(
+        400,
+        json!({"error": {"message": "This model's maximum context length is 4096 tokens", "code": "context_length_exceeded"}}),
+    );
+    let wrong_path = Scripted::Body {
+        status: 404,
+        content_type: "text/plain".into(),
+        headers: vec![],
+        body: "404 page not found".into(),
+    };
+    let garbage = Scripted::Body {
+        status: 200,
+        content_type: "application/json".into(),
+        headers: vec![],
+        body: "{\"choices\": [".into(),
+    };
+    let server = ModelServer::start(vec![unauthorized, no_model, too_long, wrong_path, garbage]);
+    let model = connect(&server, "openai");
+    let endpoint = format!("{}/v1/chat/completions", server.url());
+    let mut messages = Vec::new();
+    for _ in 0..5 {
+        let err = model.send(&chat(), &CallOptions::default()).await.unwrap_err();
+        messages.push((err.clone(), err.to_string()));
+    }
+    assert!(matches!(messages[0].0, ModelError::Unauthorized { status: 401, .. }));
+    assert!(
+        messages[0].1.contains("[redacted]") && messages[0].1.contains("check the key in TEST_KEY"),
+        "{}",
+        messages[0].1
+    );
+    assert!(matches!(messages[1].0, ModelError::ModelNotFound { .. }), "{}", messages[1].1);
+    assert!(matches!(messages[2].0, ModelError::ContextTooLong { .. }), "{}", messages[2].1);
+    assert!(messages[3].1.contains("is base_url right?"), "{}", messages[3].1);
+    assert!(matches!(messages[4].0, ModelError::BadReply { .. }), "{}", messages[4].1);
+    for (_, message) in &messages {
+        assert!(message.contains(&endpoint), "names the endpoint: {message}");
+        assert!(!message.contains(KEY), "leaks the key: {message}");
+    }
+}
+
+#[tokio::test]
+async fn a_stream_cut_off_midway_is_an_error_not_a_short_answer() {
+    for (provider, reply) in [
+        ("openai", cut(openai_chat_stream(&["Use ", "`x", " + 1`"]), 3)),
+        ("anthropic", cut(anthropic_stream(&["Do", "ne"]), 5)),
+        ("ollama", cut(ollama_stream(&["Do", "ne", "."]), 2)),
+    ] {
+        let server = ModelServer::start(vec![reply]);
+        let (result, deltas) = streamed(connect(&server, provider).as_ref(), &chat()).await;
+        let err = result.unwrap_err();
+        assert!(matches!(err, ModelError::StreamCut { received, .. } if received > 0), "{provider}: {err}");
+        assert!(!deltas.is_empty(), "{provider}");
+    }
+}
+
+#[tokio::test]
+async fn cancelling_stops_the_request() {
+    let server = ModelServer::start(vec![endless_openai_stream()]);
+    let model = connect(&server, "openai");
+    let options =
+        CallOptions { deltas: Some(tokio::sync::mpsc::unbounded_channel().0), ..CallOptions::default() };
+    let cancel = options.cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        cancel.cancel();
+    });
+    let err = model.send(&chat(), &options).await.unwrap_err();
+    assert!(matches!(err, ModelError::Cancelled { .. }), "{err}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while server.disconnects() == 0 {
+        assert!(std::time::Instant::now() < deadline, "the server kept streaming to nobody");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_reply_that_never_ends_times_out() {
+    let server = ModelServer::start(vec![endless_openai_stream()]);
+    let model = model::connect(config(&server, "openai", |s| s.timeout_ms = Some(500))).unwrap();
+    let (result, _) = streamed(model.as_ref(), &chat()).await;
+    let err = result.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!("the model at {}/v1/chat/completions did not finish within 0 s", server.url())
+    );
+    assert!(matches!(err, ModelError::Timeout { .. }));
+}
+
+#[tokio::test]
+async fn a_slow_reply_within_the_timeout_is_fine() {
+    let server = ModelServer::start(vec![Scripted::Delayed(
+        Duration::from_millis(300),
+        Box::new(openai_chat("late")),
+    )]);
+    let reply = connect(&server, "openai").send(&chat(), &CallOptions::default()).await.unwrap();
+    assert_eq!(reply.text, "late");
+}
+
+#[tokio::test]
+async fn nothing_listening_says_what_to_set() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let settings =
+        ModelSettings { base_url: Some(format!("http://127.0.0.1:{port}")), ..ModelSettings::default() };
+    let config = ModelConfig::resolve(&settings, &BTreeMap::new(), None, &|_| None).unwrap();
+    let err = model::connect(config).unwrap().send(&chat(), &CallOptions::default()).await.unwrap_err();
+    assert!(matches!(err, ModelError::Unreachable { .. }), "{err}");
+    assert!(
+        err.to_string()
+            .contains(&format!("cannot reach the model at http://127.0.0.1:{port}/v1/chat/completions")),
+        "{err}"
+    );
+}

@@ -1,0 +1,425 @@
+//! A scripted model server: a real HTTP/1.1 server on 127.0.0.1 (random port) that replays
+//! scripted replies in the providers' real wire formats — OpenAI-compatible JSON and SSE,
+//! Anthropic JSON and typed SSE events, Ollama JSON and NDJSON — records every request, and
+//! misbehaves on cue: delays, 429 with `Retry-After`, 5xx, malformed JSON, a stream cut off
+//! mid-way, a reply that never ends.
+//!
+//! The only stand-in in the project's tests, because a model's output is not repeatable.
+#![allow(dead_code)] // each test file uses a different part of it
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+/// One reply, as the server will send it.
+#[derive(Debug, Clone)]
+pub enum Scripted {
+    /// A whole response.
+    Body { status: u16, content_type: String, headers: Vec<(String, String)>, body: String },
+    /// A chunked streamed response, each piece flushed on its own; with `cut_after`, the
+    /// connection is closed after that many pieces without ending the stream.
+    Stream { content_type: String, pieces: Vec<String>, cut_after: Option<usize>, pause: Duration },
+    /// A stream that never ends: `piece` again and again until the client goes away.
+    Endless { content_type: String, piece: String, pause: Duration },
+    /// Wait, then reply.
+    Delayed(Duration, Box<Scripted>),
+}
+
+/// A request the server received.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub method: String,
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Value,
+    pub at: Instant,
+}
+
+impl Recorded {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+}
+
+pub struct ModelServer {
+    pub port: u16,
+    script: Arc<Mutex<VecDeque<Scripted>>>,
+    requests: Arc<Mutex<Vec<Recorded>>>,
+    disconnects: Arc<AtomicUsize>,
+    stop: Arc<AtomicBool>,
+}
+
+impl ModelServer {
+    pub fn start(script: Vec<Scripted>) -> ModelServer {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+        let port = listener.local_addr().expect("address").port();
+        let server = ModelServer {
+            port,
+            script: Arc::new(Mutex::new(script.into())),
+            requests: Arc::new(Mutex::new(Vec::new())),
+            disconnects: Arc::new(AtomicUsize::new(0)),
+            stop: Arc::new(AtomicBool::new(false)),
+        };
+        let (script, requests, disconnects, stop) =
+            (server.script.clone(), server.requests.clone(), server.disconnects.clone(), server.stop.clone());
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                if stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(stream) = stream else { continue };
+                let (script, requests, disconnects) = (script.clone(), requests.clone(), disconnects.clone());
+                std::thread::spawn(move || serve(stream, &script, &requests, &disconnects));
+            }
+        });
+        server
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    pub fn push(&self, reply: Scripted) {
+        self.script.lock().unwrap().push_back(reply);
+    }
+
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.requests.lock().unwrap().clone()
+    }
+
+    /// How many streams ended because the client went away.
+    pub fn disconnects(&self) -> usize {
+        self.disconnects.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for ModelServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect(("127.0.0.1", self.port)); // wake the accept loop
+    }
+}
+
+/// Serves requests on one connection (clients keep connections alive) until it closes.
+fn serve(
+    stream: TcpStream,
+    script: &Mutex<VecDeque<Scripted>>,
+    requests: &Mutex<Vec<Recorded>>,
+    disconnects: &AtomicUsize,
+) {
+    let Ok(read_half) = stream.try_clone() else { return };
+    let mut reader = BufReader::new(read_half);
+    let mut writer = stream;
+    loop {
+        let Some(request) = read_request(&mut reader) else { return };
+        requests.lock().unwrap().push(request);
+        let reply = script
+            .lock()
+            .unwrap()
+            .pop_front()
+            .unwrap_or_else(|| error(500, "the scripted server has no reply left"));
+        if !respond(&mut writer, reply, disconnects) {
+            return;
+        }
+    }
+}
+
+fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Recorded> {
+    let mut line = String::new();
+    if reader.read_line(&mut line).ok()? == 0 {
+        return None;
+    }
+    let mut parts = line.split_whitespace();
+    let method = parts.next()?.to_string();
+    let path = parts.next()?.to_string();
+    let mut headers = Vec::new();
+    loop {
+        let mut header = String::new();
+        reader.read_line(&mut header).ok()?;
+        let header = header.trim_end();
+        if header.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = header.split_once(':') {
+            headers.push((name.trim().to_string(), value.trim().to_string()));
+        }
+    }
+    let length = headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, v)| v.parse::<usize>().ok())
+        .unwrap_or(0);
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).ok()?;
+    let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    Some(Recorded { method, path, headers, body, at: Instant::now() })
+}
+
+/// Writes one reply; `false` when the connection must not be used again.
+fn respond(writer: &mut TcpStream, reply: Scripted, disconnects: &AtomicUsize) -> bool {
+    match reply {
+        Scripted::Delayed(pause, reply) => {
+            std::thread::sleep(pause);
+            respond(writer, *reply, disconnects)
+        }
+        Scripted::Body { status, content_type, headers, body } => {
+            let mut head = format!(
+                "HTTP/1.1 {status} {}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n",
+                reason(status),
+                body.len()
+            );
+            for (name, value) in headers {
+                head.push_str(&format!("{name}: {value}\r\n"));
+            }
+            head.push_str("\r\n");
+            writer
+                .write_all(head.as_bytes())
+                .and_then(|_| writer.write_all(body.as_bytes()))
+                .and_then(|_| writer.flush())
+                .is_ok()
+        }
+        Scripted::Stream { content_type, pieces, cut_after, pause } => {
+            if write_stream_head(writer, &content_type).is_err() {
+                return false;
+            }
+            for (index, piece) in pieces.iter().enumerate() {
+                if cut_after == Some(index) {
+                    let _ = writer.shutdown(Shutdown::Both);
+                    return false;
+                }
+                if write_chunk(writer, piece).is_err() {
+                    disconnects.fetch_add(1, Ordering::SeqCst);
+                    return false;
+                }
+                std::thread::sleep(pause);
+            }
+            writer.write_all(b"0\r\n\r\n").and_then(|_| writer.flush()).is_ok()
+        }
+        Scripted::Endless { content_type, piece, pause } => {
+            if write_stream_head(writer, &content_type).is_err() {
+                return false;
+            }
+            loop {
+                if write_chunk(writer, &piece).is_err() {
+                    disconnects.fetch_add(1, Ordering::SeqCst);
+                    return false;
+                }
+                std::thread::sleep(pause);
+            }
+        }
+    }
+}
+
+fn write_stream_head(writer: &mut TcpStream, content_type: &str) -> std::io::Result<()> {
+    let head = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\n\r\n"
+    );
+    writer.write_all(head.as_bytes())?;
+    writer.flush()
+}
+
+fn write_chunk(writer: &mut TcpStream, piece: &str) -> std::io::Result<()> {
+    writer.write_all(format!("{:x}\r\n{piece}\r\n", piece.len()).as_bytes())?;
+    writer.flush()
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        404 => "Not Found",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        503 => "Service Unavailable",
+        529 => "Overloaded",
+        _ => "Status",
+    }
+}
+
+// ---- replies in each provider's wire format ----
+
+pub fn json_reply(status: u16, body: Value) -> Scripted {
+    Scripted::Body {
+        status,
+        content_type: "application/json".into(),
+        headers: Vec::new(),
+        body: body.to_string(),
+    }
+}
+
+/// An error body as OpenAI-compatible servers send it.
+pub fn error(status: u16, message: &str) -> Scripted {
+    json_reply(status, json!({"error": {"message": message, "type": "server_error", "code": null}}))
+}
+
+pub fn rate_limited(retry_after_secs: u32) -> Scripted {
+    Scripted::Body {
+        status: 429,
+        content_type: "application/json".into(),
+        headers: vec![("retry-after".into(), retry_after_secs.to_string())],
+        body: json!({"error": {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}}).to_string(),
+    }
+}
+
+pub fn openai_chat(text: &str) -> Scripted {
+    json_reply(
+        200,
+        json!({
+            "id": "chatcmpl-1", "object": "chat.completion", "created": 1_700_000_000, "model": "scripted-model",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "logprobs": null, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 21, "completion_tokens": 7, "total_tokens": 28},
+        }),
+    )
+}
+
+/// `data: {chunk}\n\n` for each piece, a final chunk with the finish reason, one with usage,
+/// then `data: [DONE]\n\n` — as OpenAI and llama.cpp stream.
+pub fn openai_chat_stream(pieces: &[&str]) -> Scripted {
+    let chunk = |delta: Value, finish: Value| {
+        format!(
+            "data: {}\n\n",
+            json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1_700_000_000, "model": "scripted-model",
+                   "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}]})
+        )
+    };
+    let mut out = vec![chunk(json!({"role": "assistant", "content": ""}), Value::Null)];
+    out.extend(pieces.iter().map(|p| chunk(json!({"content": p}), Value::Null)));
+    out.push(chunk(json!({}), json!("stop")));
+    out.push(format!(
+        "data: {}\n\n",
+        json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1_700_000_000, "model": "scripted-model",
+               "choices": [], "usage": {"prompt_tokens": 21, "completion_tokens": pieces.len()}})
+    ));
+    out.push("data: [DONE]\n\n".to_string());
+    Scripted::Stream {
+        content_type: "text/event-stream".into(),
+        pieces: out,
+        cut_after: None,
+        pause: Duration::from_millis(5),
+    }
+}
+
+pub fn openai_completion(text: &str, usage: bool) -> Scripted {
+    let mut body = json!({
+        "id": "cmpl-1", "object": "text_completion", "created": 1_700_000_000, "model": "scripted-base",
+        "choices": [{"text": text, "index": 0, "logprobs": null, "finish_reason": "length"}],
+    });
+    if usage {
+        body["usage"] = json!({"prompt_tokens": 30, "completion_tokens": 4, "total_tokens": 34});
+    }
+    json_reply(200, body)
+}
+
+pub fn openai_completion_stream(pieces: &[&str]) -> Scripted {
+    let mut out: Vec<String> = pieces
+        .iter()
+        .map(|p| format!("data: {}\n\n", json!({"id": "cmpl-1", "object": "text_completion", "model": "scripted-base", "choices": [{"text": p, "index": 0, "finish_reason": null}]})))
+        .collect();
+    out.push(format!("data: {}\n\n", json!({"id": "cmpl-1", "object": "text_completion", "model": "scripted-base", "choices": [{"text": "", "index": 0, "finish_reason": "stop"}]})));
+    out.push("data: [DONE]\n\n".to_string());
+    Scripted::Stream {
+        content_type: "text/event-stream".into(),
+        pieces: out,
+        cut_after: None,
+        pause: Duration::from_millis(5),
+    }
+}
+
+pub fn anthropic_message(text: &str) -> Scripted {
+    json_reply(
+        200,
+        json!({
+            "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-scripted",
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": "end_turn", "stop_sequence": null,
+            "usage": {"input_tokens": 25, "output_tokens": 9},
+        }),
+    )
+}
+
+/// Anthropic's typed events, each `event: <type>\ndata: {json}\n\n`.
+pub fn anthropic_stream(pieces: &[&str]) -> Scripted {
+    let event = |kind: &str, data: Value| format!("event: {kind}\ndata: {data}\n\n");
+    let mut out = vec![
+        event(
+            "message_start",
+            json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-scripted", "content": [], "stop_reason": null, "usage": {"input_tokens": 25, "output_tokens": 1}}}),
+        ),
+        event(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        ),
+        event("ping", json!({"type": "ping"})),
+    ];
+    out.extend(pieces.iter().map(|p| {
+        event(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": p}}),
+        )
+    }));
+    out.push(event("content_block_stop", json!({"type": "content_block_stop", "index": 0})));
+    out.push(event("message_delta", json!({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": null}, "usage": {"output_tokens": 9}})));
+    out.push(event("message_stop", json!({"type": "message_stop"})));
+    Scripted::Stream {
+        content_type: "text/event-stream".into(),
+        pieces: out,
+        cut_after: None,
+        pause: Duration::from_millis(5),
+    }
+}
+
+pub fn ollama_chat(text: &str) -> Scripted {
+    json_reply(
+        200,
+        json!({
+            "model": "qwen-scripted", "created_at": "2026-11-22T00:00:00Z",
+            "message": {"role": "assistant", "content": text},
+            "done_reason": "stop", "done": true,
+            "total_duration": 1_000_000, "prompt_eval_count": 33, "eval_count": 11,
+        }),
+    )
+}
+
+/// One JSON object a line, the last with `"done": true` and the counts.
+pub fn ollama_stream(pieces: &[&str]) -> Scripted {
+    let mut out: Vec<String> = pieces
+        .iter()
+        .map(|p| format!("{}\n", json!({"model": "qwen-scripted", "created_at": "2026-11-22T00:00:00Z", "message": {"role": "assistant", "content": p}, "done": false})))
+        .collect();
+    out.push(format!(
+        "{}\n",
+        json!({"model": "qwen-scripted", "created_at": "2026-11-22T00:00:00Z", "message": {"role": "assistant", "content": ""},
+               "done_reason": "stop", "done": true, "prompt_eval_count": 33, "eval_count": pieces.len()})
+    ));
+    Scripted::Stream {
+        content_type: "application/x-ndjson".into(),
+        pieces: out,
+        cut_after: None,
+        pause: Duration::from_millis(5),
+    }
+}
+
+/// `reply` (a stream) cut off after `pieces` pieces.
+pub fn cut(reply: Scripted, pieces: usize) -> Scripted {
+    match reply {
+        Scripted::Stream { content_type, pieces: all, pause, .. } => {
+            Scripted::Stream { content_type, pieces: all, cut_after: Some(pieces), pause }
+        }
+        other => other,
+    }
+}
+
+/// An OpenAI stream that never ends.
+pub fn endless_openai_stream() -> Scripted {
+    let piece = format!(
+        "data: {}\n\n",
+        json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "scripted-model", "choices": [{"index": 0, "delta": {"content": "and "}, "finish_reason": null}]})
+    );
+    Scripted::Endless { content_type: "text/event-stream".into(), piece, pause: Duration::from_millis(20) }
+}
