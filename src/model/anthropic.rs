@@ -80,11 +80,7 @@ fn tokens(value: &Value) -> Option<u32> {
 #[async_trait]
 impl Model for Anthropic {
     fn info(&self) -> ModelInfo {
-        ModelInfo {
-            provider: self.client.config.provider,
-            model: self.client.config.model.clone(),
-            endpoint: self.client.endpoint(MESSAGES),
-        }
+        self.client.info(MESSAGES)
     }
 
     async fn send(&self, request: &Request, options: &CallOptions) -> Result<Reply, ModelError> {
@@ -140,9 +136,7 @@ impl Model for Anthropic {
                         "content_block_delta" => {
                             if let Some(delta) = data["delta"]["text"].as_str() {
                                 text.push_str(delta);
-                                if let Some(deltas) = &options.deltas {
-                                    let _ = deltas.send(delta.to_string());
-                                }
+                                options.emit(delta);
                             }
                         }
                         "message_delta" => {

@@ -11,6 +11,7 @@ use reqwest::StatusCode;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::ModelInfo;
 use super::config::{DEFAULT_LOCAL_URL, ModelConfig};
 use super::error::ModelError;
 
@@ -34,6 +35,15 @@ impl Client {
 
     pub fn endpoint(&self, path: &str) -> String {
         self.config.endpoint(path)
+    }
+
+    /// Describes the model behind `path`.
+    pub fn info(&self, path: &str) -> ModelInfo {
+        ModelInfo {
+            provider: self.config.provider,
+            model: self.config.model.clone(),
+            endpoint: self.endpoint(path),
+        }
     }
 
     /// Runs a whole call (request and reading the reply) under the total timeout and the

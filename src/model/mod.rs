@@ -141,6 +141,15 @@ pub struct CallOptions {
     pub cancel: CancellationToken,
 }
 
+impl CallOptions {
+    /// Passes a streamed piece of text on, if anyone listens.
+    fn emit(&self, delta: &str) {
+        if let Some(deltas) = &self.deltas {
+            let _ = deltas.send(delta.to_string());
+        }
+    }
+}
+
 /// Where a model is, for messages and `tokamak model check`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModelInfo {

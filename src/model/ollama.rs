@@ -72,11 +72,7 @@ fn finish(line: &Value) -> FinishReason {
 #[async_trait]
 impl Model for Ollama {
     fn info(&self) -> ModelInfo {
-        ModelInfo {
-            provider: self.client.config.provider,
-            model: self.client.config.model.clone(),
-            endpoint: self.client.endpoint(CHAT),
-        }
+        self.client.info(CHAT)
     }
 
     async fn send(&self, request: &Request, options: &CallOptions) -> Result<Reply, ModelError> {
@@ -129,9 +125,7 @@ impl Model for Ollama {
                     }
                     if let Some(delta) = piece(&json).filter(|d| !d.is_empty()) {
                         text.push_str(delta);
-                        if let Some(deltas) = &options.deltas {
-                            let _ = deltas.send(delta.to_string());
-                        }
+                        options.emit(delta);
                     }
                     if json["done"].as_bool() == Some(true) {
                         return Ok(reply(text, &json));

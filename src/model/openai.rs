@@ -74,11 +74,7 @@ fn usage_numbers(usage: &Value) -> (Option<u32>, Option<u32>) {
 #[async_trait]
 impl Model for OpenAi {
     fn info(&self) -> ModelInfo {
-        ModelInfo {
-            provider: self.client.config.provider,
-            model: self.client.config.model.clone(),
-            endpoint: self.client.endpoint(CHAT),
-        }
+        self.client.info(CHAT)
     }
 
     async fn send(&self, request: &Request, options: &CallOptions) -> Result<Reply, ModelError> {
@@ -133,9 +129,7 @@ impl Model for OpenAi {
                     if let Some(choice) = chunk["choices"].get(0) {
                         if let Some(delta) = choice_text(choice).filter(|d| !d.is_empty()) {
                             text.push_str(delta);
-                            if let Some(deltas) = &options.deltas {
-                                let _ = deltas.send(delta.to_string());
-                            }
+                            options.emit(delta);
                         }
                         if let Some(reason) = choice["finish_reason"].as_str() {
                             finish = Some(reason.to_string());
