@@ -7,6 +7,10 @@ use std::collections::BTreeMap;
 
 use tokamak::model::{self, CallOptions, Message, Model, ModelConfig, ModelSettings, Request};
 
+/// llama-cpp-python's server answers one request at a time and garbles concurrent streams,
+/// so the tests take turns.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 fn local_model() -> Option<std::sync::Arc<dyn Model>> {
     let Ok(url) = std::env::var("TOKAMAK_TEST_MODEL_URL") else {
         eprintln!("skipping: set TOKAMAK_TEST_MODEL_URL (bash scripts/local-model start prints it)");
@@ -38,6 +42,7 @@ fn few_shot() -> Request {
 #[tokio::test]
 async fn completion_follows_a_few_shot_prompt() {
     let Some(model) = local_model() else { return };
+    let _turn = ONE_AT_A_TIME.lock().await;
     let reply = model.send(&few_shot(), &CallOptions::default()).await.expect("completion");
     assert!(reply.text.contains("Berlin"), "{reply:?}");
     assert!(!reply.usage.estimated, "llama.cpp reports usage: {reply:?}");
@@ -47,6 +52,7 @@ async fn completion_follows_a_few_shot_prompt() {
 #[tokio::test]
 async fn completion_streams_the_same_answer() {
     let Some(model) = local_model() else { return };
+    let _turn = ONE_AT_A_TIME.lock().await;
     let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
     let options = CallOptions { deltas: Some(sender), ..CallOptions::default() };
     let reply = model.send(&few_shot(), &options).await.expect("streamed completion");
@@ -61,6 +67,7 @@ async fn completion_streams_the_same_answer() {
 #[tokio::test]
 async fn chat_answers_with_usage() {
     let Some(model) = local_model() else { return };
+    let _turn = ONE_AT_A_TIME.lock().await;
     let request = Request {
         max_tokens: Some(16),
         temperature: Some(0.0),
