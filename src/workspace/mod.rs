@@ -36,7 +36,7 @@ impl DocumentSnapshot {
     pub fn detached(uri: Url, text: &str, settings: &SyntaxSettings) -> DocumentSnapshot {
         let language = language_of(&uri, "");
         let mut document = OpenDocument::new(TextDocument::new(text, None, language));
-        document.refresh_syntax(settings, &[]);
+        document.refresh_syntax(settings, &[], true);
         document.snapshot(uri)
     }
 
@@ -89,13 +89,20 @@ impl OpenDocument {
     /// Brings the syntax tree up to date after `edits` (already applied to the text):
     /// incrementally when there is a tree and every edit was incremental, from scratch
     /// otherwise; no tree at all for documents that are too large or binary.
-    fn refresh_syntax(&mut self, settings: &SyntaxSettings, edits: &[AppliedChange]) {
+    ///
+    /// `inserted_nul` says whether the edits inserted a NUL byte; when they are all
+    /// incremental and did not, the (otherwise whole-document) binary check is skipped — it
+    /// is the one part of a keystroke that would cost time linear in the file's size.
+    fn refresh_syntax(&mut self, settings: &SyntaxSettings, edits: &[AppliedChange], inserted_nul: bool) {
         let language = self.text.language();
         if !language.is_parsed() {
             return;
         }
         let rope = self.text.rope();
-        self.syntax_skipped = skip_reason(rope, settings);
+        let incremental =
+            !edits.is_empty() && edits.iter().all(|e| matches!(e, AppliedChange::Incremental(_)));
+        let scan_for_nul = inserted_nul || !incremental || self.syntax_skipped.is_some();
+        self.syntax_skipped = skip_reason(rope, settings, scan_for_nul);
         if self.syntax_skipped.is_some() {
             self.syntax = None;
             return;
@@ -123,7 +130,7 @@ impl OpenDocument {
     }
 }
 
-fn skip_reason(rope: &Rope, settings: &SyntaxSettings) -> Option<String> {
+fn skip_reason(rope: &Rope, settings: &SyntaxSettings, scan_for_nul: bool) -> Option<String> {
     let len = rope.len_bytes();
     if len > settings.max_file_bytes {
         return Some(format!(
@@ -132,7 +139,7 @@ fn skip_reason(rope: &Rope, settings: &SyntaxSettings) -> Option<String> {
             megabytes(settings.max_file_bytes)
         ));
     }
-    if rope.chunks().any(|chunk| chunk.as_bytes().contains(&0)) {
+    if scan_for_nul && rope.chunks().any(|chunk| chunk.as_bytes().contains(&0)) {
         return Some("it contains NUL bytes, so it is not source text".to_string());
     }
     None
@@ -169,7 +176,7 @@ impl Workspace {
     pub fn open(&mut self, uri: Url, language_id: &str, version: i32, text: &str) -> DocumentSnapshot {
         let language = language_of(&uri, language_id);
         let mut document = OpenDocument::new(TextDocument::new(text, Some(version), language));
-        document.refresh_syntax(&self.settings, &[]);
+        document.refresh_syntax(&self.settings, &[], true);
         let snapshot = document.snapshot(uri.clone());
         self.documents.insert(uri, document);
         snapshot
@@ -198,7 +205,8 @@ impl Workspace {
             report.applied.push(outcome.applied);
         }
         document.text.set_version(Some(version));
-        document.refresh_syntax(&self.settings, &report.applied);
+        let inserted_nul = changes.iter().any(|c| c.text.contains('\0'));
+        document.refresh_syntax(&self.settings, &report.applied, inserted_nul);
         Ok((document.snapshot(uri.clone()), report))
     }
 
@@ -215,7 +223,7 @@ impl Workspace {
             tracing::warn!("{uri}: the saved text differs from ours; resynchronising");
             let change = TextChange { range: None, text: text.to_string() };
             let outcome = document.text.apply_change(&change, PositionEncoding::Utf8);
-            document.refresh_syntax(&settings, &[outcome.applied]);
+            document.refresh_syntax(&settings, &[outcome.applied], true);
             return Ok((document.snapshot(uri.clone()), true));
         }
         Ok((document.snapshot(uri.clone()), false))
@@ -286,5 +294,18 @@ mod tests {
         let snapshot = workspace.open(uri("bin.py"), "python", 1, "x\0y");
         assert!(snapshot.tree.is_none());
         assert!(snapshot.syntax_skipped.unwrap().contains("NUL"));
+
+        // a NUL typed into a parsed document turns parsing off; deleting it turns it back on
+        let file = uri("typed.py");
+        workspace.open(file.clone(), "python", 1, "x = 1\n");
+        let at = |col| Some((LineCol::new(0, col), LineCol::new(0, col)));
+        let (snapshot, _) = workspace
+            .change(&file, 2, &[TextChange { range: at(0), text: "\0".into() }], PositionEncoding::Utf8)
+            .unwrap();
+        assert!(snapshot.tree.is_none() && snapshot.syntax_skipped.is_some());
+        let delete =
+            TextChange { range: Some((LineCol::new(0, 0), LineCol::new(0, 1))), text: String::new() };
+        let (snapshot, _) = workspace.change(&file, 3, &[delete], PositionEncoding::Utf8).unwrap();
+        assert!(snapshot.tree.is_some() && snapshot.syntax_skipped.is_none());
     }
 }
