@@ -5,6 +5,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod edit;
 pub mod editor;
 pub mod logging;
 pub mod model;

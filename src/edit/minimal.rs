@@ -1,0 +1,155 @@
+//! Minimal edits: the new text as a few small replacements of the old one — a line diff,
+//! then a character diff inside changed lines — so code the model did not mean to touch is
+//! never rewritten, and the user's cursor and undo history survive.
+
+use similar::{ChangeTag, DiffOp, TextDiff};
+
+use crate::text::TextRange;
+
+/// Edits that turn `old` into `new`: byte ranges of `old`, sorted, not overlapping.
+pub fn minimal_edits(old: &str, new: &str) -> Vec<(TextRange, String)> {
+    let old_lines: Vec<&str> = old.split_inclusive('\n').collect();
+    let new_lines: Vec<&str> = new.split_inclusive('\n').collect();
+    let mut old_starts = Vec::with_capacity(old_lines.len() + 1);
+    let mut offset = 0;
+    for line in &old_lines {
+        old_starts.push(offset);
+        offset += line.len();
+    }
+    old_starts.push(offset);
+
+    let diff = TextDiff::from_slices(&old_lines, &new_lines);
+    let mut edits: Vec<(TextRange, String)> = Vec::new();
+    // Positions come from walking the ops' lengths: after compaction similar can report an
+    // insert's `old_index` inside a preceding delete (seen with similar 2.7), and the lengths
+    // are what stay consistent.
+    let (mut old_at, mut new_at) = (0, 0);
+    for op in diff.ops() {
+        let (old_len, new_len) = match *op {
+            DiffOp::Equal { len, .. } => {
+                old_at += len;
+                new_at += len;
+                continue;
+            }
+            DiffOp::Delete { old_len, .. } => (old_len, 0),
+            DiffOp::Insert { new_len, .. } => (0, new_len),
+            DiffOp::Replace { old_len, new_len, .. } => (old_len, new_len),
+        };
+        let (old_range, new_range) = (old_at..old_at + old_len, new_at..new_at + new_len);
+        old_at += old_len;
+        new_at += new_len;
+        let start = old_starts[old_range.start];
+        let old_region = &old[start..old_starts[old_range.end]];
+        let new_region: String = new_lines[new_range].concat();
+        edits.extend(refine(start, old_region, &new_region));
+    }
+    merge(edits)
+}
+
+/// Narrows one changed region to its changed characters, unless the two sides have little
+/// in common (then the whole region is one clean replacement).
+fn refine(start: usize, old: &str, new: &str) -> Vec<(TextRange, String)> {
+    let whole = vec![(TextRange::new(start, start + old.len()), new.to_string())];
+    if old.is_empty() || new.is_empty() {
+        return whole;
+    }
+    let diff = TextDiff::from_chars(old, new);
+    if diff.ratio() < 0.5 {
+        return whole;
+    }
+    let mut edits = Vec::new();
+    let mut old_at = start;
+    let mut pending: Option<(usize, usize, String)> = None;
+    for change in diff.iter_all_changes() {
+        let value = change.value();
+        match change.tag() {
+            ChangeTag::Equal => {
+                if let Some((s, e, text)) = pending.take() {
+                    edits.push((TextRange::new(s, e), text));
+                }
+                old_at += value.len();
+            }
+            ChangeTag::Delete => {
+                let entry = pending.get_or_insert((old_at, old_at, String::new()));
+                entry.1 += value.len();
+                old_at += value.len();
+            }
+            ChangeTag::Insert => {
+                pending.get_or_insert((old_at, old_at, String::new())).2.push_str(value);
+            }
+        }
+    }
+    if let Some((s, e, text)) = pending {
+        edits.push((TextRange::new(s, e), text));
+    }
+    edits
+}
+
+/// Joins edits that touch.
+fn merge(edits: Vec<(TextRange, String)>) -> Vec<(TextRange, String)> {
+    let mut out: Vec<(TextRange, String)> = Vec::with_capacity(edits.len());
+    for (range, text) in edits {
+        if let Some((last, last_text)) = out.last_mut()
+            && last.end == range.start
+        {
+            last.end = range.end;
+            last_text.push_str(&text);
+            continue;
+        }
+        out.push((range, text));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn apply(old: &str, edits: &[(TextRange, String)]) -> String {
+        let mut out = old.to_string();
+        for (range, text) in edits.iter().rev() {
+            out.replace_range(range.start..range.end, text);
+        }
+        out
+    }
+
+    #[test]
+    fn a_whole_file_rewrite_that_changes_one_line_touches_only_that_line() {
+        let old = "import os\n\ndef f(x):\n    return x +\n\nprint(f(1))\n";
+        let new = "import os\n\ndef f(x):\n    return x + 1\n\nprint(f(1))\n";
+        let edits = minimal_edits(old, new);
+        assert_eq!(edits, vec![(TextRange::new(35, 35), " 1".to_string())]);
+        assert_eq!(apply(old, &edits), new);
+    }
+
+    #[test]
+    fn unrelated_lines_become_one_replacement() {
+        let old = "a\nold line here\nz\n";
+        let new = "a\ncompletely different\nz\n";
+        assert_eq!(
+            minimal_edits(old, new),
+            vec![(TextRange::new(2, 16), "completely different\n".to_string())]
+        );
+    }
+
+    #[test]
+    fn korean_and_emoji_are_split_on_characters() {
+        let old = "s = \"한국어 😀\"\n";
+        let new = "s = \"한국 😀!\"\n";
+        let edits = minimal_edits(old, new);
+        assert_eq!(apply(old, &edits), new);
+        assert!(edits.iter().all(|(r, _)| old.is_char_boundary(r.start) && old.is_char_boundary(r.end)));
+    }
+
+    proptest! {
+        #[test]
+        fn edits_turn_old_into_new(old in "[a-c한😀 \n]{0,40}", new in "[a-c한😀 \n]{0,40}") {
+            let edits = minimal_edits(&old, &new);
+            prop_assert_eq!(apply(&old, &edits), new);
+            for pair in edits.windows(2) {
+                prop_assert!(pair[0].0.end < pair[1].0.start || (pair[0].0.end <= pair[1].0.start));
+            }
+        }
+    }
+}
