@@ -1,0 +1,149 @@
+//! The fix ladder's first rung (SPEC F1): fixes that need no model — the token a tree-sitter
+//! `MISSING` node names, and a checker's own fixes that it marks safe (ruff's `fix.edits`).
+
+use crate::observer::Diagnostic;
+use crate::syntax::{SyntaxErrorKind, syntax_problems};
+use crate::text::TextRange;
+use crate::workspace::DocumentSnapshot;
+
+/// A fix that needs no model: edits in byte ranges of the snapshot it was computed on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeterministicFix {
+    pub description: String,
+    pub edits: Vec<(TextRange, String)>,
+}
+
+/// Tokens tree-sitter may report missing that are safe to insert as they are: punctuation,
+/// never a name or an expression the parser had to imagine.
+fn insertable(token: &str) -> bool {
+    matches!(token, ")" | "]" | "}" | ":" | ";" | "," | ">" | "\"" | "'" | "`")
+}
+
+/// Inserting each insertable `MISSING` token where tree-sitter says it belongs.
+pub fn missing_token_fixes(snapshot: &DocumentSnapshot) -> Vec<DeterministicFix> {
+    let Some(tree) = &snapshot.tree else {
+        return Vec::new();
+    };
+    syntax_problems(tree, &snapshot.rope, snapshot.language)
+        .into_iter()
+        .filter_map(|problem| match problem.kind {
+            SyntaxErrorKind::Missing(token) if insertable(&token) => Some(DeterministicFix {
+                description: format!("insert the missing \"{token}\""),
+                edits: vec![(TextRange::empty(problem.range.start), token)],
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The fixes checkers offer for `diagnostics` and mark safe, one per diagnostic.
+pub fn checker_fixes(diagnostics: &[Diagnostic]) -> Vec<DeterministicFix> {
+    diagnostics
+        .iter()
+        .filter_map(|d| d.fix.as_ref().filter(|f| f.safe && !f.edits.is_empty()).map(|f| (d, f)))
+        .map(|(diagnostic, fix)| DeterministicFix {
+            description: format!(
+                "{} ({} {})",
+                fix.description,
+                diagnostic.source,
+                diagnostic.code.as_deref().unwrap_or("")
+            ),
+            edits: fix.edits.clone(),
+        })
+        .collect()
+}
+
+/// Applies as many `fixes` as do not overlap one another (earlier ones win), to `text`, which
+/// must be the text they were computed on. Returns the new text and the fixes applied.
+pub fn apply_fixes(text: &str, fixes: &[DeterministicFix]) -> (String, Vec<DeterministicFix>) {
+    let mut taken: Vec<(TextRange, String)> = Vec::new();
+    let mut applied = Vec::new();
+    for fix in fixes {
+        let clashes = fix.edits.iter().any(|(range, _)| {
+            range.end > text.len()
+                || !text.is_char_boundary(range.start)
+                || !text.is_char_boundary(range.end)
+                || taken.iter().any(|(other, _)| overlaps(*range, *other))
+        });
+        if clashes {
+            continue;
+        }
+        taken.extend(fix.edits.iter().cloned());
+        applied.push(fix.clone());
+    }
+    taken.sort_by_key(|(range, _)| (range.start, range.end));
+    let mut out = text.to_string();
+    for (range, insert) in taken.iter().rev() {
+        out.replace_range(range.start..range.end, insert);
+    }
+    (out, applied)
+}
+
+/// Two ranges clash when they share text, or both insert at the same place.
+fn overlaps(a: TextRange, b: TextRange) -> bool {
+    (a.start < b.end && b.start < a.end) || (a.is_empty() && b.is_empty() && a.start == b.start)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::SyntaxSettings;
+    use crate::observer::{CheckerFix, Severity, syntax_diagnostics};
+
+    fn snapshot(name: &str, text: &str) -> DocumentSnapshot {
+        DocumentSnapshot::detached(
+            url::Url::parse(&format!("file:///p/{name}")).unwrap(),
+            text,
+            &SyntaxSettings::default(),
+        )
+    }
+
+    #[test]
+    fn missing_punctuation_is_inserted_and_the_file_parses() {
+        for (name, broken, fixed) in [
+            ("a.ts", "const a = foo(1, 2;\n", "const a = foo(1, 2);\n"),
+            ("b.ts", "function f() {\n  return [1, 2;\n}\n", "function f() {\n  return [1, 2];\n}\n"),
+        ] {
+            let before = snapshot(name, broken);
+            let fixes = missing_token_fixes(&before);
+            assert!(!fixes.is_empty(), "{name}");
+            let (text, applied) = apply_fixes(broken, &fixes);
+            assert_eq!(text, fixed, "{name}: {applied:?}");
+            assert!(syntax_diagnostics(&snapshot(name, &text)).is_empty(), "{name} still broken: {text}");
+        }
+    }
+
+    #[test]
+    fn names_the_parser_imagined_are_left_to_the_model() {
+        // `x = ` needs an expression: nothing to insert
+        let fixes = missing_token_fixes(&snapshot("c.ts", "let x = ;\n"));
+        assert!(fixes.iter().all(|f| f.edits.iter().all(|(_, t)| insertable(t))), "{fixes:?}");
+    }
+
+    #[test]
+    fn only_safe_checker_fixes_and_never_overlapping_ones() {
+        let edit = |s, e, t: &str| (TextRange::new(s, e), t.to_string());
+        let diagnostic = |code: &str, safe, edits| Diagnostic {
+            fix: Some(CheckerFix { description: format!("fix {code}"), edits, safe }),
+            ..Diagnostic::new(
+                TextRange::new(0, 1),
+                Severity::Warning,
+                "ruff",
+                Some(code.to_string()),
+                code.to_string(),
+            )
+        };
+        let text = "import os\nimport sys\nx = 1\n";
+        let diagnostics = vec![
+            diagnostic("F401", true, vec![edit(0, 10, "")]),
+            diagnostic("F401", true, vec![edit(10, 21, "")]),
+            diagnostic("UP", false, vec![edit(21, 26, "x: int = 1")]),
+            diagnostic("I001", true, vec![edit(0, 21, "import os\nimport sys\n")]),
+        ];
+        let fixes = checker_fixes(&diagnostics);
+        assert_eq!(fixes.len(), 3, "the unsafe fix is left out");
+        let (fixed, applied) = apply_fixes(text, &fixes);
+        assert_eq!(fixed, "x = 1\n");
+        assert_eq!(applied.len(), 2, "the overlapping import sort is skipped");
+    }
+}
