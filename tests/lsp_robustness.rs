@@ -32,9 +32,15 @@ fn malformed_json_gets_a_parse_error() {
 #[test]
 fn messages_of_the_wrong_shape_get_invalid_request() {
     let mut client = LspClient::initialized(&[]);
+    // neither a request nor a response: answered with a null id (its own could be one of the
+    // client's pending requests)
     client.send(&json!({"jsonrpc": "2.0", "id": 7, "params": {}}));
-    let error = client.wait_for("an error for id 7", |m| m["id"] == 7);
-    assert_eq!(error["error"]["code"], -32600, "{error}");
+    let error = client.wait_for("an invalid-request error", |m| m["error"]["code"] == -32600);
+    assert!(error["id"].is_null(), "{error}");
+    // a request whose id tower-lsp cannot hold is refused with its id left out too
+    client.send(&json!({"jsonrpc": "2.0", "id": 1.5, "method": "tokamak/x"}));
+    let error = client.wait_for("an invalid-request error", |m| m["error"]["code"] == -32600);
+    assert!(error["id"].is_null(), "{error}");
     client.send(&json!([1, 2, 3]));
     let error = client.wait_for("an error for the batch", |m| m["error"]["code"] == -32600);
     assert!(error["id"].is_null(), "{error}");

@@ -174,6 +174,26 @@ fn results_for_an_old_version_are_discarded() {
 }
 
 #[test]
+fn a_save_that_replaces_the_text_drops_runs_on_the_old_text() {
+    let (project, path) = notes("TODO one\n");
+    let mut client = LspClient::for_project(project.path(), slow(false));
+    let uri = client.open_file(&path, "plaintext");
+    // the editor saves text we never saw, under the same version: a run on the old text is
+    // still going and must not be believed
+    client.notify("textDocument/didSave", json!({"textDocument": {"uri": uri}, "text": "\n\nTODO one\n"}));
+    let published = client.diagnostics_from(&uri, "slow");
+    assert_eq!(findings(&published["diagnostics"], "slow"), vec![(3, 1, "-".to_string())], "{published}");
+    client.request("workspace/executeCommand", json!({"command": "tokamak.status"}));
+    let wrong = client.seen(|m| {
+        m["method"] == "textDocument/publishDiagnostics"
+            && m["params"]["diagnostics"]
+                .as_array()
+                .is_some_and(|d| d.iter().any(|d| d["source"] == "slow" && d["range"]["start"]["line"] == 0))
+    });
+    assert!(wrong.is_empty(), "results for the old text were published: {wrong:?}");
+}
+
+#[test]
 fn forwarded_diagnostics_are_observed_never_published() {
     let (project, path) = notes("alpha\nbeta\n");
     let mut client = LspClient::for_project(project.path(), json!({"checkers": {"enable": []}}));

@@ -186,6 +186,9 @@ impl ModelConfig {
             Provider::Anthropic => Some("ANTHROPIC_API_KEY".to_string()),
             _ => None,
         });
+        // FIXME: a project's own tokamak.toml can name base_url and api_key_env, so opening an
+        // untrusted repository could send a key to its host. Needs a workspace-trust setting
+        // (user-level settings only for keys and non-loopback URLs); see the closing note.
         let api_key = key_var.as_deref().and_then(env).filter(|k| !k.is_empty()).map(Secret::new);
         if provider == Provider::Anthropic && api_key.is_none() {
             let var = key_var.as_deref().unwrap_or("ANTHROPIC_API_KEY");

@@ -75,7 +75,7 @@ impl Client {
         cancel: &CancellationToken,
     ) -> Result<reqwest::Response, ModelError> {
         let endpoint = self.endpoint(path);
-        let attempts = self.config.max_retries + 1;
+        let attempts = self.config.max_retries.saturating_add(1);
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -112,7 +112,8 @@ impl Client {
 
     /// base × 2^(attempt−1), times a random factor in [0.5, 1.5).
     fn backoff(&self, attempt: u32) -> Duration {
-        let exponential = self.config.retry_base.saturating_mul(1 << (attempt - 1).min(16));
+        let exponential =
+            self.config.retry_base.saturating_mul(1 << (attempt - 1).min(16)).min(MAX_RETRY_DELAY);
         exponential.mul_f64(0.5 + fastrand::f64())
     }
 
@@ -203,7 +204,8 @@ fn retryable(status: StatusCode) -> bool {
 
 fn retry_after(response: &reqwest::Response) -> Option<Duration> {
     let value = response.headers().get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
-    value.trim().parse::<f64>().ok().filter(|s| s.is_finite() && *s >= 0.0).map(Duration::from_secs_f64)
+    let seconds = value.trim().parse::<f64>().ok().filter(|s| s.is_finite() && *s >= 0.0)?;
+    Some(Duration::from_secs_f64(seconds.min(MAX_RETRY_DELAY.as_secs_f64())))
 }
 
 fn is_context_error(lower: &str) -> bool {

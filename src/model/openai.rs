@@ -117,7 +117,7 @@ impl Model for OpenAi {
                             format!("a streamed chunk is not JSON ({err}): {:?}", event.data),
                         )
                     })?;
-                    if let Some(error) = chunk.get("error") {
+                    if let Some(error) = chunk.get("error").filter(|e| !e.is_null()) {
                         let message =
                             error["message"].as_str().or_else(|| error.as_str()).unwrap_or("an error");
                         return Err(client.stream_cut(

@@ -82,8 +82,8 @@ struct InFlight {
 struct State {
     files: HashMap<Url, FileDiagnostics>,
     runs: HashMap<(Url, String), InFlight>,
-    /// Where each checker's program is (`None`: not found), looked up once.
-    programs: HashMap<String, Option<PathBuf>>,
+    /// Where each checker's program is for a root (`None`: not found), looked up once.
+    programs: HashMap<(String, PathBuf), Option<PathBuf>>,
     /// Problems already told to the user, so each is told once.
     told: HashSet<String>,
 }
@@ -138,6 +138,7 @@ impl Observer {
         let snapshot = lock(&self.workspace).open(uri, language_id, version, text);
         {
             let mut state = lock(&self.state);
+            forget_runs(&mut state, &snapshot.uri);
             let file = state.files.entry(snapshot.uri.clone()).or_default();
             *file = FileDiagnostics::default();
             file.set(SOURCE, syntax_entry(&snapshot));
@@ -181,10 +182,13 @@ impl Observer {
         let (snapshot, replaced) = lock(&self.workspace).save(uri, text)?;
         {
             let mut state = lock(&self.state);
-            let file = state.files.entry(uri.clone()).or_default();
             if replaced {
-                file.shift(&[crate::text::AppliedChange::Full]);
+                // the text changed under the same version number: nothing computed on it
+                // before, and no run still going on it, may be believed
+                forget_runs(&mut state, uri);
+                state.files.insert(uri.clone(), FileDiagnostics::default());
             }
+            let file = state.files.entry(uri.clone()).or_default();
             file.set(SOURCE, syntax_entry(&snapshot));
         }
         self.after_change(&snapshot).await;
@@ -200,12 +204,7 @@ impl Observer {
         {
             let mut state = lock(&self.state);
             state.files.remove(uri);
-            let stale: Vec<_> = state.runs.keys().filter(|(u, _)| u == uri).cloned().collect();
-            for key in stale {
-                if let Some(run) = state.runs.remove(&key) {
-                    run.task.abort();
-                }
-            }
+            forget_runs(&mut state, uri);
         }
         self.editor.clear_diagnostics(uri).await;
         self.changed.notify_waiters();
@@ -255,7 +254,8 @@ impl Observer {
         version: Option<i32>,
         timeout: Duration,
     ) -> Result<Settled, SettleError> {
-        let deadline = tokio::time::Instant::now() + timeout;
+        let now = tokio::time::Instant::now();
+        let deadline = now.checked_add(timeout).unwrap_or(now + Duration::from_secs(86_400));
         let snapshot = self.current(uri, version)?;
         let active = self.start_missing_runs(&snapshot);
         loop {
@@ -343,11 +343,12 @@ impl Observer {
     }
 
     fn program(&self, checker: &Checker, root: &Path) -> Option<PathBuf> {
-        if let Some(known) = lock(&self.state).programs.get(&checker.name) {
+        let key = (checker.name.clone(), root.to_path_buf());
+        if let Some(known) = lock(&self.state).programs.get(&key) {
             return known.clone();
         }
         let program = checkers::resolve_program(&checker.command, root);
-        lock(&self.state).programs.insert(checker.name.clone(), program.clone());
+        lock(&self.state).programs.insert(key, program.clone());
         if program.is_none() {
             let message = format!(
                 "Tokamak: the {} checker is off: `{}` was not found on PATH or in the project's tool folders (node_modules/.bin, .tools). Install it, or set checkers.{}.command in tokamak.toml.",
@@ -404,7 +405,8 @@ impl Observer {
         let key = (snapshot.uri.clone(), checker.name.clone());
         let mut state = lock(&self.state);
         if let Some(running) = state.runs.get(&key) {
-            if running.version == snapshot.version && !running.task.is_finished() {
+            let newer = running.version > snapshot.version;
+            if (running.version == snapshot.version || newer) && !running.task.is_finished() {
                 return;
             }
             running.task.abort();
@@ -518,6 +520,16 @@ impl Observer {
         }
         let editor = Arc::clone(&self.editor);
         tokio::spawn(async move { editor.show_message(level, message).await });
+    }
+}
+
+/// Cancels every run on a document.
+fn forget_runs(state: &mut State, uri: &Url) {
+    let stale: Vec<_> = state.runs.keys().filter(|(u, _)| u == uri).cloned().collect();
+    for key in stale {
+        if let Some(run) = state.runs.remove(&key) {
+            run.task.abort();
+        }
     }
 }
 

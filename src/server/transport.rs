@@ -87,18 +87,32 @@ async fn read_frame<R: AsyncRead + Unpin>(
             break;
         }
         saw_header = true;
-        match text.split_once(':') {
-            Some((name, value)) if name.trim().eq_ignore_ascii_case("content-length") => {
-                match value.trim().parse::<usize>() {
+        // The header is found anywhere on the line: a client that counted characters instead
+        // of bytes leaves the end of its last body in front of the next header, and reading
+        // the length from there brings the stream back in step.
+        let lower = text.to_ascii_lowercase();
+        match lower.rfind("content-length:") {
+            Some(at) => {
+                let value = text[at + "content-length:".len()..].trim();
+                match value.parse::<usize>() {
                     Ok(n) => length = Some(n),
-                    Err(_) => problem = Some(format!("bad Content-Length header {:?}", value.trim())),
+                    Err(_) => problem = Some(format!("bad Content-Length header {value:?}")),
+                }
+                if at > 0 {
+                    problem =
+                        Some(format!("{at} stray bytes before a header (a Content-Length counted wrong?)"));
                 }
             }
-            Some(_) => {} // Content-Type and other headers
+            None if text.contains(':') => {} // Content-Type and other headers
             None => problem = Some(format!("a header line that is not a header: {:?}", shorten(text))),
         }
     }
     if let Some(problem) = problem {
+        // skip the body when its length is known, so the next frame is read from its start
+        if let Some(length) = length.filter(|&n| n <= MAX_FRAME_BYTES) {
+            let mut skipped = vec![0; length];
+            input.read_exact(&mut skipped).await?;
+        }
         return Ok(Some(Err(problem)));
     }
     let Some(length) = length else {
@@ -123,13 +137,26 @@ fn check(body: Vec<u8>) -> Vec<u8> {
             return invalid(ErrorCode::ParseError, &format!("the message is not JSON: {err}"), Value::Null);
         }
     };
-    match shape_problem(&value) {
+    let problem = shape_problem(&value).or_else(|| decodes(&body));
+    match problem {
         None => body,
         Some(problem) => {
-            let id = value.get("id").filter(|id| id.is_string() || id.is_number()).cloned();
+            // a malformed *response* gets a null id: its own could be one of the client's
+            let id = value
+                .get("id")
+                .filter(|id| (id.is_string() || id.is_i64()) && value.get("method").is_some())
+                .cloned();
             invalid(ErrorCode::InvalidRequest, problem, id.unwrap_or(Value::Null))
         }
     }
+}
+
+/// Whether tower-lsp itself can decode the message (it stops reading at the first it cannot):
+/// ids beyond `i64`, fractional ids and duplicate keys pass [`shape_problem`] but not this.
+fn decodes(body: &[u8]) -> Option<&'static str> {
+    let request = serde_json::from_slice::<Request>(body).is_ok();
+    let response = || serde_json::from_slice::<Response>(body).is_ok();
+    (!request && !response()).then_some("the message is not a JSON-RPC request, notification or response")
 }
 
 /// What keeps `value` from being a JSON-RPC 2.0 request, notification or response that
@@ -142,9 +169,9 @@ fn shape_problem(value: &Value) -> Option<&'static str> {
         return Some("a message must have \"jsonrpc\": \"2.0\"");
     }
     if let Some(id) = object.get("id")
-        && !(id.is_string() || id.is_number() || id.is_null())
+        && !(id.is_string() || id.is_i64() || id.is_null())
     {
-        return Some("\"id\" must be a number, a string or null");
+        return Some("\"id\" must be an integer, a string or null");
     }
     if let Some(method) = object.get("method") {
         return (!method.is_string()).then_some("\"method\" must be a string");
@@ -248,6 +275,28 @@ mod tests {
         assert!(got[2].as_ref().unwrap_err().contains("not a header"), "{got:?}");
         assert!(got[3].as_ref().unwrap_err().contains("bad Content-Length"), "{got:?}");
         assert_eq!(got.len(), 4);
+    }
+
+    #[tokio::test]
+    async fn a_length_counted_in_characters_does_not_break_the_frames_after_it() {
+        // "é" is two bytes; the client said 13 for a 14-byte body
+        let input = "Content-Length: 13\r\n\r\n{\"x\":\"é\",\"y\":1}Content-Length: 2\r\n\r\n{}Content-Length: 2\r\n\r\n[]".as_bytes();
+        let got = frames(input).await;
+        assert!(matches!(&got[0], Ok(body) if body.len() == 13), "{got:?}");
+        assert!(got[1].as_ref().unwrap_err().contains("stray bytes"), "{got:?}");
+        assert_eq!(got[2], Ok(b"[]".to_vec()), "back in step: {got:?}");
+    }
+
+    #[test]
+    fn messages_tower_lsp_cannot_decode_are_refused() {
+        for body in
+            [r#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#, r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"x"}"#]
+        {
+            let checked = String::from_utf8(check(body.as_bytes().to_vec())).unwrap();
+            assert!(checked.contains(INVALID_METHOD), "{body} passed as {checked}");
+        }
+        let good = r#"{"jsonrpc":"2.0","id":"a","method":"x","params":{}}"#;
+        assert_eq!(check(good.as_bytes().to_vec()), good.as_bytes());
     }
 
     #[test]

@@ -12,6 +12,7 @@ use tokio::process::Command;
 use super::formats::{self, ParseContext, excerpt};
 use super::shadow::{Mirror, mirror};
 use super::{Checker, InputMode, OutputFormat, tsc_args};
+
 use crate::observer::Diagnostic;
 use crate::workspace::DocumentSnapshot;
 
@@ -230,11 +231,31 @@ fn prepare(checker: &Checker, input: &RunInput<'_>, text: &str) -> std::io::Resu
     let file = prepared.checked_file.display().to_string();
     let buffer = buffer_path.map(|p| p.display().to_string()).unwrap_or_default();
     let root_text = prepared.cwd.display().to_string();
-    prepared.args = templates
-        .iter()
-        .map(|arg| arg.replace("{file}", &file).replace("{buffer}", &buffer).replace("{root}", &root_text))
-        .collect();
+    let values = [("{file}", file.as_str()), ("{buffer}", buffer.as_str()), ("{root}", root_text.as_str())];
+    prepared.args = templates.iter().map(|arg| substitute(arg, &values)).collect();
     Ok(prepared)
+}
+
+/// Replaces each placeholder in one pass, so a path that itself contains `{root}` is left
+/// alone.
+fn substitute(template: &str, values: &[(&str, &str)]) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    'scan: while !rest.is_empty() {
+        for (placeholder, value) in values {
+            if let Some(after) = rest.strip_prefix(placeholder) {
+                out.push_str(value);
+                rest = after;
+                continue 'scan;
+            }
+        }
+        let mut chars = rest.chars();
+        if let Some(c) = chars.next() {
+            out.push(c);
+        }
+        rest = chars.as_str();
+    }
+    out
 }
 
 /// The nearest folder, from the file's up to the root, that holds one of `names`.
@@ -292,5 +313,14 @@ impl Drop for ProcessGroup {
                 libc::kill(-pid, libc::SIGKILL);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn placeholders_are_replaced_once() {
+        let values = [("{file}", "/p/{root}/a.py"), ("{buffer}", "/tmp/b"), ("{root}", "/p")];
+        assert_eq!(super::substitute("--x={file} {root}", &values), "--x=/p/{root}/a.py /p");
     }
 }
