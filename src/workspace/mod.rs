@@ -2,6 +2,7 @@
 //! cheap immutable snapshots of them for readers; files that are not open come from disk.
 
 mod disk;
+mod write;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -11,6 +12,7 @@ use tree_sitter::Tree;
 use url::Url;
 
 pub use disk::{ReadError, read_text, source_files};
+pub use write::{WriteError, write_if_unchanged};
 
 use crate::config::SyntaxSettings;
 use crate::syntax::SyntaxTree;
