@@ -251,6 +251,19 @@ async fn a_stream_cut_off_midway_is_an_error_not_a_short_answer() {
 }
 
 #[tokio::test]
+async fn an_ndjson_stream_closed_in_the_middle_of_a_line_is_cut_not_garbage() {
+    let Scripted::Stream { content_type, mut pieces, pause, .. } = ollama_stream(&["Do", "ne"]) else {
+        unreachable!()
+    };
+    pieces.truncate(2);
+    pieces.push("{\"model\": \"qwen-scr".to_string());
+    let server = ModelServer::start(vec![Scripted::Stream { content_type, pieces, cut_after: None, pause }]);
+    let (result, _) = streamed(connect(&server, "ollama").as_ref(), &chat()).await;
+    let err = result.unwrap_err();
+    assert!(matches!(err, ModelError::StreamCut { received: 4, .. }), "{err}");
+}
+
+#[tokio::test]
 async fn cancelling_stops_the_request() {
     let server = ModelServer::start(vec![endless_openai_stream()]);
     let model = connect(&server, "openai");

@@ -108,14 +108,24 @@ impl Model for Ollama {
                 );
                 let mut lines = FramedRead::new(reader, LinesCodec::new_with_max_length(MAX_LINE));
                 let mut text = String::new();
+                // a line that is not JSON is a bad reply if more follows, and a cut stream if
+                // it was the end (the server closed the connection in the middle of a line)
+                let mut unreadable: Option<String> = None;
                 while let Some(line) = lines.next().await {
                     let line = line.map_err(|err| client.stream_cut(path, text.len(), err.to_string()))?;
+                    if let Some(detail) = unreadable.take() {
+                        return Err(client.bad_reply(path, detail));
+                    }
                     if line.trim().is_empty() {
                         continue;
                     }
-                    let json: Value = serde_json::from_str(&line).map_err(|err| {
-                        client.bad_reply(path, format!("a streamed line is not JSON ({err}): {line:?}"))
-                    })?;
+                    let json: Value = match serde_json::from_str(&line) {
+                        Ok(json) => json,
+                        Err(err) => {
+                            unreadable = Some(format!("a streamed line is not JSON ({err}): {line:?}"));
+                            continue;
+                        }
+                    };
                     if let Some(error) = json["error"].as_str() {
                         return Err(client.stream_cut(
                             path,
