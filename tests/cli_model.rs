@@ -135,8 +135,26 @@ fn the_editor_can_check_the_model_with_its_own_settings() {
     assert_eq!(result["endpoint"], format!("{}/v1/chat/completions", server.url()));
     assert_eq!((result["prompt_tokens"].clone(), result["reply"].clone()), (json!(21), json!("ok")));
 
+    // the user changes the setting: the next check goes to the new server
+    let other = ModelServer::start(vec![openai_chat("ok too")]);
+    client.notify(
+        "workspace/didChangeConfiguration",
+        json!({"settings": {"tokamak": {"model": {"base_url": other.url()}}}}),
+    );
+    let response = client
+        .request("workspace/executeCommand", json!({"command": "tokamak.checkModel", "arguments": [{}]}));
+    assert_eq!(response["result"]["reply"], "ok too", "{response}");
+    assert_eq!(
+        response["result"]["model"], "from-toml",
+        "tokamak.toml still applies under the editor's settings"
+    );
+
     // a model that cannot be reached is an answer, not a protocol error
     client.answer("workspace/configuration", json!(null));
+    client.notify(
+        "workspace/didChangeConfiguration",
+        json!({"settings": {"tokamak": {"model": {"base_url": "http://127.0.0.1:9"}}}}),
+    );
     let response = client.request(
         "workspace/executeCommand",
         json!({"command": "tokamak.checkModel", "arguments": [{"role": "reviewer"}]}),

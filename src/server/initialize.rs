@@ -48,8 +48,9 @@ pub async fn initialize(backend: &Backend, params: InitializeParams) -> Result<I
         }
     };
     backend.workspace().set_settings(settings.syntax.clone());
-    *crate::sync::lock(&backend.models) =
-        super::ModelChoice { model: settings.model.clone(), profiles: settings.profiles.clone() };
+    let choice = super::ModelChoice { model: settings.model.clone(), profiles: settings.profiles.clone() };
+    *crate::sync::lock(&backend.base_models) = choice.clone();
+    *crate::sync::lock(&backend.models) = choice;
     let configuration = params.capabilities.workspace.as_ref().and_then(|w| w.configuration).unwrap_or(false);
     let _ = backend.client_configuration.set(configuration);
     let editor: Arc<dyn Editor> = Arc::new(backend.editor());
@@ -84,48 +85,9 @@ pub async fn initialized(backend: &Backend) {
         queue.forward(backend.client.clone());
     }
     if backend.client_configuration.get() == Some(&true) {
-        read_client_configuration(backend).await;
+        super::configuration::read_client_configuration(backend).await;
     }
     tracing::info!("tokamak {} ready", env!("CARGO_PKG_VERSION"));
-}
-
-/// `workspace/configuration` for the `tokamak` section: its `model` and `profiles` take
-/// precedence over `tokamak.toml` (the editor's settings UI is where users look first).
-async fn read_client_configuration(backend: &Backend) {
-    let item = ConfigurationItem { scope_uri: None, section: Some("tokamak".to_string()) };
-    let value = match backend.client.configuration(vec![item]).await {
-        Ok(mut values) if !values.is_empty() => values.swap_remove(0),
-        Ok(_) => return,
-        Err(err) => {
-            tracing::debug!("the client did not answer workspace/configuration: {err}");
-            return;
-        }
-    };
-    if !value.is_object() {
-        return;
-    }
-    #[derive(serde::Deserialize, Default)]
-    #[serde(default)]
-    struct Section {
-        model: crate::model::ModelSettings,
-        profiles: std::collections::BTreeMap<String, crate::model::ModelSettings>,
-    }
-    match serde_json::from_value::<Section>(value) {
-        Ok(section) => {
-            let mut models = crate::sync::lock(&backend.models);
-            models.model = models.model.overlay(&section.model);
-            for (role, profile) in section.profiles {
-                let merged =
-                    models.profiles.get(&role).map_or_else(|| profile.clone(), |p| p.overlay(&profile));
-                models.profiles.insert(role, merged);
-            }
-        }
-        Err(err) => {
-            let message = format!("Tokamak ignored the editor's tokamak.model settings: {err}");
-            tracing::warn!("{message}");
-            backend.editor().show_message(MessageLevel::Warning, message).await;
-        }
-    }
 }
 
 fn capabilities(encoding: PositionEncoding) -> ServerCapabilities {

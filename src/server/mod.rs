@@ -11,6 +11,7 @@
 
 mod client_diagnostics;
 mod code_action;
+mod configuration;
 pub mod convert;
 mod document_symbol;
 mod editor;
@@ -45,6 +46,8 @@ pub struct Backend {
     /// `[model]` and `[profiles]`: from `tokamak.toml` and `initializationOptions`, then
     /// overlaid by `workspace/configuration` when the client answers it.
     models: Mutex<ModelChoice>,
+    /// What `tokamak.toml` and `initializationOptions` say, before the editor's settings.
+    base_models: Mutex<ModelChoice>,
     /// The client answers `workspace/configuration` requests.
     client_configuration: OnceLock<bool>,
     log_queue: Mutex<Option<LogMessageQueue>>,
@@ -65,6 +68,7 @@ impl Backend {
             workspace: Arc::new(Mutex::new(Workspace::default())),
             observer: OnceLock::new(),
             models: Mutex::new(ModelChoice::default()),
+            base_models: Mutex::new(ModelChoice::default()),
             client_configuration: OnceLock::new(),
             log_queue: Mutex::new(log_queue),
         }
@@ -122,6 +126,14 @@ impl LanguageServer for Backend {
     async fn shutdown(&self) -> Result<()> {
         tracing::info!("shutting down");
         Ok(())
+    }
+
+    async fn did_change_configuration(&self, params: DidChangeConfigurationParams) {
+        guard::notification(
+            "workspace/didChangeConfiguration",
+            configuration::did_change_configuration(self, params),
+        )
+        .await;
     }
 
     async fn did_open(&self, params: DidOpenTextDocumentParams) {
