@@ -76,7 +76,6 @@ pub struct Report {
     pub skipped: Vec<(PathBuf, String)>,
     /// What the Observer told the user (a missing or failing checker), once each.
     pub messages: Vec<String>,
-    pub files_checked: usize,
 }
 
 impl Report {
@@ -151,7 +150,6 @@ pub async fn check(paths: &[PathBuf], options: &CheckOptions) -> anyhow::Result<
             report.skipped.push((path.clone(), format!("{source} did not finish in time")));
         }
         report.findings.extend(settled.diagnostics.iter().map(|d| Finding::new(&path, &snapshot, d)));
-        report.files_checked += 1;
         observer.close(&uri).await;
     }
     // messages are sent from their own tasks: let them land

@@ -122,10 +122,6 @@ impl Observer {
         })
     }
 
-    pub fn workspace(&self) -> &Arc<Mutex<Workspace>> {
-        &self.workspace
-    }
-
     /// Opens a document, publishes its syntax diagnostics and starts its checkers.
     pub async fn open(
         self: &Arc<Self>,

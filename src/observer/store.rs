@@ -39,10 +39,6 @@ impl FileDiagnostics {
         self.sources.insert(source.to_string(), entry);
     }
 
-    pub fn remove(&mut self, source: &str) {
-        self.sources.remove(source);
-    }
-
     pub fn get(&self, source: &str) -> Option<&SourceEntry> {
         self.sources.get(source)
     }

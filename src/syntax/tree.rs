@@ -71,14 +71,6 @@ impl SyntaxTree {
         self.tree = tree;
         Ok(())
     }
-
-    /// Parses `rope` from scratch, dropping the old tree (after a whole-document change).
-    pub fn replace(&mut self, rope: &Rope) -> Result<(), SyntaxError> {
-        let tree = parse_rope(&mut self.parser, rope, None)
-            .ok_or(SyntaxError::ParseFailed { language: self.language })?;
-        self.tree = tree;
-        Ok(())
-    }
 }
 
 /// Tree-sitter counts rows by `\n` and columns in bytes; our `(line, byte column)` points
