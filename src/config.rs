@@ -114,6 +114,40 @@ pub struct Settings {
     pub model: ModelSettings,
     /// `[profiles.<role>]`: a role's own model settings over `[model]`.
     pub profiles: BTreeMap<String, ModelSettings>,
+    /// `[fix]`: the fix loop's limits.
+    pub fix: FixSettings,
+}
+
+/// `[fix]`: how far one fix run may go before it stops (SPEC F2, G1).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FixSettings {
+    /// Model attempts per run (`max_fix_attempts` in the SPEC).
+    pub max_attempts: u32,
+    /// Prompt plus completion tokens one run may spend.
+    pub max_tokens: u32,
+    /// Wall time one run may take, model and checkers included.
+    pub time_limit_s: u64,
+    /// The least similarity (0..1) a SEARCH block may have to the closest lines and still be
+    /// applied there.
+    pub similarity: f32,
+    /// How long to wait for the checkers after each edit.
+    pub settle_timeout_ms: u64,
+    /// Tokens of code shown around the errors (enclosing scopes, else nearby lines).
+    pub context_tokens: usize,
+}
+
+impl Default for FixSettings {
+    fn default() -> Self {
+        FixSettings {
+            max_attempts: 3,
+            max_tokens: 100_000,
+            time_limit_s: 300,
+            similarity: 0.85,
+            settle_timeout_ms: 60_000,
+            context_tokens: 3_000,
+        }
+    }
 }
 
 impl Settings {

@@ -6,7 +6,9 @@
 use async_trait::async_trait;
 use url::Url;
 
+use crate::agent::RunReport;
 use crate::observer::Diagnostic;
+use crate::text::TextRange;
 use crate::workspace::DocumentSnapshot;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -14,6 +16,34 @@ pub enum MessageLevel {
     Error,
     Warning,
     Info,
+}
+
+/// What the agent asks the editor to change in one document: `edits` in bytes of
+/// `snapshot`'s text, sorted and not overlapping.
+#[derive(Debug, Clone, Copy)]
+pub struct DocumentEdit<'a> {
+    pub snapshot: &'a DocumentSnapshot,
+    pub edits: &'a [(TextRange, String)],
+    /// What the change is, for the editor's undo history ("Tokamak: fix …").
+    pub label: &'a str,
+}
+
+/// What became of a [`DocumentEdit`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EditOutcome {
+    /// Made. `echoed`: the editor reports the new text back as a document change (LSP
+    /// `didChange`), so the Observer learns of it that way; otherwise the agent records it.
+    Applied { echoed: bool },
+    /// Not made, in the editor's words (stale version, refused, write conflict).
+    Rejected(String),
+}
+
+/// A run's progress as the user sees it (LSP work-done progress, or lines on stderr).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Progress {
+    Begin { title: String, message: String },
+    Report { message: String, percentage: Option<u32> },
+    End { message: String },
 }
 
 #[async_trait]
@@ -27,4 +57,21 @@ pub trait Editor: Send + Sync {
 
     /// Tells the user something in one sentence.
     async fn show_message(&self, level: MessageLevel, message: String);
+
+    /// Makes `edit` in the document, only if it is still at the snapshot's version; never
+    /// forced over newer text.
+    async fn apply_edit(&self, edit: DocumentEdit<'_>) -> EditOutcome {
+        let _ = edit;
+        EditOutcome::Rejected("this front-end cannot change documents".to_string())
+    }
+
+    /// Shows how run `run_id` is going.
+    async fn progress(&self, run_id: &str, progress: Progress) {
+        let _ = (run_id, progress);
+    }
+
+    /// A run ended: its exit reason and summary.
+    async fn run_finished(&self, report: &RunReport) {
+        let _ = report;
+    }
 }

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use tokamak::cli::check::{self, CheckOptions, Format};
+use tokamak::cli::fix::FixOptions;
 use tokamak::cli::model_check;
 
 /// Exit status for bad usage (clap uses it too).
@@ -33,6 +34,25 @@ enum Command {
         format: Format,
         /// Run exactly these checkers (comma-separated; `none` for syntax only). Default: as
         /// tokamak.toml says, or every built-in checker that is installed.
+        #[arg(long, value_delimiter = ',')]
+        checkers: Option<Vec<String>>,
+    },
+    /// Fix the errors and warnings in files and folders with the fix loop: deterministic
+    /// fixes first, then the model. Prints the diff and the exit reason per file; exit status
+    /// 0 when every file ends clean, 1 when not.
+    Fix {
+        /// Files or folders (folders are walked with .gitignore respected).
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Model attempts per file (default: fix.max_attempts, 3).
+        #[arg(long)]
+        max_attempts: Option<u32>,
+        /// Change nothing on disk; print the diff that would be made.
+        #[arg(long)]
+        dry_run: bool,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+        /// Run exactly these checkers (comma-separated; `none` for syntax only).
         #[arg(long, value_delimiter = ',')]
         checkers: Option<Vec<String>>,
     },
@@ -84,6 +104,12 @@ fn main() -> ExitCode {
         Command::Model { action: ModelAction::Check { role, stream } } => {
             tokamak::logging::init(None::<tracing_subscriber::layer::Identity>);
             runtime.block_on(run_model_check(role.as_deref(), stream))
+        }
+        Command::Fix { paths, max_attempts, dry_run, format, checkers } => {
+            tokamak::logging::init(None::<tracing_subscriber::layer::Identity>);
+            let checkers = checkers.map(|names| names.into_iter().filter(|n| n != "none").collect());
+            let options = FixOptions { max_attempts, dry_run, progress: format == Format::Text, checkers };
+            runtime.block_on(run_fix(&paths, format, &options))
         }
         Command::Check { paths, format, checkers } => {
             tokamak::logging::init(None::<tracing_subscriber::layer::Identity>);
@@ -146,4 +172,33 @@ async fn run_check(paths: &[PathBuf], format: Format, options: &CheckOptions) ->
         },
     }
     if report.has_errors() { ExitCode::from(1) } else { ExitCode::SUCCESS }
+}
+
+async fn run_fix(paths: &[PathBuf], format: Format, options: &FixOptions) -> ExitCode {
+    let results = match tokamak::cli::fix::fix(paths, options).await {
+        Ok(results) => results,
+        Err(err) => {
+            eprintln!("tokamak: {err:#}");
+            return ExitCode::from(USAGE);
+        }
+    };
+    match format {
+        Format::Text => {
+            for result in &results {
+                print!("{}", result.diff);
+            }
+            for result in &results {
+                println!("[{}] {}", result.exit_reason, result.summary);
+            }
+        }
+        Format::Json => match serde_json::to_string_pretty(&results) {
+            Ok(json) => println!("{json}"),
+            Err(err) => {
+                eprintln!("tokamak: cannot write JSON: {err}");
+                return ExitCode::FAILURE;
+            }
+        },
+    }
+    let clean = results.iter().all(|r| r.exit_reason == tokamak::agent::ExitReason::Clean);
+    if clean { ExitCode::SUCCESS } else { ExitCode::from(1) }
 }

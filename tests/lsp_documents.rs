@@ -84,7 +84,7 @@ fn stale_versions_are_dropped() {
     let published = client.diagnostics(&file);
     assert_eq!(published["version"], 6);
     assert_eq!(summarize(&published), vec![], "the stale edit must not have been applied");
-    assert!(client.stderr().contains("dropped version 4"), "{}", client.stderr());
+    client.wait_for_stderr("dropped version 4");
 }
 
 /// The same edit positions expressed in each encoding land on the same character.
@@ -129,7 +129,7 @@ fn save_with_different_text_resynchronises() {
     assert!(!summarize(&client.diagnostics(&file)).is_empty());
     client.notify("textDocument/didSave", json!({"textDocument": {"uri": file}, "text": "x = ()\n"}));
     assert_eq!(summarize(&client.diagnostics(&file)), vec![]);
-    assert!(client.stderr().contains("resynchronising"), "{}", client.stderr());
+    client.wait_for_stderr("resynchronising");
 }
 
 #[test]

@@ -34,9 +34,14 @@ fn advertises_what_it_serves() {
     assert_eq!(capabilities["textDocumentSync"]["openClose"], true);
     assert_eq!(capabilities["textDocumentSync"]["save"]["includeText"], true);
     assert_eq!(capabilities["documentSymbolProvider"], true);
-    assert_eq!(capabilities["codeActionProvider"], true);
+    assert_eq!(
+        capabilities["codeActionProvider"]["codeActionKinds"],
+        json!(["quickfix", "source.fixAll.tokamak"])
+    );
     let commands = capabilities["executeCommandProvider"]["commands"].as_array().unwrap();
-    assert!(commands.contains(&json!("tokamak.status")), "{commands:?}");
+    for command in ["tokamak.status", "tokamak.fix", "tokamak.cancel"] {
+        assert!(commands.contains(&json!(command)), "{commands:?}");
+    }
 }
 
 #[test]

@@ -147,7 +147,7 @@ fn a_run_made_stale_by_a_newer_version_is_cancelled() {
     let published = client.diagnostics_from(&uri, "slow");
     assert_eq!(published["version"], 2);
     assert_eq!(findings(&published["diagnostics"], "slow"), vec![(3, 1, "-".to_string())]);
-    assert!(client.stderr().contains("cancelled slow"), "{}", client.stderr());
+    client.wait_for_stderr("cancelled slow");
 }
 
 #[test]

@@ -25,7 +25,7 @@ use url::Url;
 
 pub use diagnostic::{CheckerFix, Diagnostic, Severity};
 pub use store::{FileDiagnostics, Origin, SourceEntry};
-pub use summary::error_summary;
+pub use summary::{CHARS_PER_TOKEN, error_summary};
 
 use crate::editor::{Editor, MessageLevel};
 use crate::sync::lock;
@@ -239,6 +239,42 @@ impl Observer {
     /// Everything known about a document now, from every source.
     pub fn diagnostics(&self, uri: &Url) -> Vec<Diagnostic> {
         lock(&self.state).files.get(uri).map(FileDiagnostics::all).unwrap_or_default()
+    }
+
+    /// The document as it is now, if open.
+    pub fn snapshot(&self, uri: &Url) -> Option<DocumentSnapshot> {
+        lock(&self.workspace).snapshot(uri)
+    }
+
+    /// What the sources that reported on exactly `version` found: the fix loop's view after
+    /// `settled` (a source that has not looked at this text, such as a code-action context
+    /// from before an edit, is left out).
+    pub fn diagnostics_at(&self, uri: &Url, version: Option<i32>) -> Vec<Diagnostic> {
+        lock(&self.state).files.get(uri).map(|f| f.at_version(version)).unwrap_or_default()
+    }
+
+    /// Waits until the document is at another version than `version` (the editor reported a
+    /// change), or `timeout` passes. `None`: closed, or still at `version`.
+    pub async fn changed_from(
+        &self,
+        uri: &Url,
+        version: Option<i32>,
+        timeout: Duration,
+    ) -> Option<DocumentSnapshot> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let notified = self.changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let snapshot = self.snapshot(uri)?;
+            if snapshot.version != version {
+                return Some(snapshot);
+            }
+            tokio::select! {
+                _ = &mut notified => {}
+                _ = tokio::time::sleep_until(deadline) => return None,
+            }
+        }
     }
 
     /// Waits until every active source has reported on `version` of the document (starting

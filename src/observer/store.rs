@@ -86,6 +86,12 @@ impl FileDiagnostics {
         merged(self.sources.values())
     }
 
+    /// What the sources that reported on exactly `version` found, de-duplicated, in
+    /// document order.
+    pub fn at_version(&self, version: Option<i32>) -> Vec<Diagnostic> {
+        merged(self.sources.values().filter(|e| e.version == version))
+    }
+
     /// `(source, failure)` for sources whose last run failed.
     pub fn failures(&self) -> Vec<(String, String)> {
         self.sources

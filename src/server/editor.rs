@@ -1,18 +1,42 @@
-//! The language server's side of the [`Editor`] trait: diagnostics and messages over LSP.
+//! The language server's side of the [`Editor`] trait: diagnostics, messages, edits
+//! (`workspace/applyEdit`), work-done progress and `tokamak/runFinished` over LSP.
 
 use async_trait::async_trait;
+use serde_json::json;
 use tower_lsp::Client;
-use tower_lsp::lsp_types::{MessageType, Url};
+use tower_lsp::lsp_types::notification::{Notification, Progress as ProgressNotification};
+use tower_lsp::lsp_types::request::{ApplyWorkspaceEdit, WorkDoneProgressCreate};
+use tower_lsp::lsp_types::*;
 
 use super::convert;
-use crate::editor::{Editor, MessageLevel};
+use crate::agent::RunReport;
+use crate::editor::{DocumentEdit, EditOutcome, Editor, MessageLevel, Progress};
 use crate::observer::Diagnostic;
 use crate::text::PositionEncoding;
 use crate::workspace::DocumentSnapshot;
 
+/// `tokamak/runFinished`: `{run_id, exit_reason, summary, files_changed, tokens}`.
+pub enum RunFinished {}
+
+impl Notification for RunFinished {
+    type Params = serde_json::Value;
+    const METHOD: &'static str = "tokamak/runFinished";
+}
+
+/// What the client said it supports, at `initialize`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ClientSupport {
+    /// `window.workDoneProgress`: server-initiated progress.
+    pub work_done_progress: bool,
+    /// `workspace.workspaceEdit.documentChanges`: versioned edits.
+    pub document_changes: bool,
+}
+
+#[derive(Clone)]
 pub struct LspEditor {
     pub client: Client,
     pub encoding: PositionEncoding,
+    pub support: ClientSupport,
 }
 
 #[async_trait]
@@ -28,11 +52,107 @@ impl Editor for LspEditor {
     }
 
     async fn show_message(&self, level: MessageLevel, message: String) {
-        let kind = match level {
-            MessageLevel::Error => MessageType::ERROR,
-            MessageLevel::Warning => MessageType::WARNING,
-            MessageLevel::Info => MessageType::INFO,
+        self.client.show_message(message_type(level), message).await;
+    }
+
+    async fn apply_edit(&self, edit: DocumentEdit<'_>) -> EditOutcome {
+        let snapshot = edit.snapshot;
+        let edits: Vec<TextEdit> = edit
+            .edits
+            .iter()
+            .map(|(range, text)| TextEdit {
+                range: convert::range(&snapshot.rope, *range, self.encoding),
+                new_text: text.clone(),
+            })
+            .collect();
+        let workspace_edit = if self.support.document_changes {
+            WorkspaceEdit {
+                document_changes: Some(DocumentChanges::Edits(vec![TextDocumentEdit {
+                    text_document: OptionalVersionedTextDocumentIdentifier {
+                        uri: snapshot.uri.clone(),
+                        version: snapshot.version,
+                    },
+                    edits: edits.into_iter().map(OneOf::Left).collect(),
+                }])),
+                ..WorkspaceEdit::default()
+            }
+        } else {
+            // no versions to guard with: the agent checked the version just before sending
+            WorkspaceEdit {
+                changes: Some([(snapshot.uri.clone(), edits)].into_iter().collect()),
+                ..WorkspaceEdit::default()
+            }
         };
-        self.client.show_message(kind, message).await;
+        let params = ApplyWorkspaceEditParams { label: Some(edit.label.to_string()), edit: workspace_edit };
+        match self.client.send_request::<ApplyWorkspaceEdit>(params).await {
+            Ok(response) if response.applied => EditOutcome::Applied { echoed: true },
+            Ok(response) => EditOutcome::Rejected(
+                response.failure_reason.unwrap_or_else(|| "the editor did not apply it".to_string()),
+            ),
+            Err(err) => EditOutcome::Rejected(format!("workspace/applyEdit failed: {}", err.message)),
+        }
+    }
+
+    async fn progress(&self, run_id: &str, progress: Progress) {
+        if !self.support.work_done_progress {
+            return;
+        }
+        let token = NumberOrString::String(run_id.to_string());
+        let value = match progress {
+            Progress::Begin { title, message } => {
+                let create = WorkDoneProgressCreateParams { token: token.clone() };
+                if let Err(err) = self.client.send_request::<WorkDoneProgressCreate>(create).await {
+                    tracing::debug!("window/workDoneProgress/create refused: {}", err.message);
+                }
+                WorkDoneProgress::Begin(WorkDoneProgressBegin {
+                    title,
+                    cancellable: Some(true),
+                    message: Some(message),
+                    percentage: Some(0),
+                })
+            }
+            Progress::Report { message, percentage } => WorkDoneProgress::Report(WorkDoneProgressReport {
+                cancellable: Some(true),
+                message: Some(message),
+                percentage,
+            }),
+            Progress::End { message } => {
+                WorkDoneProgress::End(WorkDoneProgressEnd { message: Some(message) })
+            }
+        };
+        self.client
+            .send_notification::<ProgressNotification>(ProgressParams {
+                token,
+                value: ProgressParamsValue::WorkDone(value),
+            })
+            .await;
+    }
+
+    async fn run_finished(&self, report: &RunReport) {
+        let params = json!({
+            "run_id": report.run_id,
+            "uri": report.uri,
+            "exit_reason": report.exit_reason,
+            "summary": report.summary,
+            "files_changed": report.files_changed,
+            "tokens": {"prompt": report.tokens.prompt, "completion": report.tokens.completion},
+            "attempts": report.attempts,
+            "deterministic_fixes": report.deterministic_fixes,
+        });
+        self.client.send_notification::<RunFinished>(params).await;
+        let level = match report.exit_reason {
+            crate::agent::ExitReason::Clean => MessageLevel::Info,
+            crate::agent::ExitReason::Cancelled => MessageLevel::Info,
+            _ => MessageLevel::Warning,
+        };
+        self.client.show_message(message_type(level), format!("Tokamak: {}", report.summary)).await;
+    }
+}
+
+fn message_type(level: MessageLevel) -> MessageType {
+    match level {
+        MessageLevel::Error => MessageType::ERROR,
+        MessageLevel::Warning => MessageType::WARNING,
+        MessageLevel::Info => MessageType::INFO,
     }
 }

@@ -10,9 +10,10 @@ use tower_lsp::lsp_types::{ExecuteCommandParams, Url};
 use super::{Backend, convert};
 use crate::model::ModelConfig;
 
-/// The commands advertised at `initialize`. The agent's commands (`tokamak.fix`,
-/// `tokamak.plan`, …) join as they are built.
-pub const COMMANDS: &[&str] = &["tokamak.status", "tokamak.diagnostics", "tokamak.checkModel"];
+/// The commands advertised at `initialize`. The planner's commands (`tokamak.plan`, …) join
+/// as they are built.
+pub const COMMANDS: &[&str] =
+    &["tokamak.fix", "tokamak.cancel", "tokamak.status", "tokamak.diagnostics", "tokamak.checkModel"];
 
 /// `tokamak.checkModel` holds the message queue while it waits, so it waits no longer than
 /// this whatever the model's own timeout.
@@ -24,6 +25,8 @@ const DEBUG_PANIC: &str = "tokamak.debug.panic";
 
 pub async fn execute_command(backend: &Backend, params: ExecuteCommandParams) -> Result<Option<Value>> {
     match params.command.as_str() {
+        "tokamak.fix" => super::runs::fix(backend, argument(params.arguments)?).await.map(Some),
+        "tokamak.cancel" => Ok(Some(super::runs::cancel(backend, argument(params.arguments)?))),
         "tokamak.status" => Ok(Some(status(backend))),
         "tokamak.diagnostics" => diagnostics(backend, argument(params.arguments)?).await.map(Some),
         "tokamak.checkModel" => check_model(backend, argument(params.arguments)?).await.map(Some),
@@ -43,6 +46,7 @@ fn status(backend: &Backend) -> Value {
         "version": env!("CARGO_PKG_VERSION"),
         "positionEncoding": backend.encoding().lsp_name(),
         "openDocuments": backend.workspace().open_documents(),
+        "runs": super::runs::list(backend),
     })
 }
 

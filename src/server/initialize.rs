@@ -52,6 +52,24 @@ pub async fn initialize(backend: &Backend, params: InitializeParams) -> Result<I
     *crate::sync::lock(&backend.base_models) = choice.clone();
     *crate::sync::lock(&backend.models) = choice;
     let configuration = params.capabilities.workspace.as_ref().and_then(|w| w.configuration).unwrap_or(false);
+    let support = super::editor::ClientSupport {
+        work_done_progress: params
+            .capabilities
+            .window
+            .as_ref()
+            .and_then(|w| w.work_done_progress)
+            .unwrap_or(false),
+        document_changes: params
+            .capabilities
+            .workspace
+            .as_ref()
+            .and_then(|w| w.workspace_edit.as_ref())
+            .and_then(|e| e.document_changes)
+            .unwrap_or(false),
+    };
+    let _ = backend.support.set(support);
+    let _ = backend.root.set(root.clone());
+    *crate::sync::lock(&backend.fix_settings) = settings.fix.clone();
     let _ = backend.client_configuration.set(configuration);
     let editor: Arc<dyn Editor> = Arc::new(backend.editor());
     let observer = Observer::new(Arc::clone(&backend.workspace), editor, checkers, root.clone());
@@ -100,7 +118,14 @@ fn capabilities(encoding: PositionEncoding) -> ServerCapabilities {
             ..TextDocumentSyncOptions::default()
         })),
         document_symbol_provider: Some(OneOf::Left(true)),
-        code_action_provider: Some(CodeActionProviderCapability::Simple(true)),
+        code_action_provider: Some(CodeActionProviderCapability::Options(CodeActionOptions {
+            code_action_kinds: Some(vec![
+                CodeActionKind::QUICKFIX,
+                CodeActionKind::from(super::code_action::FIX_ALL.to_string()),
+            ]),
+            work_done_progress_options: WorkDoneProgressOptions::default(),
+            resolve_provider: Some(false),
+        })),
         execute_command_provider: Some(ExecuteCommandOptions {
             commands: execute_command::COMMANDS.iter().map(|c| c.to_string()).collect(),
             work_done_progress_options: WorkDoneProgressOptions::default(),

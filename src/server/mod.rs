@@ -19,6 +19,7 @@ mod execute_command;
 mod guard;
 mod initialize;
 mod log_message;
+mod runs;
 mod text_sync;
 mod transport;
 
@@ -33,7 +34,7 @@ pub use log_message::{LogMessageLayer, LogMessageQueue, channel as log_message_c
 use crate::observer::Observer;
 use crate::text::PositionEncoding;
 use crate::workspace::Workspace;
-use editor::LspEditor;
+use editor::{ClientSupport, LspEditor};
 
 /// Shared by every handler.
 pub struct Backend {
@@ -50,6 +51,14 @@ pub struct Backend {
     base_models: Mutex<ModelChoice>,
     /// The client answers `workspace/configuration` requests.
     client_configuration: OnceLock<bool>,
+    /// What the client supports (progress, versioned edits), from `initialize`.
+    support: OnceLock<ClientSupport>,
+    /// The workspace root, from `initialize`.
+    root: OnceLock<Option<std::path::PathBuf>>,
+    /// `[fix]` from `tokamak.toml` and `initializationOptions`.
+    fix_settings: Mutex<crate::config::FixSettings>,
+    /// The agent runs going on.
+    runs: crate::agent::Runs,
     log_queue: Mutex<Option<LogMessageQueue>>,
 }
 
@@ -70,6 +79,10 @@ impl Backend {
             models: Mutex::new(ModelChoice::default()),
             base_models: Mutex::new(ModelChoice::default()),
             client_configuration: OnceLock::new(),
+            support: OnceLock::new(),
+            root: OnceLock::new(),
+            fix_settings: Mutex::new(crate::config::FixSettings::default()),
+            runs: crate::agent::Runs::default(),
             log_queue: Mutex::new(log_queue),
         }
     }
@@ -83,7 +96,11 @@ impl Backend {
     }
 
     fn editor(&self) -> LspEditor {
-        LspEditor { client: self.client.clone(), encoding: self.encoding() }
+        LspEditor {
+            client: self.client.clone(),
+            encoding: self.encoding(),
+            support: self.support.get().copied().unwrap_or_default(),
+        }
     }
 
     /// The Observer; `None` only before `initialize`, when tower-lsp refuses everything else.
@@ -100,6 +117,7 @@ impl Backend {
 pub async fn run_stdio(log_queue: Option<LogMessageQueue>) {
     let (service, socket) = LspService::build(|client| Backend::new(client, log_queue))
         .custom_method(client_diagnostics::METHOD, Backend::client_diagnostics)
+        .custom_method(runs::CANCEL_PROGRESS, Backend::work_done_progress_cancel)
         .finish();
     let stdin = transport::checked_input(tokio::io::stdin());
     let stdout = tokio::io::stdout();
@@ -110,6 +128,10 @@ impl Backend {
     async fn client_diagnostics(&self, params: client_diagnostics::ClientDiagnosticsParams) {
         guard::notification(client_diagnostics::METHOD, client_diagnostics::client_diagnostics(self, params))
             .await;
+    }
+
+    async fn work_done_progress_cancel(&self, params: WorkDoneProgressCancelParams) {
+        guard::notification(runs::CANCEL_PROGRESS, runs::work_done_progress_cancel(self, params)).await;
     }
 }
 

@@ -26,6 +26,24 @@ pub struct LspClient {
     stderr: Arc<Mutex<String>>,
     /// Answers to requests from the server, by method (others get `null`).
     answers: std::collections::HashMap<String, Value>,
+    /// Set by [`LspClient::act_as_editor`].
+    editor: Option<EditorState>,
+}
+
+/// Typing the user does, as a function of the document's text.
+pub type Typing = Box<dyn FnOnce(&str) -> String + Send>;
+
+/// The client acting as an editor: it keeps the text of every document it opened, applies
+/// the server's `workspace/applyEdit` (refusing a stale version, as VS Code does) and reports
+/// each change with `didChange`, as a real editor would.
+#[derive(Default)]
+pub struct EditorState {
+    /// `uri → (version, text)`.
+    pub documents: std::collections::HashMap<String, (i32, String)>,
+    /// The params of every `workspace/applyEdit` received, in order.
+    pub edits: Vec<Value>,
+    /// Typing that happens just before the next `workspace/applyEdit` reaches the document.
+    typing: Option<(String, Typing)>,
 }
 
 impl LspClient {
@@ -71,6 +89,7 @@ impl LspClient {
             next_id: 1,
             stderr: log,
             answers: Default::default(),
+            editor: None,
         }
     }
 
@@ -139,7 +158,11 @@ impl LspClient {
             match self.incoming.recv_timeout(left) {
                 Ok(message) => {
                     if let (Some(method), Some(id)) = (message["method"].as_str(), message.get("id")) {
-                        let result = self.answers.get(method).cloned().unwrap_or(Value::Null);
+                        let result = if method == "workspace/applyEdit" && self.editor.is_some() {
+                            self.apply_workspace_edit(&message["params"])
+                        } else {
+                            self.answers.get(method).cloned().unwrap_or(Value::Null)
+                        };
                         let id = id.clone();
                         self.send(&json!({"jsonrpc": "2.0", "id": id, "result": result}));
                     }
@@ -181,6 +204,9 @@ impl LspClient {
     }
 
     pub fn open(&mut self, uri: &str, language_id: &str, version: i32, text: &str) {
+        if let Some(editor) = &mut self.editor {
+            editor.documents.insert(uri.to_string(), (version, text.to_string()));
+        }
         self.notify(
             "textDocument/didOpen",
             json!({"textDocument": {"uri": uri, "languageId": language_id, "version": version, "text": text}}),
@@ -188,10 +214,95 @@ impl LspClient {
     }
 
     pub fn change(&mut self, uri: &str, version: i32, changes: Value) {
+        if let Some(editor) = &mut self.editor
+            && let Some((v, text)) = editor.documents.get_mut(uri)
+        {
+            for change in changes.as_array().expect("changes array") {
+                apply_change(text, change);
+            }
+            *v = version;
+        }
         self.notify(
             "textDocument/didChange",
             json!({"textDocument": {"uri": uri, "version": version}, "contentChanges": changes}),
         );
+    }
+
+    /// From now on, act as an editor (see [`EditorState`]).
+    pub fn act_as_editor(&mut self) {
+        self.editor.get_or_insert_with(EditorState::default);
+    }
+
+    /// The editor's state (panics unless [`LspClient::act_as_editor`] was called).
+    pub fn editor(&self) -> &EditorState {
+        self.editor.as_ref().expect("act_as_editor first")
+    }
+
+    /// The editor's text of a document.
+    pub fn text(&self, uri: &str) -> String {
+        self.editor().documents.get(uri).map(|(_, t)| t.clone()).expect("document open in the editor")
+    }
+
+    /// The user types `typing` into `uri` just before the next `workspace/applyEdit` arrives.
+    pub fn type_before_next_edit(&mut self, uri: &str, typing: Typing) {
+        self.editor.as_mut().expect("act_as_editor first").typing = Some((uri.to_string(), typing));
+    }
+
+    /// The user replaces the whole text of `uri` now (one `didChange`).
+    pub fn type_now(&mut self, uri: &str, typing: Typing) {
+        let (version, text) = self.editor().documents.get(uri).cloned().expect("document open");
+        let new = typing(&text);
+        self.change(uri, version + 1, json!([{"text": new}]));
+    }
+
+    fn apply_workspace_edit(&mut self, params: &Value) -> Value {
+        let editor = self.editor.as_mut().expect("editor mode");
+        editor.edits.push(params.clone());
+        let mut per_document: Vec<(String, Option<i64>, Vec<Value>)> = Vec::new();
+        if let Some(changes) = params["edit"]["documentChanges"].as_array() {
+            for change in changes {
+                let uri = change["textDocument"]["uri"].as_str().unwrap_or_default().to_string();
+                let edits = change["edits"].as_array().cloned().unwrap_or_default();
+                per_document.push((uri, change["textDocument"]["version"].as_i64(), edits));
+            }
+        } else if let Some(changes) = params["edit"]["changes"].as_object() {
+            for (uri, edits) in changes {
+                per_document.push((uri.clone(), None, edits.as_array().cloned().unwrap_or_default()));
+            }
+        }
+        if let Some((uri, typing)) = editor.typing.take() {
+            self.type_now(&uri, typing);
+        }
+        let editor = self.editor.as_ref().expect("editor mode");
+        for (uri, version, _) in &per_document {
+            let Some((current, _)) = editor.documents.get(uri) else {
+                return json!({"applied": false, "failureReason": format!("{uri} is not open")});
+            };
+            if version.is_some_and(|v| v != i64::from(*current)) {
+                return json!({"applied": false, "failureReason": format!("version {version:?} of {uri} is stale: the document is at {current}")});
+            }
+        }
+        for (uri, _, mut edits) in per_document {
+            edits.sort_by_key(|e| {
+                (e["range"]["start"]["line"].as_u64(), e["range"]["start"]["character"].as_u64())
+            });
+            edits.reverse();
+            let changes: Vec<Value> =
+                edits.iter().map(|e| json!({"range": e["range"], "text": e["newText"]})).collect();
+            let version = self.editor().documents[&uri].0 + 1;
+            self.change(&uri, version, Value::Array(changes));
+        }
+        json!({"applied": true})
+    }
+
+    /// Waits until the server's stderr contains `needle` (it is read on its own thread, so
+    /// it can lag behind stdout); panics with the log after [`TIMEOUT`].
+    pub fn wait_for_stderr(&self, needle: &str) {
+        let deadline = Instant::now() + TIMEOUT;
+        while !self.stderr().contains(needle) {
+            assert!(Instant::now() < deadline, "stderr never said {needle:?}:\n{}", self.stderr());
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// Everything the server wrote to stderr so far.
@@ -260,6 +371,39 @@ fn read_message(reader: &mut impl BufRead) -> Option<Value> {
     let mut body = vec![0; length?];
     reader.read_exact(&mut body).ok()?;
     serde_json::from_slice(&body).ok()
+}
+
+/// Applies one `didChange` content change (positions in UTF-16) to `text`.
+pub fn apply_change(text: &mut String, change: &Value) {
+    let new_text = change["text"].as_str().expect("change text");
+    if change.get("range").is_none() {
+        *text = new_text.to_string();
+        return;
+    }
+    let start = utf16_offset(text, &change["range"]["start"]);
+    let end = utf16_offset(text, &change["range"]["end"]);
+    text.replace_range(start..end, new_text);
+}
+
+/// The byte offset of an LSP position (UTF-16 columns), clamped to the text.
+fn utf16_offset(text: &str, position: &Value) -> usize {
+    let line = position["line"].as_u64().expect("line") as usize;
+    let character = position["character"].as_u64().expect("character") as usize;
+    let mut offset = 0;
+    for _ in 0..line {
+        match text[offset..].find('\n') {
+            Some(i) => offset += i + 1,
+            None => return text.len(),
+        }
+    }
+    let mut units = 0;
+    for (i, ch) in text[offset..].char_indices() {
+        if units >= character || ch == '\n' {
+            return offset + i;
+        }
+        units += ch.len_utf16();
+    }
+    text.len()
 }
 
 /// A `file://` URI for a name under a fake root (the server never reads it from disk).
@@ -360,6 +504,23 @@ impl LspClient {
     /// A server whose workspace folder is `root`, able to find the real checkers, with
     /// `options` as `initializationOptions`.
     pub fn for_project(root: &std::path::Path, options: Value) -> LspClient {
+        LspClient::for_project_with(root, options, json!({"general": {"positionEncodings": ["utf-16"]}}))
+    }
+
+    /// As [`LspClient::for_project`], for a client that acts as an editor: it offers
+    /// work-done progress and versioned workspace edits, and applies the edits it is sent.
+    pub fn editor_for_project(root: &std::path::Path, options: Value) -> LspClient {
+        let capabilities = json!({
+            "general": {"positionEncodings": ["utf-16"]},
+            "window": {"workDoneProgress": true},
+            "workspace": {"applyEdit": true, "workspaceEdit": {"documentChanges": true}},
+        });
+        let mut client = LspClient::for_project_with(root, options, capabilities);
+        client.act_as_editor();
+        client
+    }
+
+    pub fn for_project_with(root: &std::path::Path, options: Value, capabilities: Value) -> LspClient {
         let env = tool_env();
         let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         let mut client = LspClient::start_with_env(&env);
@@ -369,7 +530,7 @@ impl LspClient {
                 "processId": null,
                 "rootUri": file_uri(root),
                 "workspaceFolders": [{"uri": file_uri(root), "name": "project"}],
-                "capabilities": {"general": {"positionEncodings": ["utf-16"]}},
+                "capabilities": capabilities,
                 "initializationOptions": options,
             }),
         );

@@ -1,0 +1,491 @@
+//! The fix loop (SPEC F1, F2, F4): observe → deterministic fixes → (summary + focused context
+//! → model → parse → apply → settle → compare) until the targets are gone or a guard stops
+//! the run. The same engine serves the language server and `tokamak fix`: it acts only
+//! through the [`Editor`] trait and the [`Observer`].
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use url::Url;
+
+use super::ladder::{DeterministicFix, apply_fixes, checker_fixes, missing_token_fixes};
+use super::prompt::FixPrompt;
+use super::reground::reground;
+use super::report::{ExitReason, RunReport, Tokens};
+use super::runs::RunHandle;
+use super::targets::{Comparison, Problems, Scope, compare, problems, select};
+use crate::config::FixSettings;
+use crate::edit::{Block, apply_blocks, minimal_edits, parse_reply};
+use crate::editor::{DocumentEdit, EditOutcome, Editor, Progress};
+use crate::model::{CallOptions, Model, ModelError, Request};
+use crate::observer::{Diagnostic, Observer, SettleError};
+use crate::sync::lock;
+use crate::text::{PositionEncoding, TextChange, TextRange};
+use crate::workspace::DocumentSnapshot;
+
+/// Rounds of deterministic fixes before the model (inserting one token may reveal another).
+const DETERMINISTIC_ROUNDS: usize = 3;
+/// How long an editor may take to report an edit it applied as a document change.
+const ECHO_TIMEOUT: Duration = Duration::from_secs(10);
+/// After a rejected edit, how long to wait for the user's change to arrive before retrying.
+const REJECT_GRACE: Duration = Duration::from_millis(500);
+/// How often observing may find the document changed again (the user typing) before giving up.
+const OBSERVE_TRIES: usize = 5;
+
+/// What to fix.
+#[derive(Debug, Clone)]
+pub struct FixRequest {
+    pub uri: Url,
+    pub scope: Scope,
+}
+
+/// What a run works with; the same for the server and the command line.
+pub struct FixContext {
+    pub observer: Arc<Observer>,
+    pub editor: Arc<dyn Editor>,
+    /// The model, or why there is none (the deterministic fixes still run).
+    pub model: Result<Arc<dyn Model>, ModelError>,
+    pub settings: FixSettings,
+    /// Paths are shown to the model relative to this.
+    pub root: Option<PathBuf>,
+}
+
+/// Counts that survive the run being stopped from outside (cancel, time limit).
+#[derive(Debug, Default)]
+struct Tally {
+    tokens: Tokens,
+    attempts: u32,
+    deterministic: u32,
+    changed: bool,
+    targets_before: usize,
+    targets_after: usize,
+}
+
+/// Why the loop ended, and the sentence that says so.
+struct Stop {
+    reason: ExitReason,
+    summary: String,
+}
+
+impl Stop {
+    fn new(reason: ExitReason, summary: impl Into<String>) -> Stop {
+        Stop { reason, summary: summary.into() }
+    }
+
+    fn failed(summary: impl Into<String>) -> Stop {
+        Stop::new(ExitReason::Failed, summary)
+    }
+}
+
+/// Runs one fix to its end and reports it (also to the editor). The run's registration ends
+/// before the report goes out, so the document is free for the next run when it arrives.
+pub async fn fix(context: &FixContext, request: &FixRequest, run: RunHandle) -> RunReport {
+    let report = fix_inner(context, request, &run).await;
+    drop(run);
+    context.editor.run_finished(&report).await;
+    report
+}
+
+async fn fix_inner(context: &FixContext, request: &FixRequest, run: &RunHandle) -> RunReport {
+    let name = display_path(context.root.as_deref(), &request.uri);
+    context
+        .editor
+        .progress(
+            &run.run_id,
+            Progress::Begin { title: format!("Tokamak: fixing {name}"), message: "observing".to_string() },
+        )
+        .await;
+    let tally = Mutex::new(Tally::default());
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(context.settings.time_limit_s.max(1));
+    let stop = tokio::select! {
+        stop = run_loop(context, request, run, &name, &tally) => stop,
+        () = run.cancel.cancelled() => Stop::new(ExitReason::Cancelled, "Cancelled"),
+        () = tokio::time::sleep_until(deadline) => Stop::new(
+            ExitReason::TimeLimit,
+            format!("Stopped at the time limit of {} s (fix.time_limit_s)", context.settings.time_limit_s),
+        ),
+    };
+    let tally = std::mem::take(&mut *lock(&tally));
+    let summary = summarize(&name, &stop, &tally);
+    tracing::info!("{}: {} — {summary}", run.run_id, stop.reason);
+    context.editor.progress(&run.run_id, Progress::End { message: summary.clone() }).await;
+    RunReport {
+        run_id: run.run_id.clone(),
+        uri: request.uri.clone(),
+        exit_reason: stop.reason,
+        summary,
+        files_changed: if tally.changed { vec![request.uri.clone()] } else { Vec::new() },
+        tokens: tally.tokens,
+        attempts: tally.attempts,
+        deterministic_fixes: tally.deterministic,
+        targets_before: tally.targets_before,
+        targets_after: tally.targets_after,
+    }
+}
+
+fn summarize(name: &str, stop: &Stop, tally: &Tally) -> String {
+    let mut summary = format!("{name}: {}", stop.summary);
+    let mut facts = Vec::new();
+    if tally.deterministic > 0 {
+        facts.push(format!("{} fix(es) without the model", tally.deterministic));
+    }
+    if tally.attempts > 0 {
+        facts.push(format!("{} model attempt(s)", tally.attempts));
+    }
+    if tally.tokens.total() > 0 {
+        facts.push(format!("{} tokens", tally.tokens.total()));
+    }
+    if !facts.is_empty() {
+        summary.push_str(&format!(" ({})", facts.join(", ")));
+    }
+    if tally.changed && stop.reason != ExitReason::Clean {
+        summary.push_str("; the edits made stay (undo them in the editor)");
+    }
+    summary.push('.');
+    summary
+}
+
+async fn run_loop(
+    context: &FixContext,
+    request: &FixRequest,
+    run: &RunHandle,
+    name: &str,
+    tally: &Mutex<Tally>,
+) -> Stop {
+    match fix_loop(context, request, run, name, tally).await {
+        Ok(stop) | Err(stop) => stop,
+    }
+}
+
+async fn fix_loop(
+    context: &FixContext,
+    request: &FixRequest,
+    run: &RunHandle,
+    name: &str,
+    tally: &Mutex<Tally>,
+) -> Result<Stop, Stop> {
+    let uri = &request.uri;
+    let settings = &context.settings;
+    let (mut snapshot, now) = observe(context, uri).await?;
+    let baseline = problems(&now);
+    let mut focus = select(&request.scope, &now);
+    if focus.is_empty() {
+        return Ok(Stop::new(ExitReason::Clean, "nothing to fix"));
+    }
+    let targets = problems(&focus);
+    lock(tally).targets_before = focus.len();
+    lock(tally).targets_after = focus.len();
+    let mut seen: Vec<Problems> = vec![targets.clone()];
+    let mut history: Vec<String> = Vec::new();
+
+    // the first rung: fixes that need no model
+    for _ in 0..DETERMINISTIC_ROUNDS {
+        let fixes = deterministic_fixes(&snapshot, &focus);
+        let text = snapshot.rope.to_string();
+        let (new_text, applied) = apply_fixes(&text, &fixes);
+        if applied.is_empty() || new_text == text {
+            break;
+        }
+        let described: Vec<&str> = applied.iter().map(|f| f.description.as_str()).collect();
+        report(context, run, format!("applying {}", described.join(", ")), None).await;
+        let edits = minimal_edits(&text, &new_text);
+        apply(context, &snapshot, &edits, "Tokamak: deterministic fix").await?;
+        {
+            let mut tally = lock(tally);
+            tally.deterministic += applied.len() as u32;
+            tally.changed = true;
+        }
+        history.push(format!("(not the model) Tokamak itself applied: {}.", described.join("; ")));
+        let (after, now) = observe(context, uri).await?;
+        snapshot = after;
+        let comparison = compare(&targets, &baseline, &now);
+        lock(tally).targets_after = comparison.remaining.len();
+        if comparison.is_clean() {
+            return Ok(Stop::new(ExitReason::Clean, fixed_sentence(focus_len(&targets))));
+        }
+        focus = comparison.next_targets();
+    }
+
+    // the second rung: the model
+    let model = match &context.model {
+        Ok(model) => Arc::clone(model),
+        Err(err) => {
+            return Err(Stop::failed(format!(
+                "{} problem(s) left that need a model, and none could be used: {err}",
+                focus.len()
+            )));
+        }
+    };
+    let path = display_path(context.root.as_deref(), uri);
+    for attempt in 1..=settings.max_attempts {
+        let spent = lock(tally).tokens.total();
+        if spent >= settings.max_tokens {
+            return Err(Stop::new(
+                ExitReason::TokenLimit,
+                format!("stopped after spending {spent} tokens (fix.max_tokens is {})", settings.max_tokens),
+            ));
+        }
+        let percentage = (attempt - 1) * 100 / settings.max_attempts.max(1);
+        let info = model.info();
+        report(
+            context,
+            run,
+            format!(
+                "attempt {attempt}/{}: asking {} about {} problem(s)",
+                settings.max_attempts,
+                info.model,
+                focus.len()
+            ),
+            Some(percentage),
+        )
+        .await;
+        let prompt = FixPrompt {
+            snapshot: &snapshot,
+            path: &path,
+            targets: &focus,
+            history: &history,
+            context_tokens: settings.context_tokens,
+        };
+        let options = CallOptions { deltas: None, cancel: run.cancel.child_token() };
+        let reply = match model.send(&Request::chat(prompt.messages()), &options).await {
+            Ok(reply) => reply,
+            Err(ModelError::Cancelled { .. }) => return Err(Stop::new(ExitReason::Cancelled, "Cancelled")),
+            Err(err) => return Err(Stop::failed(format!("the model could not be used: {err}"))),
+        };
+        {
+            let mut tally = lock(tally);
+            tally.attempts = attempt;
+            tally.tokens.prompt = tally.tokens.prompt.saturating_add(reply.usage.prompt_tokens);
+            tally.tokens.completion = tally.tokens.completion.saturating_add(reply.usage.completion_tokens);
+        }
+        tracing::debug!("{}: attempt {attempt} reply:\n{}", run.run_id, reply.text);
+
+        let base = snapshot.rope.to_string();
+        let new_text = match blocks_for(&reply.text, name, &path) {
+            Err(reason) => {
+                history.push(reason);
+                continue;
+            }
+            Ok(blocks) => match apply_blocks(&base, &blocks, settings.similarity) {
+                Err(err) => {
+                    history.push(format!("{err}. Nothing from that reply was applied."));
+                    continue;
+                }
+                Ok(applied) if applied.text == base => {
+                    history.push(
+                        "your blocks changed nothing: what they REPLACE with is already in the file."
+                            .to_string(),
+                    );
+                    continue;
+                }
+                Ok(applied) => applied.text,
+            },
+        };
+        let edits = minimal_edits(&base, &new_text);
+        report(
+            context,
+            run,
+            format!("attempt {attempt}: applying {} edit(s)", edits.len()),
+            Some(percentage),
+        )
+        .await;
+        apply(context, &snapshot, &edits, &format!("Tokamak: fix attempt {attempt}")).await?;
+        lock(tally).changed = true;
+        let (after, now) = observe(context, uri).await?;
+        let comparison = compare(&targets, &baseline, &now);
+        lock(tally).targets_after = comparison.remaining.len() + comparison.introduced.len();
+        if comparison.is_clean() {
+            return Ok(Stop::new(ExitReason::Clean, fixed_sentence(focus_len(&targets))));
+        }
+        let state = comparison.problems();
+        if seen.contains(&state) {
+            return Err(Stop::new(
+                ExitReason::RepeatedError,
+                format!(
+                    "stopped: after attempt {attempt} the same error is back ({})",
+                    first_message(&comparison)
+                ),
+            ));
+        }
+        seen.push(state);
+        history.push(describe_outcome(&after, &edits_lines(&base, &edits), &comparison));
+        snapshot = after;
+        focus = comparison.next_targets();
+    }
+    let left = lock(tally).targets_after;
+    Err(Stop::new(
+        ExitReason::MaxAttempts,
+        format!("{left} problem(s) left after {} attempts (fix.max_attempts)", settings.max_attempts),
+    ))
+}
+
+fn focus_len(targets: &Problems) -> usize {
+    targets.values().sum()
+}
+
+fn fixed_sentence(count: usize) -> String {
+    format!("fixed {count} problem(s)")
+}
+
+fn first_message(comparison: &Comparison) -> String {
+    comparison.next_targets().first().map(|d| d.message.clone()).unwrap_or_default()
+}
+
+async fn report(context: &FixContext, run: &RunHandle, message: String, percentage: Option<u32>) {
+    context.editor.progress(&run.run_id, Progress::Report { message, percentage }).await;
+}
+
+/// The deterministic fixes for the diagnostics in focus: missing tokens at them, and the
+/// checkers' own safe fixes for them.
+fn deterministic_fixes(snapshot: &DocumentSnapshot, focus: &[Diagnostic]) -> Vec<DeterministicFix> {
+    let near =
+        |range: TextRange| focus.iter().any(|d| d.range.start <= range.end && range.start <= d.range.end);
+    let mut fixes: Vec<DeterministicFix> = missing_token_fixes(snapshot)
+        .into_iter()
+        .filter(|fix| fix.edits.iter().all(|(range, _)| near(*range)))
+        .collect();
+    fixes.extend(checker_fixes(focus));
+    fixes
+}
+
+/// The reply's blocks for this document. A block naming another file is refused: a fix run
+/// changes only its own document.
+fn blocks_for(reply: &str, name: &str, path: &str) -> Result<Vec<Block>, String> {
+    let blocks = parse_reply(reply);
+    if blocks.is_empty() {
+        return Err("your reply had no SEARCH/REPLACE block, so nothing was changed. Reply with blocks in the format asked for.".to_string());
+    }
+    for (index, block) in blocks.iter().enumerate() {
+        let file = match block {
+            Block::SearchReplace { file, .. } | Block::WholeFile { file, .. } => file.as_deref(),
+        };
+        if let Some(file) = file {
+            let file = file.trim_start_matches("./");
+            let ours = |candidate: &str| candidate == file || candidate.ends_with(&format!("/{file}"));
+            let file_name = Path::new(file).file_name().and_then(|n| n.to_str()).unwrap_or(file);
+            if !ours(path) && !ours(name) && !path.ends_with(file_name) {
+                return Err(format!(
+                    "block {} is for {file}, but this run may change only {path}. Nothing from that reply was applied.",
+                    index + 1
+                ));
+            }
+        }
+    }
+    Ok(blocks)
+}
+
+/// The 1-based lines of `base` that `edits` touch, as "12" or "12–14".
+fn edits_lines(base: &str, edits: &[(TextRange, String)]) -> String {
+    let line = |offset: usize| base[..offset.min(base.len())].matches('\n').count() + 1;
+    let (Some(first), Some(last)) = (edits.first(), edits.last()) else {
+        return "no lines".to_string();
+    };
+    let (from, to) = (line(first.0.start), line(last.0.end));
+    if from == to { format!("line {from}") } else { format!("lines {from}–{to}") }
+}
+
+fn describe_outcome(after: &DocumentSnapshot, lines: &str, comparison: &Comparison) -> String {
+    let mut out = format!("your edit was applied ({lines} changed), but problems remain:");
+    for (label, list) in
+        [("still there", &comparison.remaining), ("new, made by that edit", &comparison.introduced)]
+    {
+        for diagnostic in list.iter().take(5) {
+            let at =
+                crate::text::offset_to_line_col(&after.rope, diagnostic.range.start, PositionEncoding::Utf32);
+            out.push_str(&format!(" [{label}] line {}: {};", at.line + 1, diagnostic.message));
+        }
+    }
+    out.push_str(" The code shown above is the file as it is now.");
+    out
+}
+
+/// The document's current snapshot and what every source found on exactly that text,
+/// waiting for the checkers. The user typing meanwhile starts the wait over.
+async fn observe(context: &FixContext, uri: &Url) -> Result<(DocumentSnapshot, Vec<Diagnostic>), Stop> {
+    let timeout = Duration::from_millis(context.settings.settle_timeout_ms.max(1));
+    for _ in 0..OBSERVE_TRIES {
+        let snapshot = context.observer.snapshot(uri).ok_or_else(|| closed(uri))?;
+        match context.observer.settled(uri, snapshot.version, timeout).await {
+            Ok(settled) => {
+                if !settled.missing.is_empty() {
+                    tracing::warn!("{uri}: going on without {}", settled.missing.join(", "));
+                }
+                return Ok((snapshot.clone(), context.observer.diagnostics_at(uri, snapshot.version)));
+            }
+            Err(SettleError::Changed { .. }) => tokio::time::sleep(Duration::from_millis(100)).await,
+            Err(SettleError::NotOpen(_)) => return Err(closed(uri)),
+        }
+    }
+    Err(Stop::failed(
+        "the document kept changing while Tokamak waited for its checkers; run the fix again when you pause",
+    ))
+}
+
+fn closed(uri: &Url) -> Stop {
+    Stop::failed(format!("{uri} was closed during the run"))
+}
+
+/// Makes `edits` (in bytes of `base`) in the document through the editor. If the user typed
+/// since `base`, the edits are moved onto the new text first; an edit the editor rejects
+/// (its version went stale) is re-grounded and tried once more, never forced.
+async fn apply(
+    context: &FixContext,
+    base: &DocumentSnapshot,
+    edits: &[(TextRange, String)],
+    label: &str,
+) -> Result<DocumentSnapshot, Stop> {
+    let uri = &base.uri;
+    let base_text = base.rope.to_string();
+    let mut rejected: Option<String> = None;
+    loop {
+        let current = context.observer.snapshot(uri).ok_or_else(|| closed(uri))?;
+        let current_text = current.rope.to_string();
+        let edits = reground(&base_text, &current_text, edits).map_err(|conflict| {
+            tracing::info!("{uri}: {conflict}");
+            Stop::failed("you edited the lines the fix changes, so it was not applied (your typing wins); run the fix again")
+        })?;
+        let outcome =
+            context.editor.apply_edit(DocumentEdit { snapshot: &current, edits: &edits, label }).await;
+        match outcome {
+            EditOutcome::Applied { echoed: true } => {
+                return context.observer.changed_from(uri, current.version, ECHO_TIMEOUT).await.ok_or_else(
+                    || Stop::failed("the editor applied the edit but never reported the changed text"),
+                );
+            }
+            EditOutcome::Applied { echoed: false } => {
+                let mut text = current_text;
+                for (range, insert) in edits.iter().rev() {
+                    text.replace_range(range.start..range.end, insert);
+                }
+                let version = current.version.unwrap_or(0).saturating_add(1);
+                let change = TextChange { range: None, text };
+                return context
+                    .observer
+                    .change(uri, version, &[change], PositionEncoding::Utf8)
+                    .await
+                    .map(|(snapshot, _)| snapshot)
+                    .map_err(|err| Stop::failed(format!("the edit could not be recorded: {err}")));
+            }
+            EditOutcome::Rejected(reason) => {
+                if let Some(first) = rejected {
+                    return Err(Stop::failed(format!(
+                        "the editor refused the edit twice ({first}; then {reason}); nothing was forced"
+                    )));
+                }
+                tracing::info!("{uri}: edit rejected ({reason}); re-grounding on the current text");
+                // the user's change that made it stale may still be on its way
+                let _ = context.observer.changed_from(uri, current.version, REJECT_GRACE).await;
+                rejected = Some(reason);
+            }
+        }
+    }
+}
+
+/// How a document is named to the model and the user: relative to the workspace root.
+pub fn display_path(root: Option<&Path>, uri: &Url) -> String {
+    let Ok(path) = uri.to_file_path() else {
+        return uri.to_string();
+    };
+    root.and_then(|root| path.strip_prefix(root).ok()).unwrap_or(&path).display().to_string()
+}

@@ -1,0 +1,196 @@
+//! The fix prompt (SPEC F2): the error summary, the code around the errors (the enclosing
+//! function or class, else nearby lines — never the whole repository), an outline of the
+//! file, and what earlier attempts did and why they failed.
+
+use std::fmt::Write as _;
+
+use crate::model::Message;
+use crate::observer::{Diagnostic, error_summary};
+use crate::syntax::{SymbolKind, document_symbols, enclosing_symbol, outline};
+use crate::workspace::DocumentSnapshot;
+
+/// How a reply must be written; the parser also reads diffs and whole files, but one format
+/// asked for is followed best.
+pub const SYSTEM: &str = "You are Tokamak, a careful programmer fixing errors that checkers found in the user's code.
+Reply with the smallest change that fixes the listed errors, written as SEARCH/REPLACE blocks:
+
+path/to/file.py
+<<<<<<< SEARCH
+lines copied exactly from the current file
+=======
+the lines that replace them
+>>>>>>> REPLACE
+
+Rules:
+- SEARCH must match the current file exactly, indentation and comments included; copy a few whole lines, enough to be unique.
+- Use several small blocks rather than one big one; blocks are applied in order.
+- Change only what fixing the errors needs: no reformatting, renaming or unrelated improvements.
+- Do not add line numbers. Explain in at most one sentence, outside the blocks.";
+
+/// Lines of code shown around an error outside any function, or when its function is long.
+const WINDOW: usize = 12;
+/// An enclosing scope longer than this many lines is shown as a window instead.
+const MAX_SCOPE_LINES: usize = 150;
+
+/// What the prompt is built from.
+pub struct FixPrompt<'a> {
+    pub snapshot: &'a DocumentSnapshot,
+    /// How the file is named to the model (relative to the workspace).
+    pub path: &'a str,
+    pub targets: &'a [Diagnostic],
+    /// One paragraph per earlier attempt.
+    pub history: &'a [String],
+    pub context_tokens: usize,
+}
+
+impl FixPrompt<'_> {
+    pub fn messages(&self) -> Vec<Message> {
+        vec![Message::system(SYSTEM), Message::user(self.user())]
+    }
+
+    fn user(&self) -> String {
+        let snapshot = self.snapshot;
+        let budget = self.context_tokens.max(200);
+        let mut out = String::new();
+        let _ = writeln!(out, "Fix these problems in {} ({}):\n", self.path, snapshot.language.name());
+        out.push_str(&error_summary(snapshot, self.targets, self.path, budget / 3));
+        let fence = snapshot.language.name().to_ascii_lowercase();
+        let _ = writeln!(out, "\nThe code around them in {}:\n", self.path);
+        let _ = writeln!(out, "```{fence}\n{}```", focused_context(snapshot, self.targets, budget));
+        if let Some(tree) = &snapshot.tree {
+            let outline = outline(&document_symbols(tree, &snapshot.rope, snapshot.language));
+            if !outline.trim().is_empty() {
+                let _ = writeln!(out, "\nOutline of {}:\n{outline}", self.path);
+            }
+        }
+        if !self.history.is_empty() {
+            out.push_str("\nEarlier attempts in this run (do not repeat what failed):\n");
+            for (number, note) in self.history.iter().enumerate() {
+                let _ = writeln!(out, "Attempt {}: {note}", number + 1);
+            }
+        }
+        out
+    }
+}
+
+/// The lines worth showing for `targets`: each one's innermost enclosing function (or class),
+/// or a window around it, merged, in file order, with `…` where lines are left out; cut to
+/// `token_budget`.
+pub fn focused_context(snapshot: &DocumentSnapshot, targets: &[Diagnostic], token_budget: usize) -> String {
+    let rope = &snapshot.rope;
+    let lines = rope.len_lines().max(1);
+    let symbols = snapshot
+        .tree
+        .as_ref()
+        .map(|tree| document_symbols(tree, rope, snapshot.language))
+        .unwrap_or_default();
+    let line_of = |offset: usize| rope.byte_to_line(offset.min(rope.len_bytes()));
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    for target in targets {
+        let first = line_of(target.range.start);
+        let last = line_of(target.range.end).max(first);
+        let scope = enclosing_symbol(&symbols, target.range.start)
+            .into_iter()
+            .rev()
+            .find(|s| !matches!(s.kind, SymbolKind::Module))
+            .map(|s| (line_of(s.range.start), line_of(s.range.end.saturating_sub(1))))
+            .filter(|(start, end)| end - start < MAX_SCOPE_LINES && *start <= first);
+        let span = scope.unwrap_or((first.saturating_sub(WINDOW), (last + WINDOW).min(lines - 1)));
+        spans.push((span.0.min(first), span.1.max(last).min(lines - 1)));
+    }
+    spans.sort_unstable();
+    let mut merged: Vec<(usize, usize)> = Vec::new();
+    for (start, end) in spans {
+        match merged.last_mut() {
+            Some(last) if start <= last.1 + 1 => last.1 = last.1.max(end),
+            _ => merged.push((start, end)),
+        }
+    }
+    let budget_chars = token_budget.saturating_mul(crate::observer::CHARS_PER_TOKEN);
+    let mut out = String::new();
+    let mut shown_to = 0;
+    for (start, end) in merged {
+        if start > shown_to {
+            out.push_str("…\n");
+        }
+        for line in start..=end {
+            let text = rope.line(line).to_string();
+            if out.len() + text.len() > budget_chars && !out.is_empty() {
+                out.push_str("… (cut to fit the token budget)\n");
+                return out;
+            }
+            out.push_str(&text);
+        }
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+        shown_to = end + 1;
+    }
+    if shown_to < rope.len_lines() && rope.len_chars() > 0 && shown_to < lines.saturating_sub(1) {
+        out.push_str("…\n");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::SyntaxSettings;
+    use crate::observer::Severity;
+    use crate::text::TextRange;
+
+    fn snapshot(text: &str) -> DocumentSnapshot {
+        DocumentSnapshot::detached(
+            url::Url::parse("file:///p/m.py").unwrap(),
+            text,
+            &SyntaxSettings::default(),
+        )
+    }
+
+    #[test]
+    fn a_single_error_sends_its_function_and_the_outline_not_the_file() {
+        let mut text = String::new();
+        for i in 0..40 {
+            let _ = write!(text, "def helper_{i}(x):\n    return x + {i}\n\n");
+        }
+        let at = text.len();
+        text.push_str("def broken(items):\n    total = 0\n    for item in items:\n        total += undefined_name\n    return total\n\n");
+        for i in 40..80 {
+            let _ = write!(text, "def helper_{i}(x):\n    return x + {i}\n\n");
+        }
+        let snapshot = snapshot(&text);
+        let offset = at + text[at..].find("undefined_name").unwrap();
+        let target = Diagnostic::new(
+            TextRange::new(offset, offset + 14),
+            Severity::Error,
+            "pyright",
+            None,
+            "\"undefined_name\" is not defined".to_string(),
+        );
+        let prompt = FixPrompt {
+            snapshot: &snapshot,
+            path: "m.py",
+            targets: std::slice::from_ref(&target),
+            history: &["your SEARCH block 1 matched nothing".to_string()],
+            context_tokens: 3000,
+        };
+        let user = prompt.user();
+        assert!(user.contains("def broken(items):\n    total = 0\n"), "{user}");
+        assert!(!user.contains("return x + 3\n"), "bodies of other functions stay out: {user}");
+        assert!(user.contains("def helper_79(x)"), "the outline names every function");
+        assert!(user.contains("Attempt 1: your SEARCH block 1 matched nothing"));
+        assert!(!user.contains("return x + "), "no other body is sent");
+        assert!(user.len() < text.len(), "{} vs {}", user.len(), text.len());
+    }
+
+    #[test]
+    fn top_level_errors_get_a_window() {
+        let text: String = (0..100).map(|i| format!("x{i} = {i}\n")).collect();
+        let snapshot = snapshot(&text);
+        let offset = text.find("x50 =").unwrap();
+        let target =
+            Diagnostic::new(TextRange::new(offset, offset + 3), Severity::Error, "ruff", None, "m".into());
+        let context = focused_context(&snapshot, &[target], 3000);
+        assert!(context.starts_with("…\nx38 = 38\n") && context.ends_with("x62 = 62\n…\n"), "{context}");
+    }
+}

@@ -1,0 +1,78 @@
+//! How a run ended (SPEC F4): the exit reason, a one-sentence summary, the files it changed
+//! and the tokens it spent — what `tokamak/runFinished` and `tokamak fix` report.
+
+use serde::Serialize;
+use url::Url;
+
+/// Why a run stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExitReason {
+    /// The targeted diagnostics are gone and nothing new appeared.
+    Clean,
+    /// `fix.max_attempts` model attempts were made.
+    MaxAttempts,
+    /// After a fix the same errors were back: another attempt would burn tokens in a loop.
+    RepeatedError,
+    /// `fix.max_tokens` were spent.
+    TokenLimit,
+    /// `fix.time_limit_s` passed.
+    TimeLimit,
+    /// The user (or the editor) cancelled.
+    Cancelled,
+    /// Something outside the loop stopped it: the model cannot be reached, the editor refused
+    /// the edit, the document closed.
+    Failed,
+}
+
+impl ExitReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExitReason::Clean => "clean",
+            ExitReason::MaxAttempts => "max_attempts",
+            ExitReason::RepeatedError => "repeated_error",
+            ExitReason::TokenLimit => "token_limit",
+            ExitReason::TimeLimit => "time_limit",
+            ExitReason::Cancelled => "cancelled",
+            ExitReason::Failed => "failed",
+        }
+    }
+}
+
+impl std::fmt::Display for ExitReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Tokens a run spent, as the model reported them (or estimated when it did not).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Tokens {
+    pub prompt: u32,
+    pub completion: u32,
+}
+
+impl Tokens {
+    pub fn total(self) -> u32 {
+        self.prompt.saturating_add(self.completion)
+    }
+}
+
+/// Everything a run reports when it ends.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunReport {
+    pub run_id: String,
+    pub uri: Url,
+    pub exit_reason: ExitReason,
+    /// One or two sentences for the user.
+    pub summary: String,
+    pub files_changed: Vec<Url>,
+    pub tokens: Tokens,
+    /// Model attempts made (deterministic fixes are not counted).
+    pub attempts: u32,
+    /// Deterministic fixes applied (missing tokens, checkers' own safe fixes).
+    pub deterministic_fixes: u32,
+    /// Targeted diagnostics at the start, and still there at the end.
+    pub targets_before: usize,
+    pub targets_after: usize,
+}

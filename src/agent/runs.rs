@@ -1,0 +1,105 @@
+//! The runs going on: one per document at a time, each with an id and a cancellation token,
+//! so `tokamak.cancel`, the editor's progress UI and `tokamak.status` can reach them.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use tokio_util::sync::CancellationToken;
+use url::Url;
+
+use crate::sync::lock;
+
+/// A run is already going on the document.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("a Tokamak run ({run_id}) is already fixing {uri}; wait for it or cancel it first")]
+pub struct Busy {
+    pub run_id: String,
+    pub uri: Url,
+}
+
+#[derive(Debug, Clone)]
+struct Entry {
+    uri: Url,
+    cancel: CancellationToken,
+}
+
+#[derive(Default)]
+struct Inner {
+    next: u64,
+    running: BTreeMap<String, Entry>,
+}
+
+/// Every run of one server or command.
+#[derive(Clone, Default)]
+pub struct Runs {
+    inner: Arc<Mutex<Inner>>,
+}
+
+/// A run's registration; dropping it ends the registration.
+pub struct RunHandle {
+    pub run_id: String,
+    pub cancel: CancellationToken,
+    runs: Runs,
+}
+
+impl Drop for RunHandle {
+    fn drop(&mut self) {
+        lock(&self.runs.inner).running.remove(&self.run_id);
+    }
+}
+
+impl Runs {
+    /// Registers a run on `uri`, unless one is going on it already.
+    pub fn start(&self, uri: &Url) -> Result<RunHandle, Busy> {
+        let mut inner = lock(&self.inner);
+        if let Some((run_id, _)) = inner.running.iter().find(|(_, e)| &e.uri == uri) {
+            return Err(Busy { run_id: run_id.clone(), uri: uri.clone() });
+        }
+        inner.next += 1;
+        let run_id = format!("tokamak-run-{}", inner.next);
+        let cancel = CancellationToken::new();
+        inner.running.insert(run_id.clone(), Entry { uri: uri.clone(), cancel: cancel.clone() });
+        Ok(RunHandle { run_id, cancel, runs: self.clone() })
+    }
+
+    /// Cancels one run, or every run when `run_id` is `None`. Returns the ids cancelled.
+    pub fn cancel(&self, run_id: Option<&str>) -> Vec<String> {
+        let inner = lock(&self.inner);
+        let mut cancelled = Vec::new();
+        for (id, entry) in &inner.running {
+            if run_id.is_none_or(|wanted| wanted == id) {
+                entry.cancel.cancel();
+                cancelled.push(id.clone());
+            }
+        }
+        cancelled
+    }
+
+    /// `(run_id, uri)` of every run going on.
+    pub fn list(&self) -> Vec<(String, Url)> {
+        lock(&self.inner).running.iter().map(|(id, e)| (id.clone(), e.uri.clone())).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_run_per_document_and_cancel_reaches_it() {
+        let runs = Runs::default();
+        let a = Url::parse("file:///p/a.py").unwrap();
+        let b = Url::parse("file:///p/b.py").unwrap();
+        let first = runs.start(&a).unwrap();
+        let busy = runs.start(&a).err().unwrap();
+        assert_eq!(busy.run_id, first.run_id);
+        let other = runs.start(&b).unwrap();
+        assert_eq!(runs.cancel(Some(&first.run_id)), vec![first.run_id.clone()]);
+        assert!(first.cancel.is_cancelled() && !other.cancel.is_cancelled());
+        drop(first);
+        assert!(runs.start(&a).is_ok(), "a finished run frees its document");
+        assert_eq!(runs.list().len(), 1);
+        assert_eq!(runs.cancel(None).len(), 1);
+        assert!(other.cancel.is_cancelled());
+    }
+}

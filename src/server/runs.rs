@@ -1,0 +1,104 @@
+//! Agent runs over LSP: `tokamak.fix` starts one on its own task, `tokamak.cancel` and the
+//! editor's progress UI (`window/workDoneProgress/cancel`) stop them.
+
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tower_lsp::jsonrpc::{Error, ErrorCode, Result};
+use tower_lsp::lsp_types::{self as lsp, NumberOrString, Url, WorkDoneProgressCancelParams};
+
+use super::{Backend, convert};
+use crate::agent::{self, FixContext, FixRequest, Scope};
+use crate::editor::{Editor, MessageLevel};
+use crate::model::{ModelConfig, connect};
+use crate::text::{TextRange, line_col_to_offset};
+
+pub const CANCEL_PROGRESS: &str = "window/workDoneProgress/cancel";
+
+#[derive(Deserialize)]
+pub struct FixArgs {
+    uri: Url,
+    /// Fix the diagnostics overlapping this range.
+    range: Option<lsp::Range>,
+    /// Fix exactly these (from any source).
+    diagnostics: Option<Vec<lsp::Diagnostic>>,
+}
+
+/// `tokamak.fix {uri, range?, diagnostics?}`: starts a fix run and answers `{run_id}` at
+/// once; the run reports through `$/progress`, `tokamak/runFinished` and
+/// `window/showMessage`. A run already going on the document is an error that says so.
+pub async fn fix(backend: &Backend, args: FixArgs) -> Result<Value> {
+    let observer = backend.observer().ok_or_else(Error::internal_error)?.clone();
+    let snapshot = backend.workspace().snapshot(&args.uri).ok_or_else(|| {
+        Error::invalid_params(format!("{} is not open; open it before fixing it", args.uri))
+    })?;
+    let encoding = backend.encoding();
+    let scope = match (args.diagnostics, args.range) {
+        (Some(diagnostics), _) if !diagnostics.is_empty() => Scope::Diagnostics(
+            diagnostics.iter().map(|d| convert::diagnostic_from_lsp(&snapshot.rope, d, encoding)).collect(),
+        ),
+        (_, Some(range)) => {
+            let start = line_col_to_offset(&snapshot.rope, convert::line_col(range.start), encoding).offset;
+            let end = line_col_to_offset(&snapshot.rope, convert::line_col(range.end), encoding).offset;
+            Scope::Range(TextRange::new(start.min(end), start.max(end)))
+        }
+        _ => Scope::File,
+    };
+    let handle = match backend.runs.start(&args.uri) {
+        Ok(handle) => handle,
+        Err(busy) => {
+            let message = format!("Tokamak: {busy}");
+            backend.editor().show_message(MessageLevel::Warning, message.clone()).await;
+            return Err(Error { code: ErrorCode::ServerError(-32803), message: message.into(), data: None });
+        }
+    };
+    let choice = crate::sync::lock(&backend.models).clone();
+    let env = |name: &str| std::env::var(name).ok();
+    let model = ModelConfig::resolve(&choice.model, &choice.profiles, Some(crate::cli::fix::ROLE), &env)
+        .and_then(connect);
+    let context = FixContext {
+        observer,
+        editor: Arc::new(backend.editor()) as Arc<dyn Editor>,
+        model,
+        settings: crate::sync::lock(&backend.fix_settings).clone(),
+        root: backend.root.get().cloned().flatten(),
+    };
+    let run_id = handle.run_id.clone();
+    let request = FixRequest { uri: args.uri, scope };
+    tracing::info!("{run_id}: fixing {} ({:?})", request.uri, request.scope);
+    tokio::spawn(async move {
+        agent::fix(&context, &request, handle).await;
+    });
+    Ok(json!({"run_id": run_id}))
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+pub struct CancelArgs {
+    run_id: Option<String>,
+}
+
+/// `tokamak.cancel {run_id?}`: cancels one run, or all. Answers `{cancelled: [run_id…]}`.
+pub fn cancel(backend: &Backend, args: Option<CancelArgs>) -> Value {
+    let args = args.unwrap_or_default();
+    let cancelled = backend.runs.cancel(args.run_id.as_deref());
+    json!({"cancelled": cancelled})
+}
+
+/// The runs going on, for `tokamak.status`.
+pub fn list(backend: &Backend) -> Value {
+    let runs: Vec<Value> =
+        backend.runs.list().into_iter().map(|(run_id, uri)| json!({"run_id": run_id, "uri": uri})).collect();
+    Value::Array(runs)
+}
+
+/// The user pressed cancel on a run's progress in the editor (the token is the run id).
+pub async fn work_done_progress_cancel(backend: &Backend, params: WorkDoneProgressCancelParams) {
+    let run_id = match params.token {
+        NumberOrString::String(id) => id,
+        NumberOrString::Number(n) => n.to_string(),
+    };
+    let cancelled = backend.runs.cancel(Some(&run_id));
+    tracing::info!("progress cancel for {run_id}: {} run(s) cancelled", cancelled.len());
+}
