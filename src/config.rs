@@ -157,8 +157,7 @@ impl Settings {
         if value.is_null() {
             return Ok(Settings::default());
         }
-        serde_json::from_value(value)
-            .map_err(|err| ConfigError::Invalid { from: None, reason: err.to_string() })
+        deserialize(value).map_err(|reason| ConfigError::Invalid { from: None, reason })
     }
 
     /// `tokamak.toml` in `root` (if there is one) overridden by `overrides` (LSP
@@ -172,8 +171,8 @@ impl Settings {
                     .map_err(|err| ConfigError::Toml { path: path.clone(), reason: err.to_string() })?;
                 let json = serde_json::to_value(value)
                     .map_err(|err| ConfigError::Toml { path: path.clone(), reason: err.to_string() })?;
-                let settings: Result<Settings, _> = serde_json::from_value(json.clone());
-                settings.map_err(|err| ConfigError::Invalid { from: Some(path), reason: err.to_string() })?;
+                deserialize(json.clone())
+                    .map_err(|reason| ConfigError::Invalid { from: Some(path), reason })?;
                 json
             }
             None => serde_json::Value::Object(Default::default()),
@@ -181,6 +180,14 @@ impl Settings {
         merge(&mut merged, overrides);
         Settings::from_json(merged)
     }
+}
+
+/// Reads settings, naming the key a bad value is at (`fix.max_attempts: invalid type …`).
+fn deserialize(value: serde_json::Value) -> Result<Settings, String> {
+    serde_path_to_error::deserialize(value).map_err(|err| {
+        let path = err.path().to_string();
+        if path == "." { err.inner().to_string() } else { format!("{path}: {}", err.inner()) }
+    })
 }
 
 /// Deep-merges `top` into `base`: objects key by key, anything else replaced.

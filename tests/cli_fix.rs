@@ -1,0 +1,138 @@
+//! `tokamak fix` as a user runs it: the real binary on files in a temporary project, the
+//! scripted model server standing in for the model, the real ruff where a checker is needed.
+
+mod support;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+use support::model_server::{ModelServer, openai_chat};
+
+/// Runs `tokamak` in `dir` with no model configured unless `model` is given.
+fn tokamak(args: &[&str], dir: &Path, model: Option<&ModelServer>) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_tokamak"));
+    command.args(args).current_dir(dir);
+    for var in ["TOKAMAK_LLM_URL", "TOKAMAK_MODEL", "OLLAMA_HOST", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"] {
+        command.env_remove(var);
+    }
+    for (key, value) in support::tool_env() {
+        command.env(key, value);
+    }
+    if let Some(model) = model {
+        command.env("TOKAMAK_LLM_URL", model.url()).env("TOKAMAK_MODEL", "scripted");
+    }
+    command.output().expect("run tokamak")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// A project folder (with `.git`, so it is the root) holding `files`.
+fn project(files: &[(&str, &str)], config: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::create_dir(dir.path().join(".git")).expect(".git");
+    std::fs::write(dir.path().join("tokamak.toml"), config).expect("tokamak.toml");
+    for (name, content) in files {
+        std::fs::write(dir.path().join(name), content).expect("write");
+    }
+    dir
+}
+
+const SYNTAX_ONLY: &str = "[checkers]\nenable = []\n[model]\nmax_retries = 0\n";
+
+#[test]
+fn deterministic_fixes_need_no_model_and_print_the_diff() {
+    let dir = project(&[("calc.ts", "const total = add(1, 2;\n")], SYNTAX_ONLY);
+    let output = tokamak(&["fix", "calc.ts"], dir.path(), None);
+    let stdout = text(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}{}", text(&output.stderr));
+    assert!(stdout.contains("--- a/calc.ts\n+++ b/calc.ts\n"), "{stdout}");
+    assert!(stdout.contains("-const total = add(1, 2;\n+const total = add(1, 2);\n"), "{stdout}");
+    assert!(
+        stdout.contains("[clean] calc.ts: fixed 1 problem(s) (1 fix(es) without the model)."),
+        "{stdout}"
+    );
+    assert_eq!(std::fs::read_to_string(dir.path().join("calc.ts")).unwrap(), "const total = add(1, 2);\n");
+    assert!(text(&output.stderr).contains("Tokamak: fixing calc.ts"), "progress lines on stderr");
+}
+
+#[test]
+fn without_a_model_it_says_how_to_configure_one() {
+    let broken = "def f(a):\n    return g(a, 2\n";
+    let dir = project(&[("m.py", broken)], SYNTAX_ONLY);
+    let output = tokamak(&["fix", "m.py"], dir.path(), None);
+    let stdout = text(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("[failed] m.py:"), "{stdout}");
+    assert!(stdout.contains("TOKAMAK_LLM_URL") && stdout.contains("tokamak.toml"), "{stdout}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("m.py")).unwrap(), broken, "nothing lost");
+}
+
+#[test]
+fn the_model_fixes_files_and_json_reports_each() {
+    let reply = "m.py\n<<<<<<< SEARCH\n    return g(a, 2\n=======\n    return g(a, 2)\n>>>>>>> REPLACE\n";
+    let model = ModelServer::start(vec![openai_chat(reply)]);
+    let dir = project(&[("m.py", "def f(a):\n    return g(a, 2\n"), ("ok.py", "x = 1\n")], SYNTAX_ONLY);
+    let output = tokamak(&["fix", "--format", "json", "."], dir.path(), Some(&model));
+    assert_eq!(output.status.code(), Some(0), "{}{}", text(&output.stdout), text(&output.stderr));
+    let results: Value = serde_json::from_slice(&output.stdout).expect("JSON on stdout");
+    let results = results.as_array().expect("an array");
+    assert_eq!(results.len(), 2);
+    let fixed = results.iter().find(|r| r["path"] == "m.py").expect("m.py");
+    assert_eq!(fixed["exit_reason"], "clean");
+    assert_eq!(fixed["attempts"], 1);
+    assert_eq!(fixed["changed"], true);
+    assert_eq!(fixed["tokens"]["prompt"], 21);
+    assert!(fixed["diff"].as_str().unwrap().contains("+    return g(a, 2)\n"));
+    let untouched = results.iter().find(|r| r["path"] == "ok.py").expect("ok.py");
+    assert_eq!(untouched["exit_reason"], "clean");
+    assert_eq!(untouched["changed"], false);
+    assert_eq!(std::fs::read_to_string(dir.path().join("m.py")).unwrap(), "def f(a):\n    return g(a, 2)\n");
+    assert_eq!(model.requests().len(), 1, "a clean file costs nothing");
+}
+
+#[test]
+fn dry_run_changes_nothing_on_disk() {
+    let broken = "const list = [1, 2;\n";
+    let dir = project(&[("a.ts", broken)], SYNTAX_ONLY);
+    let output = tokamak(&["fix", "--dry-run", "a.ts"], dir.path(), None);
+    assert_eq!(output.status.code(), Some(0));
+    assert!(text(&output.stdout).contains("+const list = [1, 2];\n"));
+    assert_eq!(std::fs::read_to_string(dir.path().join("a.ts")).unwrap(), broken);
+}
+
+#[test]
+fn max_attempts_from_the_command_line() {
+    let wrong = "<<<<<<< SEARCH\nnothing like this\n=======\nx\n>>>>>>> REPLACE\n";
+    let model = ModelServer::start(vec![openai_chat(wrong), openai_chat(wrong), openai_chat(wrong)]);
+    let dir = project(&[("m.py", "def f(a):\n    return g(a, 2\n")], SYNTAX_ONLY);
+    let output = tokamak(&["fix", "--max-attempts", "1", "m.py"], dir.path(), Some(&model));
+    assert_eq!(output.status.code(), Some(1));
+    assert!(text(&output.stdout).contains("[max_attempts] m.py:"), "{}", text(&output.stdout));
+    assert_eq!(model.requests().len(), 1);
+}
+
+#[test]
+fn ruff_safe_fixes_are_applied_without_the_model() {
+    if !support::require_tools(&["ruff"]) {
+        return;
+    }
+    let config = "[checkers]\nenable = [\"ruff\"]\n[model]\nmax_retries = 0\n";
+    let dir = project(&[("tidy.py", "import os\nimport sys\n\nprint(sys.argv)\n")], config);
+    let output = tokamak(&["fix", "tidy.py"], dir.path(), None);
+    assert_eq!(output.status.code(), Some(0), "{}{}", text(&output.stdout), text(&output.stderr));
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("tidy.py")).unwrap(),
+        "import sys\n\nprint(sys.argv)\n"
+    );
+}
+
+#[test]
+fn bad_settings_are_a_usage_error() {
+    let dir = project(&[("a.py", "x = 1\n")], "[fix]\nmax_attempts = \"three\"\n");
+    let output = tokamak(&["fix", "a.py"], dir.path(), None);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(text(&output.stderr).contains("max_attempts"), "{}", text(&output.stderr));
+}
