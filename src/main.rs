@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use tokamak::cli::bench::BenchOptions;
 use tokamak::cli::check::{self, CheckOptions, Format};
 use tokamak::cli::fix::FixOptions;
 use tokamak::cli::model_check;
@@ -56,10 +57,41 @@ enum Command {
         #[arg(long, value_delimiter = ',')]
         checkers: Option<Vec<String>>,
     },
+    /// Measure: run a benchmark and print a table.
+    Bench {
+        #[command(subcommand)]
+        what: BenchWhat,
+    },
     /// The model Tokamak talks to.
     Model {
         #[command(subcommand)]
         action: ModelAction,
+    },
+}
+
+#[derive(Subcommand)]
+enum BenchWhat {
+    /// Run the fix loop on every case of a fix benchmark (e.g. fixtures/fixbench): solved,
+    /// attempts, tokens, wall time and exit reason per case, then the totals.
+    Fix {
+        /// The folder holding one folder per case (each with a case.toml).
+        dir: PathBuf,
+        /// Only cases whose name contains this.
+        #[arg(long)]
+        filter: Option<String>,
+        #[arg(long)]
+        max_attempts: Option<u32>,
+        /// The model's base URL (OpenAI-compatible unless --provider says otherwise).
+        #[arg(long)]
+        model_url: Option<String>,
+        /// The model's name.
+        #[arg(long)]
+        model: Option<String>,
+        /// openai, anthropic or ollama.
+        #[arg(long)]
+        provider: Option<String>,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
     },
 }
 
@@ -108,8 +140,29 @@ fn main() -> ExitCode {
         Command::Fix { paths, max_attempts, dry_run, format, checkers } => {
             tokamak::logging::init(None::<tracing_subscriber::layer::Identity>);
             let checkers = checkers.map(|names| names.into_iter().filter(|n| n != "none").collect());
-            let options = FixOptions { max_attempts, dry_run, progress: format == Format::Text, checkers };
+            let options = FixOptions {
+                max_attempts,
+                dry_run,
+                progress: format == Format::Text,
+                checkers,
+                model: serde_json::Value::Null,
+            };
             runtime.block_on(run_fix(&paths, format, &options))
+        }
+        Command::Bench {
+            what: BenchWhat::Fix { dir, filter, max_attempts, model_url, model, provider, format },
+        } => {
+            tokamak::logging::init(None::<tracing_subscriber::layer::Identity>);
+            let mut overlay = serde_json::Map::new();
+            for (key, value) in [("base_url", model_url), ("model", model), ("provider", provider)] {
+                if let Some(value) = value {
+                    overlay.insert(key.to_string(), serde_json::Value::String(value));
+                }
+            }
+            let model =
+                if overlay.is_empty() { serde_json::Value::Null } else { serde_json::Value::Object(overlay) };
+            let options = BenchOptions { filter, max_attempts, model };
+            runtime.block_on(run_bench_fix(&dir, format, &options))
         }
         Command::Check { paths, format, checkers } => {
             tokamak::logging::init(None::<tracing_subscriber::layer::Identity>);
@@ -201,4 +254,25 @@ async fn run_fix(paths: &[PathBuf], format: Format, options: &FixOptions) -> Exi
     }
     let clean = results.iter().all(|r| r.exit_reason == tokamak::agent::ExitReason::Clean);
     if clean { ExitCode::SUCCESS } else { ExitCode::from(1) }
+}
+
+async fn run_bench_fix(dir: &Path, format: Format, options: &BenchOptions) -> ExitCode {
+    let results = match tokamak::cli::bench::bench_fix(dir, options).await {
+        Ok(results) => results,
+        Err(err) => {
+            eprintln!("tokamak: {err:#}");
+            return ExitCode::from(USAGE);
+        }
+    };
+    match format {
+        Format::Text => print!("{}", tokamak::cli::bench::table(&results)),
+        Format::Json => match serde_json::to_string_pretty(&results) {
+            Ok(json) => println!("{json}"),
+            Err(err) => {
+                eprintln!("tokamak: cannot write JSON: {err}");
+                return ExitCode::FAILURE;
+            }
+        },
+    }
+    ExitCode::SUCCESS
 }

@@ -106,3 +106,57 @@ proptest! {
         }
     }
 }
+
+/// Pieces model replies are made of: markers, fences, file names, diff lines and code.
+const REPLY_PIECES: &[&str] = &[
+    "<<<<<<< SEARCH\n",
+    "=======\n",
+    ">>>>>>> REPLACE\n",
+    "```python\n",
+    "```\n",
+    "a.py\n",
+    "@@ -1,2 +1,2 @@\n",
+    "--- a/a.py\n",
+    "+++ b/a.py\n",
+    "-",
+    "+",
+    " ",
+    "...\n",
+    "def f(x):\n",
+    "    return x\n",
+    "x = 1\n",
+    "\r\n",
+    "\n",
+    "    ",
+    "한",
+    "😀",
+    "Here is the fix:\n",
+];
+
+fn reply_text() -> impl Strategy<Value = String> {
+    prop::collection::vec(prop::sample::select(REPLY_PIECES), 0..30).prop_map(|p| p.concat())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+
+    /// The fuzz targets' bodies (fuzz/, cargo-fuzz) on structured input: a document, a NUL,
+    /// then a reply made of real reply pieces, so the apply path is reached, not only the
+    /// parser's early exits.
+    #[test]
+    fn fuzz_bodies_hold_on_structured_input(text in text(), reply in reply_text()) {
+        let mut data = text.into_bytes();
+        data.push(0);
+        data.extend(reply.as_bytes());
+        tokamak::edit::fuzzing::reply(reply.as_bytes());
+        tokamak::edit::fuzzing::locate_search(&data);
+        tokamak::edit::fuzzing::apply(&data);
+    }
+
+    #[test]
+    fn fuzz_bodies_hold_on_any_bytes(data in prop::collection::vec(any::<u8>(), 0..400)) {
+        tokamak::edit::fuzzing::reply(&data);
+        tokamak::edit::fuzzing::locate_search(&data);
+        tokamak::edit::fuzzing::apply(&data);
+    }
+}

@@ -9,13 +9,13 @@ use std::time::Duration;
 
 use url::Url;
 
-use super::ladder::{DeterministicFix, apply_fixes, checker_fixes, missing_token_fixes};
+use super::ladder::{DeterministicFix, apply_fixes, checker_fixes, missing_token_fixes, verified_repair};
 use super::prompt::FixPrompt;
 use super::reground::reground;
 use super::report::{ExitReason, RunReport, Tokens};
 use super::runs::RunHandle;
 use super::targets::{Comparison, Problems, Scope, compare, problems, select};
-use crate::config::FixSettings;
+use crate::config::{FixSettings, SyntaxSettings};
 use crate::edit::{Block, apply_blocks, minimal_edits, parse_reply};
 use crate::editor::{DocumentEdit, EditOutcome, Editor, Progress};
 use crate::model::{CallOptions, Model, ModelError, Request};
@@ -25,7 +25,7 @@ use crate::text::{PositionEncoding, TextChange, TextRange};
 use crate::workspace::DocumentSnapshot;
 
 /// Rounds of deterministic fixes before the model (inserting one token may reveal another).
-const DETERMINISTIC_ROUNDS: usize = 3;
+const DETERMINISTIC_ROUNDS: usize = 4;
 /// How long an editor may take to report an edit it applied as a document change.
 const ECHO_TIMEOUT: Duration = Duration::from_secs(10);
 /// After a rejected edit, how long to wait for the user's change to arrive before retrying.
@@ -181,7 +181,10 @@ async fn fix_loop(
 
     // the first rung: fixes that need no model
     for _ in 0..DETERMINISTIC_ROUNDS {
-        let fixes = deterministic_fixes(&snapshot, &focus);
+        let mut fixes = deterministic_fixes(&snapshot, &focus);
+        if fixes.is_empty() && focus.iter().any(is_syntax) {
+            fixes.extend(verified_repair(&snapshot, &SyntaxSettings::default()));
+        }
         let text = snapshot.rope.to_string();
         let (new_text, applied) = apply_fixes(&text, &fixes);
         if applied.is_empty() || new_text == text {
@@ -347,6 +350,14 @@ fn deterministic_fixes(snapshot: &DocumentSnapshot, focus: &[Diagnostic]) -> Vec
         .collect();
     fixes.extend(checker_fixes(focus));
     fixes
+}
+
+/// A syntax error, from Tokamak's own parse or a checker's (`invalid-syntax`, TS1005).
+fn is_syntax(diagnostic: &Diagnostic) -> bool {
+    diagnostic.code.as_deref() == Some(crate::observer::SYNTAX_CODE)
+        || diagnostic.code.as_deref() == Some("invalid-syntax")
+        || diagnostic.code.as_deref().is_some_and(|c| c.starts_with("TS1"))
+        || (diagnostic.code.is_none() && diagnostic.message.contains("was not closed"))
 }
 
 /// The reply's blocks for this document. A block naming another file is refused: a fix run

@@ -1,6 +1,7 @@
 //! The fix ladder's first rung (SPEC F1): fixes that need no model — the token a tree-sitter
 //! `MISSING` node names, and a checker's own fixes that it marks safe (ruff's `fix.edits`).
 
+use crate::config::SyntaxSettings;
 use crate::observer::Diagnostic;
 use crate::syntax::{SyntaxErrorKind, syntax_problems};
 use crate::text::TextRange;
@@ -34,6 +35,84 @@ pub fn missing_token_fixes(snapshot: &DocumentSnapshot) -> Vec<DeterministicFix>
             _ => None,
         })
         .collect()
+}
+
+/// Lines around a syntax problem where a missing token is tried.
+const REPAIR_LINES: usize = 4;
+/// Candidates parsed at most per call (each costs a parse of the document).
+const MAX_REPAIR_CANDIDATES: usize = 16;
+
+/// A token the syntax check says is missing without tree-sitter naming it (`"(" is never
+/// closed`, a Python header without its `:`), tried at the end of the lines around each
+/// problem: a candidate is kept only if parsing the result leaves fewer syntax problems, and
+/// the one leaving fewest wins. Returns at most one fix.
+pub fn verified_repair(snapshot: &DocumentSnapshot, settings: &SyntaxSettings) -> Option<DeterministicFix> {
+    let tree = snapshot.tree.as_ref()?;
+    let problems = syntax_problems(tree, &snapshot.rope, snapshot.language);
+    if problems.is_empty() {
+        return None;
+    }
+    let text = snapshot.rope.to_string();
+    let mut candidates: Vec<(usize, String)> = Vec::new();
+    for problem in problems.iter().take(3) {
+        let token = if let Some(open) = never_closed(&problem.message) {
+            closer(open)
+        } else if problem.message.contains("expected \":\" at the end of the line") {
+            ":"
+        } else {
+            continue;
+        };
+        let first = snapshot.rope.byte_to_line(problem.range.start.min(text.len()));
+        let lines = first.saturating_sub(1)..(first + REPAIR_LINES).min(snapshot.rope.len_lines());
+        for line in lines {
+            if let Some(at) = end_of_code(&snapshot.rope, line) {
+                candidates.push((at, token.to_string()));
+            }
+        }
+    }
+    candidates.dedup();
+    let mut best: Option<(usize, usize, String)> = None;
+    for (at, token) in candidates.into_iter().take(MAX_REPAIR_CANDIDATES) {
+        let mut candidate = text.clone();
+        candidate.insert_str(at, &token);
+        let parsed = DocumentSnapshot::detached(snapshot.uri.clone(), &candidate, settings);
+        let left = parsed
+            .tree
+            .as_ref()
+            .map_or(usize::MAX, |tree| syntax_problems(tree, &parsed.rope, parsed.language).len());
+        if left < problems.len() && best.as_ref().is_none_or(|(fewest, _, _)| left < *fewest) {
+            best = Some((left, at, token));
+        }
+    }
+    let (_, at, token) = best?;
+    let line = snapshot.rope.byte_to_line(at) + 1;
+    Some(DeterministicFix {
+        description: format!("insert the missing \"{token}\" at the end of line {line} (checked by parsing)"),
+        edits: vec![(TextRange::empty(at), token)],
+    })
+}
+
+/// `"(" is never closed` → `(`.
+fn never_closed(message: &str) -> Option<char> {
+    let at = message.find("\" is never closed")?;
+    message[..at].chars().last()
+}
+
+fn closer(open: char) -> &'static str {
+    match open {
+        '(' => ")",
+        '[' => "]",
+        _ => "}",
+    }
+}
+
+/// The byte offset just after the last character of code on `line` (before trailing
+/// whitespace and the line break); `None` for a blank line.
+fn end_of_code(rope: &ropey::Rope, line: usize) -> Option<usize> {
+    let start = rope.line_to_byte(line);
+    let text = rope.line(line).to_string();
+    let code = text.trim_end();
+    (!code.trim().is_empty()).then(|| start + code.len())
 }
 
 /// The fixes checkers offer for `diagnostics` and mark safe, one per diagnostic.
@@ -87,7 +166,6 @@ fn overlaps(a: TextRange, b: TextRange) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::SyntaxSettings;
     use crate::observer::{CheckerFix, Severity, syntax_diagnostics};
 
     fn snapshot(name: &str, text: &str) -> DocumentSnapshot {
@@ -110,6 +188,38 @@ mod tests {
             let (text, applied) = apply_fixes(broken, &fixes);
             assert_eq!(text, fixed, "{name}: {applied:?}");
             assert!(syntax_diagnostics(&snapshot(name, &text)).is_empty(), "{name} still broken: {text}");
+        }
+    }
+
+    #[test]
+    fn unclosed_brackets_and_missing_colons_are_repaired_when_the_parse_agrees() {
+        for (name, broken, fixed) in [
+            (
+                "a.py",
+                "def f(text):\n    text = sub('', text\n    return text\n",
+                "def f(text):\n    text = sub('', text)\n    return text\n",
+            ),
+            (
+                "b.py",
+                "def f(x):\n    if x == 1\n        return 2\n    return 3\n",
+                "def f(x):\n    if x == 1:\n        return 2\n    return 3\n",
+            ),
+            (
+                "c.py",
+                "def leap(y):\n    return y % 4 == 0 and (y % 100 != 0 or y % 400 == 0\n",
+                "def leap(y):\n    return y % 4 == 0 and (y % 100 != 0 or y % 400 == 0)\n",
+            ),
+        ] {
+            let fix = verified_repair(&snapshot(name, broken), &SyntaxSettings::default()).expect(name);
+            let (text, _) = apply_fixes(broken, &[fix]);
+            assert_eq!(text, fixed, "{name}");
+        }
+        // whatever is tried for an unterminated string must leave the parse better than it was
+        let broken = "s = s.replace(\"<, \"&lt;\")\nt = 1\n";
+        let before = syntax_diagnostics(&snapshot("d.py", broken)).len();
+        if let Some(fix) = verified_repair(&snapshot("d.py", broken), &SyntaxSettings::default()) {
+            let (text, _) = apply_fixes(broken, &[fix]);
+            assert!(syntax_diagnostics(&snapshot("d.py", &text)).len() < before, "{text}");
         }
     }
 

@@ -31,6 +31,8 @@ pub struct FixOptions {
     pub progress: bool,
     /// Overrides which checkers run (as for `tokamak check --checkers`).
     pub checkers: Option<Vec<String>>,
+    /// `[model]` settings laid over `tokamak.toml`'s (`null`: none).
+    pub model: serde_json::Value,
 }
 
 /// One file's outcome.
@@ -114,7 +116,11 @@ pub async fn fix(paths: &[PathBuf], options: &FixOptions) -> anyhow::Result<Vec<
     let files = source_files(paths)?;
     let root = find_root(paths.first().map_or(Path::new("."), PathBuf::as_path));
     let root = std::path::absolute(&root)?;
-    let mut settings = Settings::load(Some(&root), serde_json::Value::Null)?;
+    let overrides = match &options.model {
+        serde_json::Value::Null => serde_json::Value::Null,
+        model => serde_json::json!({ "model": model }),
+    };
+    let mut settings = Settings::load(Some(&root), overrides)?;
     if let Some(max) = options.max_attempts {
         settings.fix.max_attempts = max;
     }

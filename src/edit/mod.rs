@@ -5,6 +5,8 @@
 //! Groundwork for the fix loop (SPEC E1–E3); nothing here knows LSP or the agent.
 
 mod apply;
+#[doc(hidden)]
+pub mod fuzzing;
 mod locate;
 mod minimal;
 mod reply;

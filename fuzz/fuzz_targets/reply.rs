@@ -1,0 +1,4 @@
+//! Fuzz target: `tokamak::edit::fuzzing::reply` (see src/edit/fuzzing.rs).
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| tokamak::edit::fuzzing::reply(data));

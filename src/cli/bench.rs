@@ -1,0 +1,210 @@
+//! `tokamak bench fix DIR`: the fix loop on every case of a fix benchmark (such as
+//! `fixtures/fixbench`), each in a fresh copy, with a table of what was solved, in how many
+//! attempts, for how many tokens and how long. Point it at any model with `--model-url` and
+//! `--model` (or the usual settings and environment).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::fix::{FixOptions, fix};
+use crate::agent::{ExitReason, Tokens};
+use crate::observer::checkers::resolve_program;
+
+/// How long a case's verify command may run.
+const VERIFY_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// A case's `case.toml`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Case {
+    /// The broken file, relative to the case folder.
+    pub file: String,
+    pub language: String,
+    /// syntax, name, import, type or lint.
+    pub kind: String,
+    /// Where the code came from (project, version, path, licence).
+    pub origin: String,
+    /// What was done to break it.
+    pub mutation: String,
+    /// A command run in the case folder after the fix; exit status 0 proves it compiles.
+    #[serde(default)]
+    pub verify: Vec<String>,
+}
+
+/// One case's outcome.
+#[derive(Debug, Clone, Serialize)]
+pub struct CaseResult {
+    pub case: String,
+    pub kind: String,
+    /// The loop ended clean and the verify command passed.
+    pub solved: bool,
+    pub exit_reason: ExitReason,
+    pub attempts: u32,
+    pub deterministic_fixes: u32,
+    pub tokens: Tokens,
+    pub wall_ms: u64,
+    /// Why the verify command failed, if it did.
+    pub verify_failure: Option<String>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct BenchOptions {
+    /// Only cases whose folder name contains this.
+    pub filter: Option<String>,
+    pub max_attempts: Option<u32>,
+    /// `[model]` settings laid over each case's (base_url, model).
+    pub model: serde_json::Value,
+}
+
+/// Reads every case under `dir` (folders holding a `case.toml`), sorted by name.
+pub fn cases(dir: &Path) -> anyhow::Result<Vec<(String, PathBuf, Case)>> {
+    let mut found = Vec::new();
+    for entry in
+        std::fs::read_dir(dir).map_err(|err| anyhow::anyhow!("cannot read {}: {err}", dir.display()))?
+    {
+        let path = entry?.path();
+        let manifest = path.join("case.toml");
+        if !manifest.is_file() {
+            continue;
+        }
+        let text = std::fs::read_to_string(&manifest)?;
+        let case: Case = toml::from_str(&text)
+            .map_err(|err| anyhow::anyhow!("{} is not a valid case: {err}", manifest.display()))?;
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        found.push((name, path, case));
+    }
+    found.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(found)
+}
+
+/// Runs the fix loop on every case (in a temporary copy) and verifies the result.
+pub async fn bench_fix(dir: &Path, options: &BenchOptions) -> anyhow::Result<Vec<CaseResult>> {
+    let mut results = Vec::new();
+    for (name, folder, case) in cases(dir)? {
+        if options.filter.as_ref().is_some_and(|f| !name.contains(f.as_str())) {
+            continue;
+        }
+        let work = tempfile::tempdir()?;
+        copy_case(&folder, work.path())?;
+        let fix_options = FixOptions {
+            max_attempts: options.max_attempts,
+            dry_run: false,
+            progress: false,
+            checkers: None,
+            model: options.model.clone(),
+        };
+        let file = work.path().join(&case.file);
+        let outcome = fix(std::slice::from_ref(&file), &fix_options).await?;
+        let Some(outcome) = outcome.into_iter().next() else {
+            anyhow::bail!("case {name}: {} was not fixed (not a source file?)", case.file);
+        };
+        let verify_failure = if outcome.exit_reason == ExitReason::Clean {
+            verify(&case.verify, work.path()).await.err()
+        } else {
+            None
+        };
+        results.push(CaseResult {
+            case: name,
+            kind: case.kind,
+            solved: outcome.exit_reason == ExitReason::Clean && verify_failure.is_none(),
+            exit_reason: outcome.exit_reason,
+            attempts: outcome.attempts,
+            deterministic_fixes: outcome.deterministic_fixes,
+            tokens: outcome.tokens,
+            wall_ms: outcome.wall.as_millis() as u64,
+            verify_failure,
+        });
+    }
+    Ok(results)
+}
+
+/// Copies a case's files (not its manifest or the reference solution) and marks the copy as
+/// a project root.
+fn copy_case(from: &Path, to: &Path) -> anyhow::Result<()> {
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name == "case.toml" || name.ends_with(".reference") || !entry.file_type()?.is_file() {
+            continue;
+        }
+        std::fs::copy(entry.path(), to.join(&*name))?;
+    }
+    std::fs::create_dir_all(to.join(".git"))?;
+    Ok(())
+}
+
+/// Runs the verify command; `Err` says why it failed.
+async fn verify(command: &[String], dir: &Path) -> Result<(), String> {
+    let Some((program, args)) = command.split_first() else {
+        return Ok(());
+    };
+    let program = resolve_program(program, dir).ok_or_else(|| format!("`{program}` was not found"))?;
+    let mut child = tokio::process::Command::new(&program);
+    child.args(args).current_dir(dir).kill_on_drop(true);
+    match tokio::time::timeout(VERIFY_TIMEOUT, child.output()).await {
+        Err(_) => Err(format!("`{}` did not finish in {} s", command.join(" "), VERIFY_TIMEOUT.as_secs())),
+        Ok(Err(err)) => Err(format!("cannot run `{}`: {err}", command.join(" "))),
+        Ok(Ok(output)) if output.status.success() => Ok(()),
+        Ok(Ok(output)) => {
+            let text = String::from_utf8_lossy(&output.stdout).into_owned()
+                + &String::from_utf8_lossy(&output.stderr);
+            let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("no output").to_string();
+            Err(format!("`{}` failed: {first}", command.join(" ")))
+        }
+    }
+}
+
+/// The results as a table, one case a line, then the totals.
+pub fn table(results: &[CaseResult]) -> String {
+    use std::fmt::Write as _;
+    let width = results.iter().map(|r| r.case.len()).max().unwrap_or(4).max(4);
+    let mut out = format!(
+        "{:<width$}  {:<6}  {:<6}  {:>8}  {:>6}  {:>10}  {:>8}  {}\n",
+        "case", "kind", "solved", "attempts", "prompt", "completion", "wall s", "exit reason"
+    );
+    for r in results {
+        let _ = writeln!(
+            out,
+            "{:<width$}  {:<6}  {:<6}  {:>8}  {:>6}  {:>10}  {:>8.1}  {}{}",
+            r.case,
+            r.kind,
+            if r.solved { "yes" } else { "no" },
+            if r.deterministic_fixes > 0 && r.attempts == 0 {
+                "0 (det)".to_string()
+            } else {
+                r.attempts.to_string()
+            },
+            r.tokens.prompt,
+            r.tokens.completion,
+            r.wall_ms as f64 / 1000.0,
+            r.exit_reason,
+            r.verify_failure.as_deref().map(|f| format!(" (verify: {f})")).unwrap_or_default(),
+        );
+    }
+    let solved = results.iter().filter(|r| r.solved).count();
+    let prompt: u64 = results.iter().map(|r| u64::from(r.tokens.prompt)).sum();
+    let completion: u64 = results.iter().map(|r| u64::from(r.tokens.completion)).sum();
+    let wall: u64 = results.iter().map(|r| r.wall_ms).sum();
+    let _ = writeln!(
+        out,
+        "total: {solved}/{} solved, {prompt} prompt + {completion} completion tokens, {:.1} s",
+        results.len(),
+        wall as f64 / 1000.0
+    );
+    let mut kinds: Vec<&str> = results.iter().map(|r| r.kind.as_str()).collect();
+    kinds.sort_unstable();
+    kinds.dedup();
+    let by_kind: Vec<String> = kinds
+        .iter()
+        .map(|kind| {
+            let all = results.iter().filter(|r| r.kind == *kind).count();
+            let solved = results.iter().filter(|r| r.kind == *kind && r.solved).count();
+            format!("{kind} {solved}/{all}")
+        })
+        .collect();
+    let _ = writeln!(out, "by kind: {}", by_kind.join(", "));
+    out
+}
