@@ -6,6 +6,14 @@ use tracing_subscriber::{EnvFilter, Layer, Registry};
 
 /// The filter when `TOKAMAK_LOG` is unset: our own info and above, others' warnings.
 const DEFAULT_FILTER: &str = "warn,tokamak=info";
+/// The command line's: its output is the report, so only warnings go to stderr.
+const CLI_FILTER: &str = "warn";
+
+/// Logging for the command-line front-ends: warnings and errors on stderr, unless
+/// `TOKAMAK_LOG` says otherwise.
+pub fn init_cli() {
+    install(None::<tracing_subscriber::layer::Identity>, CLI_FILTER);
+}
 
 /// Installs the global subscriber: stderr, plus `extra` (the language server forwards to
 /// `window/logMessage` through it). `TOKAMAK_LOG=debug` (or any `EnvFilter` directive) turns
@@ -14,7 +22,14 @@ pub fn init<L>(extra: Option<L>)
 where
     L: Layer<Registry> + Send + Sync + 'static,
 {
-    let filter = EnvFilter::try_from_env("TOKAMAK_LOG").unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
+    install(extra, DEFAULT_FILTER);
+}
+
+fn install<L>(extra: Option<L>, default: &str)
+where
+    L: Layer<Registry> + Send + Sync + 'static,
+{
+    let filter = EnvFilter::try_from_env("TOKAMAK_LOG").unwrap_or_else(|_| EnvFilter::new(default));
     let stderr =
         tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_target(false).with_ansi(false);
     let _ = tracing_subscriber::registry().with(extra).with(stderr).with(filter).try_init();

@@ -134,11 +134,11 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Command::Model { action: ModelAction::Check { role, stream } } => {
-            tokamak::logging::init(None::<tracing_subscriber::layer::Identity>);
+            tokamak::logging::init_cli();
             runtime.block_on(run_model_check(role.as_deref(), stream))
         }
         Command::Fix { paths, max_attempts, dry_run, format, checkers } => {
-            tokamak::logging::init(None::<tracing_subscriber::layer::Identity>);
+            tokamak::logging::init_cli();
             let checkers = checkers.map(|names| names.into_iter().filter(|n| n != "none").collect());
             let options = FixOptions {
                 max_attempts,
@@ -152,7 +152,7 @@ fn main() -> ExitCode {
         Command::Bench {
             what: BenchWhat::Fix { dir, filter, max_attempts, model_url, model, provider, format },
         } => {
-            tokamak::logging::init(None::<tracing_subscriber::layer::Identity>);
+            tokamak::logging::init_cli();
             let mut overlay = serde_json::Map::new();
             for (key, value) in [("base_url", model_url), ("model", model), ("provider", provider)] {
                 if let Some(value) = value {
@@ -165,7 +165,7 @@ fn main() -> ExitCode {
             runtime.block_on(run_bench_fix(&dir, format, &options))
         }
         Command::Check { paths, format, checkers } => {
-            tokamak::logging::init(None::<tracing_subscriber::layer::Identity>);
+            tokamak::logging::init_cli();
             let checkers = checkers.map(|names| names.into_iter().filter(|n| n != "none").collect());
             runtime.block_on(run_check(&paths, format, &CheckOptions { checkers }))
         }

@@ -60,7 +60,7 @@ fn deterministic_fixes_need_no_model_and_print_the_diff() {
 
 #[test]
 fn without_a_model_it_says_how_to_configure_one() {
-    let broken = "def f(a):\n    return g(a, 2\n";
+    let broken = "def f(a):\n    return g(a, 2))\n";
     let dir = project(&[("m.py", broken)], SYNTAX_ONLY);
     let output = tokamak(&["fix", "m.py"], dir.path(), None);
     let stdout = text(&output.stdout);
@@ -72,9 +72,9 @@ fn without_a_model_it_says_how_to_configure_one() {
 
 #[test]
 fn the_model_fixes_files_and_json_reports_each() {
-    let reply = "m.py\n<<<<<<< SEARCH\n    return g(a, 2\n=======\n    return g(a, 2)\n>>>>>>> REPLACE\n";
+    let reply = "m.py\n<<<<<<< SEARCH\n    return g(a, 2))\n=======\n    return g(a, 2)\n>>>>>>> REPLACE\n";
     let model = ModelServer::start(vec![openai_chat(reply)]);
-    let dir = project(&[("m.py", "def f(a):\n    return g(a, 2\n"), ("ok.py", "x = 1\n")], SYNTAX_ONLY);
+    let dir = project(&[("m.py", "def f(a):\n    return g(a, 2))\n"), ("ok.py", "x = 1\n")], SYNTAX_ONLY);
     let output = tokamak(&["fix", "--format", "json", "."], dir.path(), Some(&model));
     assert_eq!(output.status.code(), Some(0), "{}{}", text(&output.stdout), text(&output.stderr));
     let results: Value = serde_json::from_slice(&output.stdout).expect("JSON on stdout");
@@ -107,7 +107,7 @@ fn dry_run_changes_nothing_on_disk() {
 fn max_attempts_from_the_command_line() {
     let wrong = "<<<<<<< SEARCH\nnothing like this\n=======\nx\n>>>>>>> REPLACE\n";
     let model = ModelServer::start(vec![openai_chat(wrong), openai_chat(wrong), openai_chat(wrong)]);
-    let dir = project(&[("m.py", "def f(a):\n    return g(a, 2\n")], SYNTAX_ONLY);
+    let dir = project(&[("m.py", "def f(a):\n    return g(a, 2))\n")], SYNTAX_ONLY);
     let output = tokamak(&["fix", "--max-attempts", "1", "m.py"], dir.path(), Some(&model));
     assert_eq!(output.status.code(), Some(1));
     assert!(text(&output.stdout).contains("[max_attempts] m.py:"), "{}", text(&output.stdout));

@@ -10,12 +10,12 @@ use serde_json::{Value, json};
 use support::model_server::{ModelServer, Scripted, openai_chat};
 use support::{LspClient, file_uri};
 
-const BROKEN: &str = "def mean(values):\n    total = sum(values\n    return total / len(values)\n";
+const BROKEN: &str = "def mean(values):\n    total = sum(values))\n    return total / len(values)\n";
 const FIXED: &str = "def mean(values):\n    total = sum(values)\n    return total / len(values)\n";
 
 /// The reply that fixes [`BROKEN`], with prose and a fence around it.
 fn good_reply() -> String {
-    "The call to `sum` is never closed.\n\n```python\nmean.py\n<<<<<<< SEARCH\n    total = sum(values\n=======\n    total = sum(values)\n>>>>>>> REPLACE\n```\n\nThat closes it.".to_string()
+    "The call to `sum` is closed twice.\n\n```python\nmean.py\n<<<<<<< SEARCH\n    total = sum(values))\n=======\n    total = sum(values)\n>>>>>>> REPLACE\n```\n\nThat removes the extra one.".to_string()
 }
 
 fn options(model: &ModelServer, fix: Value) -> Value {
@@ -96,7 +96,7 @@ fn a_syntax_error_is_fixed_in_one_attempt() {
     assert_eq!(requests.len(), 1);
     let prompt = requests[0].prompt();
     assert!(prompt.contains("mean.py:2:"), "{prompt}");
-    assert!(prompt.contains("is never closed"), "{prompt}");
+    assert!(prompt.contains("closes nothing"), "{prompt}");
     assert!(prompt.contains("def mean(values):"), "{prompt}");
 
     // progress began and ended under the run's token, and the user was told
@@ -114,7 +114,7 @@ fn a_syntax_error_is_fixed_in_one_attempt() {
 
 #[test]
 fn a_search_that_matches_nothing_goes_back_to_the_model() {
-    let wrong = "mean.py\n<<<<<<< SEARCH\n    total = sum(numbers\n=======\n    total = sum(numbers)\n>>>>>>> REPLACE\n";
+    let wrong = "mean.py\n<<<<<<< SEARCH\n    subtotal = compute(numbers, weights))\n=======\n    subtotal = compute(numbers, weights)\n>>>>>>> REPLACE\n";
     let model = ModelServer::start(vec![openai_chat(wrong), openai_chat(&good_reply())]);
     let Project { dir: _dir, mut client, uri } = project(&model, json!({}), BROKEN);
     start_fix(&mut client, json!({"uri": uri}));
@@ -159,8 +159,8 @@ fn max_attempts_ends_a_run_that_never_applies() {
 
 #[test]
 fn several_blocks_among_prose_and_fences_are_applied_together() {
-    let text = "def area(w, h):\n    return (w * h\n\n\ndef perimeter(w, h):\n    return 2 * (w + h\n";
-    let reply = "Two calls are never closed.\n\nFirst:\n```python\n<<<<<<< SEARCH\n    return (w * h\n=======\n    return (w * h)\n>>>>>>> REPLACE\n```\nAnd then the second one:\n```\nmean.py\n<<<<<<< SEARCH\n    return 2 * (w + h\n=======\n    return 2 * (w + h)\n>>>>>>> REPLACE\n```\nDone.";
+    let text = "def area(w, h):\n    return (w * h))\n\n\ndef perimeter(w, h):\n    return 2 * (w + h))\n";
+    let reply = "Two parentheses close nothing.\n\nFirst:\n```python\n<<<<<<< SEARCH\n    return (w * h))\n=======\n    return (w * h)\n>>>>>>> REPLACE\n```\nAnd then the second one:\n```\nmean.py\n<<<<<<< SEARCH\n    return 2 * (w + h))\n=======\n    return 2 * (w + h)\n>>>>>>> REPLACE\n```\nDone.";
     let model = ModelServer::start(vec![openai_chat(reply)]);
     let Project { dir: _dir, mut client, uri } = project(&model, json!({}), text);
     start_fix(&mut client, json!({"uri": uri}));
@@ -178,7 +178,7 @@ fn a_whole_file_reply_becomes_edits_of_the_changed_line_only() {
     for i in 0..30 {
         text.push_str(&format!("def f{i}(x):\n    return x + {i}\n\n"));
     }
-    let broken = text.replace("return x + 17\n", "return (x + 17\n");
+    let broken = text.replace("return x + 17\n", "return (x + 17))\n");
     let reply = format!("Here is the corrected file:\n\n```python\n{text}```\n");
     let model = ModelServer::start(vec![openai_chat(&reply)]);
     let Project { dir: _dir, mut client, uri } = project(&model, json!({}), &broken);
@@ -186,13 +186,13 @@ fn a_whole_file_reply_becomes_edits_of_the_changed_line_only() {
     let finished = run_finished(&mut client);
     assert_eq!(finished["exit_reason"], "clean", "{finished}");
     assert_eq!(client.text(&uri), text);
-    let line = broken.lines().position(|l| l.contains("(x + 17")).unwrap() as u64;
+    let line = broken.lines().position(|l| l.contains("(x + 17))")).unwrap() as u64;
     let edits = client.editor().edits[0]["edit"]["documentChanges"][0]["edits"].as_array().unwrap().clone();
     assert!(!edits.is_empty());
     for edit in &edits {
         assert_eq!(edit["range"]["start"]["line"], line, "{edit}");
         assert_eq!(edit["range"]["end"]["line"], line, "{edit}");
-        assert!(edit["newText"].as_str().unwrap().len() <= 2, "a character diff, not a line: {edit}");
+        assert!(edit["newText"].as_str().unwrap().is_empty(), "deletions of characters, not a line: {edit}");
     }
 }
 
@@ -235,7 +235,7 @@ fn typing_while_the_model_thinks_is_regrounded_before_sending() {
 fn typing_on_the_line_the_fix_changes_wins() {
     let model = ModelServer::start(vec![openai_chat(&good_reply())]);
     let Project { dir: _dir, mut client, uri } = project(&model, json!({}), BROKEN);
-    let typed = BROKEN.replace("sum(values\n", "sum(values, start=0\n");
+    let typed = BROKEN.replace("sum(values))\n", "sum(values, start=0))\n");
     let expected = typed.clone();
     client.type_before_next_edit(&uri, Box::new(move |_| typed));
     start_fix(&mut client, json!({"uri": uri}));

@@ -21,7 +21,7 @@ use crate::editor::{DocumentEdit, EditOutcome, Editor, Progress};
 use crate::model::{CallOptions, Model, ModelError, Request};
 use crate::observer::{Diagnostic, Observer, SettleError};
 use crate::sync::lock;
-use crate::text::{PositionEncoding, TextChange, TextRange};
+use crate::text::{PositionEncoding, TextChange, TextRange, offset_to_line_col};
 use crate::workspace::DocumentSnapshot;
 
 /// Rounds of deterministic fixes before the model (inserting one token may reveal another).
@@ -140,7 +140,7 @@ fn summarize(name: &str, stop: &Stop, tally: &Tally) -> String {
         summary.push_str(&format!(" ({})", facts.join(", ")));
     }
     if tally.changed && stop.reason != ExitReason::Clean {
-        summary.push_str("; the edits made stay (undo them in the editor)");
+        summary.push_str("; the edits already made are kept");
     }
     summary.push('.');
     summary
@@ -465,15 +465,23 @@ async fn apply(
                 );
             }
             EditOutcome::Applied { echoed: false } => {
-                let mut text = current_text;
-                for (range, insert) in edits.iter().rev() {
-                    text.replace_range(range.start..range.end, insert);
-                }
+                // recorded as ranged changes, last first so each range still holds: the tree
+                // is reparsed incrementally and stored diagnostics move with the text
+                let changes: Vec<TextChange> = edits
+                    .iter()
+                    .rev()
+                    .map(|(range, insert)| TextChange {
+                        range: Some((
+                            offset_to_line_col(&current.rope, range.start, PositionEncoding::Utf8),
+                            offset_to_line_col(&current.rope, range.end, PositionEncoding::Utf8),
+                        )),
+                        text: insert.clone(),
+                    })
+                    .collect();
                 let version = current.version.unwrap_or(0).saturating_add(1);
-                let change = TextChange { range: None, text };
                 return context
                     .observer
-                    .change(uri, version, &[change], PositionEncoding::Utf8)
+                    .change(uri, version, &changes, PositionEncoding::Utf8)
                     .await
                     .map(|(snapshot, _)| snapshot)
                     .map_err(|err| Stop::failed(format!("the edit could not be recorded: {err}")));

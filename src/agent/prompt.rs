@@ -55,13 +55,12 @@ impl FixPrompt<'_> {
         let _ = writeln!(out, "Fix these problems in {} ({}):\n", self.path, snapshot.language.name());
         out.push_str(&error_summary(snapshot, self.targets, self.path, budget / 3));
         let fence = snapshot.language.name().to_ascii_lowercase();
+        let symbols = symbols_of(snapshot);
         let _ = writeln!(out, "\nThe code around them in {}:\n", self.path);
-        let _ = writeln!(out, "```{fence}\n{}```", focused_context(snapshot, self.targets, budget));
-        if let Some(tree) = &snapshot.tree {
-            let outline = outline(&document_symbols(tree, &snapshot.rope, snapshot.language));
-            if !outline.trim().is_empty() {
-                let _ = writeln!(out, "\nOutline of {}:\n{outline}", self.path);
-            }
+        let _ = writeln!(out, "```{fence}\n{}```", context_of(snapshot, &symbols, self.targets, budget));
+        let outline = outline(&symbols);
+        if !outline.trim().is_empty() {
+            let _ = writeln!(out, "\nOutline of {}:\n{outline}", self.path);
         }
         if !self.history.is_empty() {
             out.push_str("\nEarlier attempts in this run (do not repeat what failed):\n");
@@ -77,19 +76,31 @@ impl FixPrompt<'_> {
 /// or a window around it, merged, in file order, with `…` where lines are left out; cut to
 /// `token_budget`.
 pub fn focused_context(snapshot: &DocumentSnapshot, targets: &[Diagnostic], token_budget: usize) -> String {
-    let rope = &snapshot.rope;
-    let lines = rope.len_lines().max(1);
-    let symbols = snapshot
+    context_of(snapshot, &symbols_of(snapshot), targets, token_budget)
+}
+
+fn symbols_of(snapshot: &DocumentSnapshot) -> Vec<crate::syntax::Symbol> {
+    snapshot
         .tree
         .as_ref()
-        .map(|tree| document_symbols(tree, rope, snapshot.language))
-        .unwrap_or_default();
+        .map(|tree| document_symbols(tree, &snapshot.rope, snapshot.language))
+        .unwrap_or_default()
+}
+
+fn context_of(
+    snapshot: &DocumentSnapshot,
+    symbols: &[crate::syntax::Symbol],
+    targets: &[Diagnostic],
+    token_budget: usize,
+) -> String {
+    let rope = &snapshot.rope;
+    let lines = rope.len_lines().max(1);
     let line_of = |offset: usize| rope.byte_to_line(offset.min(rope.len_bytes()));
     let mut spans: Vec<(usize, usize)> = Vec::new();
     for target in targets {
         let first = line_of(target.range.start);
         let last = line_of(target.range.end).max(first);
-        let scope = enclosing_symbol(&symbols, target.range.start)
+        let scope = enclosing_symbol(symbols, target.range.start)
             .into_iter()
             .rev()
             .find(|s| !matches!(s.kind, SymbolKind::Module))
