@@ -90,6 +90,9 @@ enum BenchWhat {
         /// openai, anthropic or ollama.
         #[arg(long)]
         provider: Option<String>,
+        /// The most tokens one reply may have ([model] max_tokens).
+        #[arg(long)]
+        max_reply_tokens: Option<u32>,
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
@@ -150,7 +153,8 @@ fn main() -> ExitCode {
             runtime.block_on(run_fix(&paths, format, &options))
         }
         Command::Bench {
-            what: BenchWhat::Fix { dir, filter, max_attempts, model_url, model, provider, format },
+            what:
+                BenchWhat::Fix { dir, filter, max_attempts, model_url, model, provider, max_reply_tokens, format },
         } => {
             tokamak::logging::init_cli();
             let mut overlay = serde_json::Map::new();
@@ -158,6 +162,9 @@ fn main() -> ExitCode {
                 if let Some(value) = value {
                     overlay.insert(key.to_string(), serde_json::Value::String(value));
                 }
+            }
+            if let Some(tokens) = max_reply_tokens {
+                overlay.insert("max_tokens".to_string(), serde_json::Value::from(tokens));
             }
             let model =
                 if overlay.is_empty() { serde_json::Value::Null } else { serde_json::Value::Object(overlay) };

@@ -87,3 +87,42 @@ async fn chat_answers_with_usage() {
     }
     assert!(pieces >= 1 && !streamed.text.trim().is_empty(), "{streamed:?}");
 }
+
+/// The whole fix loop, `tokamak fix`, against the real model: a 270M base model rarely
+/// writes a usable SEARCH/REPLACE block, so this proves the loop survives real replies —
+/// it ends with a guard's exit reason, spends real tokens and never corrupts the file.
+#[tokio::test]
+async fn the_fix_loop_runs_against_a_real_model() {
+    if local_model().is_none() {
+        return;
+    }
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let Ok(url) = std::env::var("TOKAMAK_TEST_MODEL_URL") else { return };
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::create_dir(dir.path().join(".git")).expect(".git");
+    std::fs::write(dir.path().join("tokamak.toml"), "[checkers]\nenable = []\n[model]\nmax_tokens = 200\n")
+        .expect("settings");
+    let broken = "def mean(values):\n    total = sum(values))\n    return total / len(values)\n";
+    std::fs::write(dir.path().join("mean.py"), broken).expect("write");
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_tokamak"))
+        .args(["fix", "--format", "json", "--max-attempts", "2", "mean.py"])
+        .current_dir(dir.path())
+        .env("TOKAMAK_LLM_URL", &url)
+        .env("TOKAMAK_MODEL", "gemma3-270m")
+        .output()
+        .await
+        .expect("run tokamak fix");
+    let results: serde_json::Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|err| panic!("{err}: {}", String::from_utf8_lossy(&output.stderr)));
+    let result = &results[0];
+    let reason = result["exit_reason"].as_str().expect("an exit reason");
+    assert!(["clean", "max_attempts", "repeated_error"].contains(&reason), "{result}");
+    assert!(result["tokens"]["prompt"].as_u64().unwrap_or(0) > 100, "real usage: {result}");
+    let after = std::fs::read_to_string(dir.path().join("mean.py")).expect("read");
+    if reason == "clean" {
+        assert_eq!(after, broken.replace("values))", "values)"));
+    } else {
+        assert!(after.contains("def mean(values):"), "the file is never mangled: {after}");
+    }
+    assert_eq!(output.status.code(), Some(if reason == "clean" { 0 } else { 1 }));
+}

@@ -45,8 +45,9 @@ pub struct CaseResult {
     pub deterministic_fixes: u32,
     pub tokens: Tokens,
     pub wall_ms: u64,
-    /// Why the verify command failed, if it did.
-    pub verify_failure: Option<String>,
+    /// Why a clean run still does not count: the verify command failed, or the case's
+    /// checkers found nothing to fix (not installed?).
+    pub note: Option<String>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -100,21 +101,23 @@ pub async fn bench_fix(dir: &Path, options: &BenchOptions) -> anyhow::Result<Vec
         let Some(outcome) = outcome.into_iter().next() else {
             anyhow::bail!("case {name}: {} was not fixed (not a source file?)", case.file);
         };
-        let verify_failure = if outcome.exit_reason == ExitReason::Clean {
-            verify(&case.verify, work.path()).await.err()
+        let note = if outcome.targets == 0 {
+            Some("nothing to fix was found: are the case's checkers installed?".to_string())
+        } else if outcome.exit_reason == ExitReason::Clean {
+            verify(&case.verify, work.path()).await.err().map(|failure| format!("verify: {failure}"))
         } else {
             None
         };
         results.push(CaseResult {
             case: name,
             kind: case.kind,
-            solved: outcome.exit_reason == ExitReason::Clean && verify_failure.is_none(),
+            solved: outcome.exit_reason == ExitReason::Clean && note.is_none(),
             exit_reason: outcome.exit_reason,
             attempts: outcome.attempts,
             deterministic_fixes: outcome.deterministic_fixes,
             tokens: outcome.tokens,
             wall_ms: outcome.wall.as_millis() as u64,
-            verify_failure,
+            note,
         });
     }
     Ok(results)
@@ -181,7 +184,7 @@ pub fn table(results: &[CaseResult]) -> String {
             r.tokens.completion,
             r.wall_ms as f64 / 1000.0,
             r.exit_reason,
-            r.verify_failure.as_deref().map(|f| format!(" (verify: {f})")).unwrap_or_default(),
+            r.note.as_deref().map(|note| format!(" ({note})")).unwrap_or_default(),
         );
     }
     let solved = results.iter().filter(|r| r.solved).count();

@@ -44,6 +44,8 @@ pub struct FileResult {
     pub attempts: u32,
     pub deterministic_fixes: u32,
     pub tokens: Tokens,
+    /// Problems the run aimed at when it started (0: nothing to fix).
+    pub targets: usize,
     /// Whether the file's text changed (on disk, unless a dry run).
     pub changed: bool,
     /// The unified diff of the change (empty when nothing changed).
@@ -180,6 +182,7 @@ pub async fn fix(paths: &[PathBuf], options: &FixOptions) -> anyhow::Result<Vec<
             attempts: report.attempts,
             deterministic_fixes: report.deterministic_fixes,
             tokens: report.tokens,
+            targets: report.targets_before,
             changed: final_text != text,
             diff,
             wall: started.elapsed(),
