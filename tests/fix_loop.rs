@@ -387,3 +387,43 @@ fn a_file_uri_that_is_not_open_is_a_clear_error() {
     assert!(bad["error"]["message"].as_str().unwrap().contains("bad command argument"), "{bad}");
     assert!(prompts(&model).is_empty());
 }
+
+#[test]
+fn a_token_budget_stops_the_run_before_the_next_call() {
+    let wrong = "<<<<<<< SEARCH\nprint('nothing like this')\n=======\nprint('x')\n>>>>>>> REPLACE\n";
+    let model = ModelServer::start(vec![openai_chat(wrong), openai_chat(wrong)]);
+    // each scripted reply reports 28 tokens
+    let Project { dir: _dir, mut client, uri } = project(&model, json!({"max_tokens": 20}), BROKEN);
+    start_fix(&mut client, json!({"uri": uri}));
+    let finished = run_finished(&mut client);
+    assert_eq!(finished["exit_reason"], "token_limit", "{finished}");
+    assert_eq!(finished["tokens"], json!({"prompt": 21, "completion": 7}));
+    assert_eq!(model.requests().len(), 1);
+}
+
+#[test]
+fn a_time_limit_stops_a_run_whose_model_is_too_slow() {
+    let slow = Scripted::Delayed(Duration::from_secs(20), Box::new(openai_chat(&good_reply())));
+    let model = ModelServer::start(vec![slow]);
+    let Project { dir: _dir, mut client, uri } = project(&model, json!({"time_limit_s": 1}), BROKEN);
+    let started = std::time::Instant::now();
+    start_fix(&mut client, json!({"uri": uri}));
+    let finished = run_finished(&mut client);
+    assert_eq!(finished["exit_reason"], "time_limit", "{finished}");
+    assert!(started.elapsed() < Duration::from_secs(15));
+    assert_eq!(client.text(&uri), BROKEN);
+}
+
+#[test]
+fn a_range_fixes_only_what_it_covers() {
+    let text = "def area(w, h):\n    return (w * h))\n\n\ndef perimeter(w, h):\n    return 2 * (w + h))\n";
+    let reply = "<<<<<<< SEARCH\n    return 2 * (w + h))\n=======\n    return 2 * (w + h)\n>>>>>>> REPLACE\n";
+    let model = ModelServer::start(vec![openai_chat(reply)]);
+    let Project { dir: _dir, mut client, uri } = project(&model, json!({}), text);
+    start_fix(&mut client, json!({"uri": uri, "range": support::range((5, 0), (5, 30))}));
+    let finished = run_finished(&mut client);
+    assert_eq!(finished["exit_reason"], "clean", "the error outside the range is not a target: {finished}");
+    assert_eq!(client.text(&uri), text.replace("(w + h))", "(w + h)"));
+    let prompt = model.requests()[0].prompt();
+    assert!(prompt.contains("mean.py:6:") && !prompt.contains("mean.py:2:"), "{prompt}");
+}

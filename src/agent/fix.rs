@@ -173,10 +173,10 @@ async fn fix_loop(
     if focus.is_empty() {
         return Ok(Stop::new(ExitReason::Clean, "nothing to fix"));
     }
-    let targets = problems(&focus);
+    let targets = focus.clone();
     lock(tally).targets_before = focus.len();
     lock(tally).targets_after = focus.len();
-    let mut seen: Vec<Problems> = vec![targets.clone()];
+    let mut seen: Vec<Problems> = vec![problems(&targets)];
     let mut history: Vec<String> = Vec::new();
 
     // the first rung: fixes that need no model
@@ -205,7 +205,7 @@ async fn fix_loop(
         let comparison = compare(&targets, &baseline, &now);
         lock(tally).targets_after = comparison.remaining.len();
         if comparison.is_clean() {
-            return Ok(Stop::new(ExitReason::Clean, fixed_sentence(focus_len(&targets))));
+            return Ok(Stop::new(ExitReason::Clean, fixed_sentence(targets.len())));
         }
         focus = comparison.next_targets();
     }
@@ -299,7 +299,7 @@ async fn fix_loop(
         let comparison = compare(&targets, &baseline, &now);
         lock(tally).targets_after = comparison.remaining.len() + comparison.introduced.len();
         if comparison.is_clean() {
-            return Ok(Stop::new(ExitReason::Clean, fixed_sentence(focus_len(&targets))));
+            return Ok(Stop::new(ExitReason::Clean, fixed_sentence(targets.len())));
         }
         let state = comparison.problems();
         if seen.contains(&state) {
@@ -321,10 +321,6 @@ async fn fix_loop(
         ExitReason::MaxAttempts,
         format!("{left} problem(s) left after {} attempts (fix.max_attempts)", settings.max_attempts),
     ))
-}
-
-fn focus_len(targets: &Problems) -> usize {
-    targets.values().sum()
 }
 
 fn fixed_sentence(count: usize) -> String {

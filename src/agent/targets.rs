@@ -111,20 +111,36 @@ impl Comparison {
     }
 }
 
-/// Compares what is observed now with the run's `targets` and its `baseline` (every
-/// diagnostic at the start). `now` holds only what was observed on the current text: a
-/// target from a source that did not report again cannot be seen there.
-pub fn compare(targets: &Problems, baseline: &Problems, now: &[Diagnostic]) -> Comparison {
-    let mut budget = targets.clone();
+/// Compares what is observed now with the run's `targets` (the diagnostics it aimed at, as
+/// they were) and its `baseline` (every diagnostic at the start). `now` holds only what was
+/// observed on the current text.
+///
+/// Diagnostics are matched by signature, not place (edits move them). When a signature also
+/// occurs outside the targets, those others are assumed to be still there: of `k` current
+/// diagnostics with a signature that had `o` non-target occurrences at the start, `k - o`
+/// are targets, the ones nearest to where the targets were.
+pub fn compare(targets: &[Diagnostic], baseline: &Problems, now: &[Diagnostic]) -> Comparison {
+    let wanted = problems(targets);
     let mut remaining = Vec::new();
-    for diagnostic in now {
-        if let Some(count) = budget.get_mut(&Signature::of(diagnostic))
-            && *count > 0
-        {
-            *count -= 1;
-            remaining.push(diagnostic.clone());
+    for (signature, &count) in &wanted {
+        let others = baseline.get(signature).copied().unwrap_or(0).saturating_sub(count);
+        let mut current: Vec<&Diagnostic> = now.iter().filter(|d| &Signature::of(d) == signature).collect();
+        let left = current.len().saturating_sub(others).min(count);
+        if left == 0 {
+            continue;
         }
+        let distance = |d: &Diagnostic| {
+            targets
+                .iter()
+                .filter(|t| &Signature::of(t) == signature)
+                .map(|t| t.range.start.abs_diff(d.range.start))
+                .min()
+                .unwrap_or(usize::MAX)
+        };
+        current.sort_by_key(|d| distance(d));
+        remaining.extend(current.into_iter().take(left).cloned());
     }
+    remaining.sort_by_key(|d| (d.range.start, d.range.end));
     let mut allowed = baseline.clone();
     let mut introduced = Vec::new();
     for diagnostic in now.iter().filter(|d| d.severity == Severity::Error) {
@@ -166,20 +182,32 @@ mod tests {
             diag(0, Severity::Error, "tsc", "Cannot find name 'x'."),
             diag(5, Severity::Warning, "eslint", "no-var"),
         ];
-        let targets = problems(&start[..1]);
+        let targets = &start[..1];
         let baseline = problems(&start);
         // moved, still there
         let now = vec![diag(3, Severity::Error, "tsc", "Cannot find name 'x'.")];
-        let comparison = compare(&targets, &baseline, &now);
+        let comparison = compare(targets, &baseline, &now);
         assert_eq!(comparison.remaining.len(), 1);
         assert!(comparison.introduced.is_empty());
         // gone, but the fix broke something else
         let now = vec![diag(3, Severity::Error, "tsc", "';' expected.")];
-        let comparison = compare(&targets, &baseline, &now);
+        let comparison = compare(targets, &baseline, &now);
         assert!(comparison.remaining.is_empty());
         assert_eq!(comparison.introduced.len(), 1);
         assert!(!comparison.is_clean());
         // the warning that was there before is not the run's doing
-        assert!(compare(&targets, &baseline, &start[1..]).is_clean());
+        assert!(compare(targets, &baseline, &start[1..]).is_clean());
+    }
+
+    #[test]
+    fn the_same_error_elsewhere_is_not_the_target() {
+        let error = |at| diag(at, Severity::Error, "tokamak", "\")\" closes nothing");
+        let start = vec![error(10), error(50)];
+        let baseline = problems(&start);
+        // the target was the one at 50; fixed, the one at 10 is left
+        assert!(compare(&start[1..], &baseline, &[error(10)]).is_clean());
+        // not fixed: the one nearest the target is the one left
+        let comparison = compare(&start[1..], &baseline, &[error(10), error(52)]);
+        assert_eq!(comparison.remaining, vec![error(52)]);
     }
 }
