@@ -134,13 +134,25 @@ fn a_search_that_matches_nothing_goes_back_to_the_model() {
 fn the_same_error_after_a_fix_stops_the_run() {
     // the "fix" adds a comment and leaves the error
     let useless = "mean.py\n<<<<<<< SEARCH\ndef mean(values):\n=======\ndef mean(values):  # average\n>>>>>>> REPLACE\n";
-    let model = ModelServer::start(vec![openai_chat(useless), openai_chat(&good_reply())]);
-    let Project { dir: _dir, mut client, uri } = project(&model, json!({}), BROKEN);
+    let useless_again = "mean.py\n<<<<<<< SEARCH\ndef mean(values):  # average\n=======\ndef mean(values):  # the average\n>>>>>>> REPLACE\n";
+    let model = ModelServer::start(vec![
+        openai_chat(useless),
+        openai_chat(useless_again),
+        openai_chat(&good_reply()),
+    ]);
+    let Project { dir: _dir, mut client, uri } = project(&model, json!({"max_attempts": 5}), BROKEN);
     start_fix(&mut client, json!({"uri": uri}));
     let finished = run_finished(&mut client);
     assert_eq!(finished["exit_reason"], "repeated_error", "{finished}");
-    assert_eq!(model.requests().len(), 1, "no tokens are burnt on a loop");
-    assert!(client.text(&uri).contains("# average"));
+    // one more try with the feedback, then no more tokens are burnt on a loop
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2);
+    assert!(
+        requests[1].prompt().contains("your edit was applied (line 1 changed), but problems remain"),
+        "{}",
+        requests[1].prompt()
+    );
+    assert!(client.text(&uri).contains("# the average"));
 }
 
 #[test]
@@ -373,6 +385,10 @@ fn code_actions_offer_a_fix_for_any_diagnostic_and_fix_all_for_the_file() {
     let finished = run_finished(&mut client);
     assert_eq!(finished["exit_reason"], "clean", "{finished}");
     assert_eq!(client.text(&uri), FIXED);
+    // the editor did not forward its diagnostics again: the summary does not claim more
+    // than Tokamak saw
+    let summary = finished["summary"].as_str().unwrap();
+    assert!(summary.contains("1 of them came from the editor's own checkers"), "{summary}");
 }
 
 #[test]
@@ -426,4 +442,17 @@ fn a_range_fixes_only_what_it_covers() {
     assert_eq!(client.text(&uri), text.replace("(w + h))", "(w + h)"));
     let prompt = model.requests()[0].prompt();
     assert!(prompt.contains("mean.py:6:") && !prompt.contains("mean.py:2:"), "{prompt}");
+}
+
+#[test]
+fn a_snippet_is_not_taken_for_the_whole_file() {
+    let snippet = "Close it like this:\n```python\n    total = sum(values)\n```\n";
+    let model = ModelServer::start(vec![openai_chat(snippet), openai_chat(&good_reply())]);
+    let Project { dir: _dir, mut client, uri } = project(&model, json!({}), BROKEN);
+    start_fix(&mut client, json!({"uri": uri}));
+    let finished = run_finished(&mut client);
+    assert_eq!(finished["exit_reason"], "clean", "{finished}");
+    assert_eq!(finished["attempts"], 2);
+    assert_eq!(client.text(&uri), FIXED, "the rest of the file is still there");
+    assert!(model.requests()[1].prompt().contains("not the whole file"));
 }

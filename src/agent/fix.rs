@@ -183,7 +183,10 @@ async fn fix_loop(
     for _ in 0..DETERMINISTIC_ROUNDS {
         let mut fixes = deterministic_fixes(&snapshot, &focus);
         if fixes.is_empty() && focus.iter().any(is_syntax) {
-            fixes.extend(verified_repair(&snapshot, &SyntaxSettings::default()));
+            fixes.extend(
+                verified_repair(&snapshot, &SyntaxSettings::default())
+                    .filter(|fix| fix.edits.iter().all(|(range, _)| near_focus(&snapshot, &focus, *range))),
+            );
         }
         let text = snapshot.rope.to_string();
         let (new_text, applied) = apply_fixes(&text, &fixes);
@@ -193,19 +196,15 @@ async fn fix_loop(
         let described: Vec<&str> = applied.iter().map(|f| f.description.as_str()).collect();
         report(context, run, format!("applying {}", described.join(", ")), None).await;
         let edits = minimal_edits(&text, &new_text);
-        apply(context, &snapshot, &edits, "Tokamak: deterministic fix").await?;
-        {
-            let mut tally = lock(tally);
-            tally.deterministic += applied.len() as u32;
-            tally.changed = true;
-        }
-        history.push(format!("(not the model) Tokamak itself applied: {}.", described.join("; ")));
+        apply_counted(context, &snapshot, &edits, "Tokamak: deterministic fix", tally).await?;
+        lock(tally).deterministic += applied.len() as u32;
+        history.push(format!("Before the model, Tokamak itself applied: {}.", described.join("; ")));
         let (after, now) = observe(context, uri).await?;
         snapshot = after;
         let comparison = compare(&targets, &baseline, &now);
         lock(tally).targets_after = comparison.remaining.len();
         if comparison.is_clean() {
-            return Ok(Stop::new(ExitReason::Clean, fixed_sentence(targets.len())));
+            return Ok(Stop::new(ExitReason::Clean, fixed_sentence(context, &snapshot, &targets)));
         }
         focus = comparison.next_targets();
     }
@@ -265,20 +264,19 @@ async fn fix_loop(
         tracing::debug!("{}: attempt {attempt} reply:\n{}", run.run_id, reply.text);
 
         let base = snapshot.rope.to_string();
-        let new_text = match blocks_for(&reply.text, name, &path) {
+        let new_text = match blocks_for(&reply.text, name, &path, &snapshot.rope) {
             Err(reason) => {
-                history.push(reason);
+                history.push(format!("Attempt {attempt}: {reason}"));
                 continue;
             }
             Ok(blocks) => match apply_blocks(&base, &blocks, settings.similarity) {
                 Err(err) => {
-                    history.push(format!("{err}. Nothing from that reply was applied."));
+                    history.push(format!("Attempt {attempt}: {err}. Nothing from that reply was applied."));
                     continue;
                 }
                 Ok(applied) if applied.text == base => {
                     history.push(
-                        "your blocks changed nothing: what they REPLACE with is already in the file."
-                            .to_string(),
+                        format!("Attempt {attempt}: your blocks changed nothing: what they REPLACE with is already in the file."),
                     );
                     continue;
                 }
@@ -293,16 +291,16 @@ async fn fix_loop(
             Some(percentage),
         )
         .await;
-        apply(context, &snapshot, &edits, &format!("Tokamak: fix attempt {attempt}")).await?;
-        lock(tally).changed = true;
+        apply_counted(context, &snapshot, &edits, &format!("Tokamak: fix attempt {attempt}"), tally).await?;
         let (after, now) = observe(context, uri).await?;
         let comparison = compare(&targets, &baseline, &now);
         lock(tally).targets_after = comparison.remaining.len() + comparison.introduced.len();
         if comparison.is_clean() {
-            return Ok(Stop::new(ExitReason::Clean, fixed_sentence(targets.len())));
+            return Ok(Stop::new(ExitReason::Clean, fixed_sentence(context, &after, &targets)));
         }
         let state = comparison.problems();
-        if seen.contains(&state) {
+        // one more try with the feedback is allowed; the third time in the same state is a loop
+        if seen.iter().filter(|s| **s == state).count() >= 2 {
             return Err(Stop::new(
                 ExitReason::RepeatedError,
                 format!(
@@ -312,7 +310,10 @@ async fn fix_loop(
             ));
         }
         seen.push(state);
-        history.push(describe_outcome(&after, &edits_lines(&base, &edits), &comparison));
+        history.push(format!(
+            "Attempt {attempt}: {}",
+            describe_outcome(&after, &edits_lines(&base, &edits), &comparison)
+        ));
         snapshot = after;
         focus = comparison.next_targets();
     }
@@ -323,8 +324,19 @@ async fn fix_loop(
     ))
 }
 
-fn fixed_sentence(count: usize) -> String {
-    format!("fixed {count} problem(s)")
+/// "fixed N problem(s)", saying how many of them no source could re-check on the new text
+/// (an editor's own diagnostic that was not forwarded again): those are gone from what
+/// Tokamak sees, not proven fixed.
+fn fixed_sentence(context: &FixContext, now: &DocumentSnapshot, targets: &[Diagnostic]) -> String {
+    let unverified =
+        targets.iter().filter(|t| !context.observer.could_see(&now.uri, now.version, &t.source)).count();
+    let mut sentence = format!("fixed {} problem(s)", targets.len());
+    if unverified > 0 {
+        sentence.push_str(&format!(
+            "; {unverified} of them came from the editor's own checkers, which have not reported on the new text yet"
+        ));
+    }
+    sentence
 }
 
 fn first_message(comparison: &Comparison) -> String {
@@ -348,6 +360,14 @@ fn deterministic_fixes(snapshot: &DocumentSnapshot, focus: &[Diagnostic]) -> Vec
     fixes
 }
 
+/// Whether an edit lies on a line within a few lines of a diagnostic in focus (a missing
+/// `:` or `)` is often reported on the line after the one it belongs to).
+fn near_focus(snapshot: &DocumentSnapshot, focus: &[Diagnostic], range: TextRange) -> bool {
+    let line = |offset: usize| snapshot.rope.byte_to_line(offset.min(snapshot.rope.len_bytes()));
+    let at = line(range.start);
+    focus.iter().any(|d| line(d.range.start).saturating_sub(4) <= at && at <= line(d.range.end) + 4)
+}
+
 /// A syntax error, from Tokamak's own parse or a checker's (`invalid-syntax`, TS1005).
 fn is_syntax(diagnostic: &Diagnostic) -> bool {
     diagnostic.code.as_deref() == Some(crate::observer::SYNTAX_CODE)
@@ -358,7 +378,7 @@ fn is_syntax(diagnostic: &Diagnostic) -> bool {
 
 /// The reply's blocks for this document. A block naming another file is refused: a fix run
 /// changes only its own document.
-fn blocks_for(reply: &str, name: &str, path: &str) -> Result<Vec<Block>, String> {
+fn blocks_for(reply: &str, name: &str, path: &str, current: &ropey::Rope) -> Result<Vec<Block>, String> {
     let blocks = parse_reply(reply);
     if blocks.is_empty() {
         return Err("your reply had no SEARCH/REPLACE block, so nothing was changed. Reply with blocks in the format asked for.".to_string());
@@ -367,6 +387,18 @@ fn blocks_for(reply: &str, name: &str, path: &str) -> Result<Vec<Block>, String>
         let file = match block {
             Block::SearchReplace { file, .. } | Block::WholeFile { file, .. } => file.as_deref(),
         };
+        // the model saw only part of the file: a short code block is a snippet, and taking it
+        // for the whole file would delete the rest
+        if let Block::WholeFile { content, .. } = block
+            && content.lines().count() * 5 < current.len_lines().saturating_sub(1) * 4
+        {
+            return Err(format!(
+                "block {} is a code block of {} lines, not the whole file ({} lines) and not a SEARCH/REPLACE block, so nothing was changed. Use SEARCH/REPLACE blocks.",
+                index + 1,
+                content.lines().count(),
+                current.len_lines().saturating_sub(1)
+            ));
+        }
         if let Some(file) = file {
             let file = file.trim_start_matches("./");
             let ours = |candidate: &str| candidate == file || candidate.ends_with(&format!("/{file}"));
@@ -388,7 +420,13 @@ fn edits_lines(base: &str, edits: &[(TextRange, String)]) -> String {
     let (Some(first), Some(last)) = (edits.first(), edits.last()) else {
         return "no lines".to_string();
     };
-    let (from, to) = (line(first.0.start), line(last.0.end));
+    // an edit ending just after a line break ends on that line, not the next
+    let end = if last.0.end > last.0.start && base[..last.0.end.min(base.len())].ends_with('\n') {
+        last.0.end - 1
+    } else {
+        last.0.end
+    };
+    let (from, to) = (line(first.0.start), line(end));
     if from == to { format!("line {from}") } else { format!("lines {from}–{to}") }
 }
 
@@ -431,6 +469,24 @@ async fn observe(context: &FixContext, uri: &Url) -> Result<(DocumentSnapshot, V
 
 fn closed(uri: &Url) -> Stop {
     Stop::failed(format!("{uri} was closed during the run"))
+}
+
+/// [`apply`], with the run marked as having changed the file from the moment the edit is
+/// sent: a cancel or a time limit while the editor answers must not report "nothing changed"
+/// for an edit that lands anyway.
+async fn apply_counted(
+    context: &FixContext,
+    base: &DocumentSnapshot,
+    edits: &[(TextRange, String)],
+    label: &str,
+    tally: &Mutex<Tally>,
+) -> Result<DocumentSnapshot, Stop> {
+    let before = std::mem::replace(&mut lock(tally).changed, true);
+    let result = apply(context, base, edits, label).await;
+    if result.is_err() {
+        lock(tally).changed = before;
+    }
+    result
 }
 
 /// Makes `edits` (in bytes of `base`) in the document through the editor. If the user typed

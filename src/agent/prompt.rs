@@ -29,6 +29,9 @@ Rules:
 
 /// Lines of code shown around an error outside any function, or when its function is long.
 const WINDOW: usize = 12;
+/// The most recent notes of earlier attempts shown, and the longest shown whole.
+const MAX_HISTORY: usize = 4;
+const MAX_NOTE_CHARS: usize = 1_500;
 /// An enclosing scope longer than this many lines is shown as a window instead.
 const MAX_SCOPE_LINES: usize = 150;
 
@@ -63,9 +66,14 @@ impl FixPrompt<'_> {
             let _ = writeln!(out, "\nOutline of {}:\n{outline}", self.path);
         }
         if !self.history.is_empty() {
-            out.push_str("\nEarlier attempts in this run (do not repeat what failed):\n");
-            for (number, note) in self.history.iter().enumerate() {
-                let _ = writeln!(out, "Attempt {}: {note}", number + 1);
+            out.push_str("\nEarlier in this run (do not repeat what failed):\n");
+            let skipped = self.history.len().saturating_sub(MAX_HISTORY);
+            if skipped > 0 {
+                let _ = writeln!(out, "({skipped} earlier note(s) left out)");
+            }
+            for note in &self.history[skipped..] {
+                let note: String = note.chars().take(MAX_NOTE_CHARS).collect();
+                let _ = writeln!(out, "{note}");
             }
         }
         out
@@ -105,7 +113,7 @@ fn context_of(
             .rev()
             .find(|s| !matches!(s.kind, SymbolKind::Module))
             .map(|s| (line_of(s.range.start), line_of(s.range.end.saturating_sub(1))))
-            .filter(|(start, end)| end - start < MAX_SCOPE_LINES && *start <= first);
+            .filter(|(start, end)| end.saturating_sub(*start) < MAX_SCOPE_LINES && *start <= first);
         let span = scope.unwrap_or((first.saturating_sub(WINDOW), (last + WINDOW).min(lines - 1)));
         spans.push((span.0.min(first), span.1.max(last).min(lines - 1)));
     }
@@ -182,7 +190,7 @@ mod tests {
             snapshot: &snapshot,
             path: "m.py",
             targets: std::slice::from_ref(&target),
-            history: &["your SEARCH block 1 matched nothing".to_string()],
+            history: &["Attempt 1: your SEARCH block 1 matched nothing".to_string()],
             context_tokens: 3000,
         };
         let user = prompt.user();

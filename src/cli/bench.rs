@@ -97,9 +97,27 @@ pub async fn bench_fix(dir: &Path, options: &BenchOptions) -> anyhow::Result<Vec
             model: options.model.clone(),
         };
         let file = work.path().join(&case.file);
-        let outcome = fix(std::slice::from_ref(&file), &fix_options).await?;
-        let Some(outcome) = outcome.into_iter().next() else {
-            anyhow::bail!("case {name}: {} was not fixed (not a source file?)", case.file);
+        let outcome = match fix(std::slice::from_ref(&file), &fix_options).await {
+            Ok(outcomes) => outcomes.into_iter().next(),
+            Err(err) => {
+                // one broken case (bad settings, say) does not lose the others' results
+                eprintln!("tokamak: case {name}: {err:#}");
+                None
+            }
+        };
+        let Some(outcome) = outcome else {
+            results.push(CaseResult {
+                case: name,
+                kind: case.kind,
+                solved: false,
+                exit_reason: ExitReason::Failed,
+                attempts: 0,
+                deterministic_fixes: 0,
+                tokens: Tokens::default(),
+                wall_ms: 0,
+                note: Some(format!("{} could not be run (see stderr)", case.file)),
+            });
+            continue;
         };
         let note = if outcome.targets == 0 {
             Some("nothing to fix was found: are the case's checkers installed?".to_string())

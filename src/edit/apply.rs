@@ -123,8 +123,14 @@ fn reindent(text: &str, delta: isize, unit: char) -> String {
             if delta > 0 {
                 format!("{}{line}", unit.to_string().repeat(delta as usize))
             } else {
-                let indent = line.len() - line.trim_start().len();
-                line[indent.min(delta.unsigned_abs())..].to_string()
+                // whitespace is cut by characters: an indent may hold multi-byte spaces
+                let cut = line
+                    .char_indices()
+                    .take(delta.unsigned_abs())
+                    .take_while(|(_, c)| c.is_whitespace() && *c != '\n')
+                    .last()
+                    .map_or(0, |(at, c)| at + c.len_utf8());
+                line[cut..].to_string()
             }
         })
         .collect()
@@ -187,6 +193,12 @@ mod tests {
             CODE,
             &elided,
             Ok("class A:\n    def f(this):\n        return 1\n\n    def g(self):\n        return 20\n"),
+        );
+        // an indent of multi-byte spaces is cut by characters, never inside one
+        check(
+            "if x:\n\u{a0}\u{a0}y = 1\n",
+            &sr("\u{a0}\u{a0}\u{a0}y = 1\n", "\u{a0}\u{a0}\u{a0}y = 2\n"),
+            Ok("if x:\n\u{a0}\u{a0}y = 2\n"),
         );
         // a CRLF file keeps its line endings
         check("a = 1\r\nb = 2\r\n", &sr("b = 2\n", "b = 3\nc = 4\n"), Ok("a = 1\r\nb = 3\r\nc = 4\r\n"));

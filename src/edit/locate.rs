@@ -89,8 +89,15 @@ pub fn locate(text: &str, search: &str, threshold: f32) -> Result<Located, Locat
     let line_of = |offset: usize| lines.iter().position(|l| offset < l.end).unwrap_or(lines.len()) + 1;
 
     // 1. exactly (with and without the final newline, for a file that lacks one)
-    for candidate in [search, search.trim_end_matches('\n')] {
-        let found: Vec<usize> = text.match_indices(candidate).map(|(at, _)| at).collect();
+    for (trimmed, candidate) in [(false, search), (true, search.trim_end_matches('\n'))] {
+        // without its newline a SEARCH must still end where a line does, or it would graft
+        // the REPLACE onto the rest of a longer line
+        let ends_a_line = |at: usize| {
+            let rest = &text[at + candidate.len()..];
+            !trimmed || rest.is_empty() || rest.starts_with('\n') || rest.starts_with("\r\n")
+        };
+        let found: Vec<usize> =
+            text.match_indices(candidate).map(|(at, _)| at).filter(|&at| ends_a_line(at)).collect();
         match found.len() {
             0 => continue,
             1 => {
@@ -181,8 +188,8 @@ fn indent_delta(window: &[Line<'_>], wanted: &[&str]) -> Option<(isize, char)> {
         if have_body.is_empty() {
             continue;
         }
-        let have_indent = line.content.len() - line.content.trim_start().len();
-        let want_indent = want.len() - want.trim_start().len();
+        let indent = |l: &str| l.chars().take_while(|c| c.is_whitespace()).count();
+        let (have_indent, want_indent) = (indent(line.content), indent(want));
         if let Some(c) = line.content.chars().next().filter(|c| c.is_whitespace()) {
             unit = c;
         }
@@ -244,6 +251,12 @@ mod tests {
             Err("this SEARCH matched nothing; the closest lines are"),
         );
         check(CODE, "   \n", Err("this SEARCH is empty"));
+        // a SEARCH line is not matched as the start of a longer line
+        check(
+            "total = f(a)  # note\n",
+            "total = f(a)\n",
+            Err("this SEARCH matched nothing; the closest lines are"),
+        );
     }
 
     #[test]

@@ -253,6 +253,21 @@ impl Observer {
         lock(&self.state).files.get(uri).map(|f| f.at_version(version)).unwrap_or_default()
     }
 
+    /// Whether a diagnostic from `source` could have been seen on exactly `version`: Tokamak's
+    /// own sources and checkers that reported on it, or anything the editor forwarded for it
+    /// (`tokamak/clientDiagnostics` replaces the editor's whole list). A code-action context
+    /// is not a report on a version: what it showed cannot be re-checked.
+    pub fn could_see(&self, uri: &Url, version: Option<i32>, source: &str) -> bool {
+        let state = lock(&self.state);
+        let Some(file) = state.files.get(uri) else {
+            return false;
+        };
+        file.reporters(version).iter().any(|(key, origin)| match origin {
+            Origin::Server => key == source,
+            Origin::Editor => key == CLIENT_SOURCE,
+        })
+    }
+
     /// Waits until the document is at another version than `version` (the editor reported a
     /// change), or `timeout` passes. `None`: closed, or still at `version`.
     pub async fn changed_from(

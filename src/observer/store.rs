@@ -92,6 +92,15 @@ impl FileDiagnostics {
         merged(self.sources.values().filter(|e| e.version == version))
     }
 
+    /// The keys of the sources that reported on exactly `version`, with who they are.
+    pub fn reporters(&self, version: Option<i32>) -> Vec<(String, Origin)> {
+        self.sources
+            .iter()
+            .filter(|(_, e)| e.version == version)
+            .map(|(k, e)| (k.clone(), e.origin))
+            .collect()
+    }
+
     /// `(source, failure)` for sources whose last run failed.
     pub fn failures(&self) -> Vec<(String, String)> {
         self.sources

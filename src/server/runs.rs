@@ -67,8 +67,34 @@ pub async fn fix(backend: &Backend, args: FixArgs) -> Result<Value> {
     let run_id = handle.run_id.clone();
     let request = FixRequest { uri: args.uri, scope };
     tracing::info!("{run_id}: fixing {} ({:?})", request.uri, request.scope);
-    tokio::spawn(async move {
+    let editor = Arc::clone(&context.editor);
+    let (id, uri) = (run_id.clone(), request.uri.clone());
+    let run = tokio::spawn(async move {
         agent::fix(&context, &request, handle).await;
+    });
+    // a panic inside the run (a bug) still ends it in the editor: progress closed, the
+    // file free again (the handle is dropped while unwinding) and the user told
+    tokio::spawn(async move {
+        if let Err(err) = run.await
+            && err.is_panic()
+        {
+            tracing::error!("{id} panicked: {err}");
+            let summary = "Tokamak stopped on an internal error; nothing more was changed (see the log).";
+            editor.progress(&id, crate::editor::Progress::End { message: summary.to_string() }).await;
+            let report = agent::RunReport {
+                run_id: id,
+                uri,
+                exit_reason: agent::ExitReason::Failed,
+                summary: summary.to_string(),
+                files_changed: Vec::new(),
+                tokens: agent::Tokens::default(),
+                attempts: 0,
+                deterministic_fixes: 0,
+                targets_before: 0,
+                targets_after: 0,
+            };
+            editor.run_finished(&report).await;
+        }
     });
     Ok(json!({"run_id": run_id}))
 }
