@@ -1,0 +1,233 @@
+--- Tokamak for Neovim: starts the `tokamak` language server on Python, TypeScript and
+--- JavaScript buffers, forwards other sources' diagnostics to it, and adds :TokamakFix,
+--- :TokamakCancel and :TokamakStatus. Progress uses Neovim's own LSP progress; the end of a
+--- run is shown with vim.notify.
+local M = {}
+
+M.name = "tokamak"
+
+local defaults = {
+  cmd = { "tokamak", "lsp" },
+  filetypes = { "python", "typescript", "typescriptreact", "javascript", "javascriptreact" },
+  root_markers = { "tokamak.toml", "pyproject.toml", "package.json", "tsconfig.json", ".git" },
+  -- sent as initializationOptions (same structure as tokamak.toml)
+  settings = {},
+  -- forward other sources' diagnostics (vim.diagnostic) to Tokamak
+  forward_diagnostics = true,
+  debounce_ms = 200,
+}
+
+M.config = vim.deepcopy(defaults)
+--- The last `tokamak/runFinished` received (for statuslines and tests).
+M.last_run = nil
+
+local has_011 = vim.fn.has("nvim-0.11") == 1
+
+--- client:request works from 0.11; 0.10 has client.request.
+local function request(client, method, params, handler, bufnr)
+  if has_011 then
+    return client:request(method, params, handler, bufnr)
+  end
+  return client.request(method, params, handler, bufnr)
+end
+
+--- The UTF-16 index of byte `col` in `line`.
+local function utf16(line, col)
+  if has_011 then
+    return vim.str_utfindex(line, "utf-16", col, false)
+  end
+  local _, units = vim.str_utfindex(line, col)
+  return units
+end
+
+local function notify_server(client, method, params)
+  if has_011 then
+    return client:notify(method, params)
+  end
+  return client.notify(method, params)
+end
+
+--- The Tokamak client attached to `bufnr` (or any, when nil).
+function M.client(bufnr)
+  local clients = vim.lsp.get_clients({ name = M.name, bufnr = bufnr })
+  return clients[1]
+end
+
+local function on_run_finished(_, result)
+  if type(result) ~= "table" then
+    return
+  end
+  M.last_run = result
+  local level = result.exit_reason == "clean" and vim.log.levels.INFO or vim.log.levels.WARN
+  vim.notify(string.format("Tokamak [%s] %s", result.exit_reason, result.summary or ""), level)
+end
+
+--- Runs a tokamak.* command; `on_result(err, result)` is called with the answer.
+function M.command(command, arguments, bufnr, on_result)
+  bufnr = bufnr or vim.api.nvim_get_current_buf()
+  local client = M.client(bufnr)
+  if not client then
+    vim.notify("Tokamak is not attached to this buffer (see :checkhealth tokamak)", vim.log.levels.ERROR)
+    return
+  end
+  request(client, "workspace/executeCommand", { command = command, arguments = { arguments } }, function(err, result)
+    if on_result then
+      on_result(err, result)
+    elseif err then
+      vim.notify("Tokamak: " .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
+    end
+  end, bufnr)
+end
+
+--- :TokamakFix — the whole file, or the lines of a range.
+function M.fix(opts)
+  local bufnr = vim.api.nvim_get_current_buf()
+  local args = { uri = vim.uri_from_bufnr(bufnr) }
+  if opts and opts.range and opts.range > 0 then
+    local last = vim.api.nvim_buf_get_lines(bufnr, opts.line2 - 1, opts.line2, false)[1] or ""
+    args.range = {
+      start = { line = opts.line1 - 1, character = 0 },
+      ["end"] = { line = opts.line2 - 1, character = utf16(last, #last) },
+    }
+  end
+  M.command("tokamak.fix", args, bufnr, function(err, result)
+    if err then
+      vim.notify("Tokamak: " .. (err.message or vim.inspect(err)), vim.log.levels.WARN)
+    elseif result and result.run_id then
+      vim.notify("Tokamak: fixing (" .. result.run_id .. ")", vim.log.levels.INFO)
+    end
+  end)
+end
+
+function M.cancel()
+  M.command("tokamak.cancel", vim.empty_dict(), nil, function(err, result)
+    if err then
+      vim.notify("Tokamak: " .. err.message, vim.log.levels.ERROR)
+    else
+      vim.notify("Tokamak: cancelled " .. #(result.cancelled or {}) .. " run(s)", vim.log.levels.INFO)
+    end
+  end)
+end
+
+function M.status()
+  M.command("tokamak.status", vim.empty_dict(), nil, function(err, result)
+    if err then
+      vim.notify("Tokamak: " .. err.message, vim.log.levels.ERROR)
+    else
+      vim.notify("Tokamak " .. vim.inspect(result), vim.log.levels.INFO)
+    end
+  end)
+end
+
+--- An LSP diagnostic for a vim.diagnostic entry (positions in UTF-16, as Tokamak's client
+--- offers). Entries that came from a language server keep that server's own diagnostic.
+local function to_lsp(bufnr, d)
+  local original = d.user_data and d.user_data.lsp
+  local function position(lnum, col)
+    local line = vim.api.nvim_buf_get_lines(bufnr, lnum, lnum + 1, false)[1] or ""
+    col = math.min(col or 0, #line)
+    return { line = lnum, character = utf16(line, col) }
+  end
+  return {
+    range = (original and original.range) or {
+      start = position(d.lnum, d.col),
+      ["end"] = position(d.end_lnum or d.lnum, d.end_col or d.col),
+    },
+    severity = d.severity,
+    source = d.source or (original and original.source),
+    code = d.code or (original and original.code),
+    message = d.message,
+  }
+end
+
+local pending = {}
+
+--- Sends `bufnr`'s diagnostics from every namespace but Tokamak's own.
+function M.forward(bufnr)
+  local client = M.client(bufnr)
+  if not client or not vim.api.nvim_buf_is_valid(bufnr) then
+    return
+  end
+  local own = {}
+  for _, pull in ipairs({ false, true }) do
+    local ok, ns = pcall(vim.lsp.diagnostic.get_namespace, client.id, pull)
+    if ok and ns then
+      own[ns] = true
+    end
+  end
+  local diagnostics = {}
+  for _, d in ipairs(vim.diagnostic.get(bufnr)) do
+    if not own[d.namespace] then
+      table.insert(diagnostics, to_lsp(bufnr, d))
+    end
+  end
+  notify_server(client, "tokamak/clientDiagnostics", {
+    uri = vim.uri_from_bufnr(bufnr),
+    version = vim.lsp.util.buf_versions[bufnr],
+    diagnostics = diagnostics,
+  })
+end
+
+local function schedule_forward(bufnr)
+  if pending[bufnr] then
+    pending[bufnr]:stop()
+  end
+  local timer = vim.uv.new_timer()
+  pending[bufnr] = timer
+  timer:start(M.config.debounce_ms, 0, vim.schedule_wrap(function()
+    timer:close()
+    if pending[bufnr] == timer then
+      pending[bufnr] = nil
+    end
+    M.forward(bufnr)
+  end))
+end
+
+local function lsp_config()
+  return {
+    cmd = M.config.cmd,
+    filetypes = M.config.filetypes,
+    root_markers = M.config.root_markers,
+    init_options = M.config.settings,
+    settings = { tokamak = M.config.settings },
+    handlers = { ["tokamak/runFinished"] = on_run_finished },
+  }
+end
+
+--- require("tokamak").setup{ cmd = …, settings = … }
+function M.setup(opts)
+  M.config = vim.tbl_deep_extend("force", vim.deepcopy(defaults), opts or {})
+  local config = lsp_config()
+  if has_011 and vim.lsp.config then
+    vim.lsp.config(M.name, config)
+    vim.lsp.enable(M.name)
+  else
+    vim.api.nvim_create_autocmd("FileType", {
+      group = vim.api.nvim_create_augroup("tokamak-start", { clear = true }),
+      pattern = M.config.filetypes,
+      callback = function(args)
+        local root = vim.fs.root(args.buf, M.config.root_markers)
+        vim.lsp.start(vim.tbl_extend("force", config, { name = M.name, root_dir = root }), { bufnr = args.buf })
+      end,
+    })
+  end
+  if M.config.forward_diagnostics then
+    vim.api.nvim_create_autocmd("DiagnosticChanged", {
+      group = vim.api.nvim_create_augroup("tokamak-forward", { clear = true }),
+      callback = function(args)
+        local client = M.client(args.buf)
+        if not client then
+          return
+        end
+        -- Tokamak's own publishes change diagnostics too; forwarding them back is skipped in
+        -- M.forward, and only a change in another namespace needs a forward at all
+        schedule_forward(args.buf)
+      end,
+    })
+  end
+  vim.api.nvim_create_user_command("TokamakFix", M.fix, { range = true, desc = "Fix the file (or the lines) with Tokamak" })
+  vim.api.nvim_create_user_command("TokamakCancel", M.cancel, { desc = "Cancel Tokamak's runs" })
+  vim.api.nvim_create_user_command("TokamakStatus", M.status, { desc = "Show Tokamak's status" })
+end
+
+return M

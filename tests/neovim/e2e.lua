@@ -1,0 +1,107 @@
+-- End-to-end checks of editors/neovim in a real headless Neovim, driven by
+-- tests/editor_neovim.rs. Reads TOKAMAK_E2E (which check), TOKAMAK_BIN, TOKAMAK_E2E_FILE,
+-- TOKAMAK_E2E_OUT; writes a JSON report to TOKAMAK_E2E_OUT and exits 0, or exits 1 with the
+-- reason in the report.
+local out_path = assert(os.getenv("TOKAMAK_E2E_OUT"))
+local report = { steps = {} }
+
+local function finish(ok, why)
+  report.ok = ok
+  report.why = why
+  local file = assert(io.open(out_path, "w"))
+  file:write(vim.json.encode(report))
+  file:close()
+  vim.cmd(ok and "qall!" or "cquit! 1")
+end
+
+local function step(name, value)
+  table.insert(report.steps, name)
+  report[name] = value
+end
+
+local function wait(ms, what, predicate)
+  if not vim.wait(ms, predicate, 50) then
+    finish(false, "timed out waiting for " .. what)
+    error("stop")
+  end
+end
+
+vim.opt.runtimepath:prepend(os.getenv("TOKAMAK_PLUGIN"))
+local tokamak = require("tokamak")
+local check = os.getenv("TOKAMAK_E2E")
+local bin = os.getenv("TOKAMAK_BIN")
+local model_url = os.getenv("TOKAMAK_E2E_MODEL")
+
+tokamak.setup({
+  cmd = { bin, "lsp" },
+  settings = {
+    checkers = { enable = {} },
+    model = { base_url = model_url, model = "scripted", max_retries = 0 },
+  },
+})
+
+local ok, err = pcall(function()
+  if check == "health" then
+    vim.cmd("checkhealth tokamak")
+    local lines = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+    step("health", table.concat(lines, "\n"))
+    return finish(true)
+  end
+
+  vim.cmd("edit " .. vim.fn.fnameescape(os.getenv("TOKAMAK_E2E_FILE")))
+  local bufnr = vim.api.nvim_get_current_buf()
+  wait(20000, "tokamak to attach", function() return tokamak.client(bufnr) ~= nil end)
+  local client = tokamak.client(bufnr)
+  step("attached", client.name)
+
+  if check == "forward" then
+    -- a second, real language server: ruff's
+    vim.lsp.start({ name = "ruff", cmd = { os.getenv("TOKAMAK_E2E_RUFF"), "server" }, root_dir = vim.fn.getcwd() }, { bufnr = bufnr })
+    wait(20000, "ruff's diagnostics", function()
+      for _, d in ipairs(vim.diagnostic.get(bufnr)) do
+        if (d.source or ""):lower():find("ruff") then return true end
+      end
+      return false
+    end)
+    local seen
+    wait(20000, "Tokamak to hear of ruff's diagnostics", function()
+      local answer = client:request_sync("workspace/executeCommand", {
+        command = "tokamak.diagnostics", arguments = { { uri = vim.uri_from_bufnr(bufnr) } },
+      }, 5000, bufnr)
+      seen = answer and answer.result and answer.result.diagnostics or {}
+      for _, d in ipairs(seen) do
+        if (d.source or ""):lower():find("ruff") then return true end
+      end
+      return false
+    end)
+    step("observed", seen)
+    return finish(true)
+  end
+
+  -- check == "fix": Tokamak's syntax diagnostic, its code action, the fix, a clean buffer
+  local ns = vim.lsp.diagnostic.get_namespace(client.id, false)
+  wait(20000, "Tokamak's diagnostics", function() return #vim.diagnostic.get(bufnr, { namespace = ns }) > 0 end)
+  local diagnostic = vim.diagnostic.get(bufnr, { namespace = ns })[1]
+  step("diagnostic", diagnostic.message)
+  local params = vim.lsp.util.make_range_params(0, client.offset_encoding)
+  params.range = diagnostic.user_data.lsp.range
+  params.context = { diagnostics = { diagnostic.user_data.lsp } }
+  local answer = client:request_sync("textDocument/codeAction", params, 10000, bufnr)
+  local titles, action = {}, nil
+  for _, a in ipairs(answer.result or {}) do
+    table.insert(titles, a.title)
+    if a.title:find("^Fix with Tokamak") then action = a end
+  end
+  step("actions", titles)
+  if not action then return finish(false, "no Fix with Tokamak action") end
+  -- run it the way the code-action menu does
+  client:exec_cmd(action.command, { bufnr = bufnr })
+  wait(30000, "the run to finish", function() return tokamak.last_run ~= nil end)
+  step("run", tokamak.last_run)
+  wait(20000, "the diagnostics to clear", function() return #vim.diagnostic.get(bufnr, { namespace = ns }) == 0 end)
+  step("text", table.concat(vim.api.nvim_buf_get_lines(bufnr, 0, -1, false), "\n") .. "\n")
+  finish(true)
+end)
+if not ok and tostring(err):find("stop") == nil then
+  finish(false, tostring(err))
+end
