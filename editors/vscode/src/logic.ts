@@ -1,0 +1,91 @@
+// The extension's own logic, free of the `vscode` module so it can be unit-tested with
+// node:test: settings to Tokamak's settings, which diagnostics to forward, and debouncing.
+
+/** A position as LSP and VS Code both count it: zero-based line, UTF-16 character. */
+export interface Position {
+  line: number;
+  character: number;
+}
+
+/** The parts of a diagnostic Tokamak needs, whichever API it came from. */
+export interface PlainDiagnostic {
+  range: { start: Position; end: Position };
+  /** LSP severity: 1 error, 2 warning, 3 information, 4 hint. */
+  severity: number;
+  source?: string;
+  code?: string | number;
+  message: string;
+}
+
+/** The `tokamak.*` settings VS Code holds (flattened keys), as Tokamak's settings (snake_case, as in tokamak.toml). */
+export function toServerSettings(get: (key: string) => unknown): Record<string, unknown> {
+  const model: Record<string, unknown> = {};
+  const text = (key: string) => {
+    const value = get(key);
+    return typeof value === "string" && value.trim() !== "" ? value.trim() : undefined;
+  };
+  const baseUrl = text("model.baseUrl");
+  if (baseUrl) model.base_url = baseUrl;
+  const name = text("model.model");
+  if (name) model.model = name;
+  const provider = text("model.provider");
+  if (provider) model.provider = provider;
+  const settings: Record<string, unknown> = {};
+  if (Object.keys(model).length > 0) settings.model = model;
+  const attempts = get("fix.maxAttempts");
+  if (typeof attempts === "number" && Number.isInteger(attempts) && attempts > 0) {
+    settings.fix = { max_attempts: attempts };
+  }
+  return settings;
+}
+
+function sameDiagnostic(a: PlainDiagnostic, b: PlainDiagnostic): boolean {
+  return (
+    a.message === b.message &&
+    (a.source ?? "") === (b.source ?? "") &&
+    a.range.start.line === b.range.start.line &&
+    a.range.start.character === b.range.start.character &&
+    a.range.end.line === b.range.end.line &&
+    a.range.end.character === b.range.end.character
+  );
+}
+
+/** The diagnostics in `all` that are not Tokamak's own (`ours`): never echo Tokamak back to itself. */
+export function othersOnly(all: PlainDiagnostic[], ours: PlainDiagnostic[]): PlainDiagnostic[] {
+  return all.filter((d) => !ours.some((o) => sameDiagnostic(d, o)));
+}
+
+/** VS Code's DiagnosticSeverity (0 error … 3 hint) as LSP's (1 … 4). */
+export function lspSeverity(vscodeSeverity: number): number {
+  return Math.min(Math.max(vscodeSeverity, 0), 3) + 1;
+}
+
+/** Calls `run(key)` once `waitMs` pass without another `schedule(key)`. */
+export class Debouncer {
+  private timers = new Map<string, ReturnType<typeof setTimeout>>();
+  constructor(private readonly waitMs: number, private readonly run: (key: string) => void) {}
+
+  schedule(key: string): void {
+    const pending = this.timers.get(key);
+    if (pending) clearTimeout(pending);
+    this.timers.set(
+      key,
+      setTimeout(() => {
+        this.timers.delete(key);
+        this.run(key);
+      }, this.waitMs),
+    );
+  }
+
+  dispose(): void {
+    for (const timer of this.timers.values()) clearTimeout(timer);
+    this.timers.clear();
+  }
+}
+
+/** The server to start: the setting, else the bundled binary if it exists, else `tokamak` on PATH. */
+export function serverCommand(setting: string, bundled: string, exists: (path: string) => boolean): string {
+  if (setting.trim() !== "") return setting.trim();
+  if (exists(bundled)) return bundled;
+  return "tokamak";
+}
