@@ -45,12 +45,18 @@ fn the_extension_type_checks_and_its_unit_tests_pass_and_it_packages() {
     let vsix = support::repo_root().join("editors/vscode/tokamak.vsix");
     let _ = std::fs::remove_file(&vsix);
     let package = npm(&["run", "package"]);
-    let text = String::from_utf8_lossy(&package.stdout).into_owned() + &String::from_utf8_lossy(&package.stderr);
+    let text =
+        String::from_utf8_lossy(&package.stdout).into_owned() + &String::from_utf8_lossy(&package.stderr);
     assert!(package.status.success(), "{text}");
     let bytes = std::fs::read(&vsix).expect("a .vsix");
     assert!(bytes.starts_with(b"PK"), "a .vsix is a zip");
     let listing = String::from_utf8_lossy(&bytes);
-    for entry in ["extension/out/extension.js", "extension/out/logic.js", "extension/package.json", "vscode-languageclient"] {
+    for entry in [
+        "extension/out/extension.js",
+        "extension/out/logic.js",
+        "extension/package.json",
+        "vscode-languageclient",
+    ] {
         assert!(listing.contains(entry), "{entry} is packaged");
     }
 }
