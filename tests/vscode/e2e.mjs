@@ -1,0 +1,71 @@
+// End to end in a real VS Code: code-server serves it on 127.0.0.1, headless Chromium
+// (Debian's, driven by playwright-core) opens a broken file, runs "Tokamak: Fix file" from
+// the command palette and reads the editor's text. Driven by tests/editor_vscode.rs, which
+// passes everything in the environment and reads the JSON report this prints last.
+import { createRequire } from "module";
+
+const require = createRequire(process.env.E2E_PLAYWRIGHT);
+const { chromium } = require("playwright-core");
+
+const url = process.env.E2E_URL;
+const file = process.env.E2E_FILE;
+const expected = process.env.E2E_EXPECTED;
+const report = { steps: [] };
+
+function done(ok, why) {
+  report.ok = ok;
+  report.why = why;
+  console.log(JSON.stringify(report));
+  process.exit(ok ? 0 : 1);
+}
+
+const browser = await chromium.launch({
+  executablePath: "/usr/bin/chromium",
+  args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+});
+try {
+  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  await page.goto(url, { waitUntil: "domcontentloaded" });
+  await page.waitForSelector(".monaco-workbench", { timeout: 60000 });
+  report.steps.push("workbench");
+  // open the file from the explorer
+  const entry = page.locator(`.explorer-folders-view .monaco-list-row[aria-label="${file}"]`).first();
+  try {
+    await entry.waitFor({ timeout: 30000 });
+  } catch (error) {
+    await page.screenshot({ path: process.env.E2E_SCREENSHOT ?? "e2e.png" });
+    throw error;
+  }
+  await entry.click();
+  await page.waitForSelector(".monaco-editor .view-lines", { timeout: 20000 });
+  report.steps.push("opened");
+  const text = async () =>
+    (await page.locator(".monaco-editor .view-lines").first().innerText()).replace(/\u00a0/g, " ");
+  // the server is up when its diagnostic shows
+  await page.waitForSelector(".monaco-editor .squiggly-error", { timeout: 60000 });
+  report.steps.push("diagnostic");
+  // the command palette
+  await page.keyboard.press("F1");
+  await page.waitForSelector(".quick-input-widget input", { timeout: 20000 });
+  await page.keyboard.type("Tokamak: Fix file");
+  await page.waitForTimeout(1000);
+  await page.keyboard.press("Enter");
+  report.steps.push("command");
+  const deadline = Date.now() + 60000;
+  let last = "";
+  while (Date.now() < deadline) {
+    last = await text();
+    if (last.includes(expected)) break;
+    await page.waitForTimeout(250);
+  }
+  report.text = last;
+  if (!last.includes(expected)) done(false, "the editor never showed the fix");
+  // and the squiggle goes away
+  await page.waitForSelector(".monaco-editor .squiggly-error", { state: "detached", timeout: 30000 });
+  report.steps.push("clean");
+  done(true);
+} catch (error) {
+  done(false, String(error));
+} finally {
+  await browser.close();
+}
