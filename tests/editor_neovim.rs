@@ -73,6 +73,8 @@ fn fix_with_tokamak_from_the_code_action_menu() {
     assert_eq!(report["run"]["exit_reason"], "clean", "{report:#}");
     assert_eq!(report["text"], broken.replace("values))", "values)"));
     assert_eq!(model.requests().len(), 1);
+    assert_eq!(report["stale"]["applied"], false, "{report:#}");
+    assert!(report["stale"]["failureReason"].as_str().unwrap().contains("is stale"), "{report:#}");
 }
 
 #[test]

@@ -100,6 +100,11 @@ local ok, err = pcall(function()
   step("run", tokamak.last_run)
   wait(20000, "the diagnostics to clear", function() return #vim.diagnostic.get(bufnr, { namespace = ns }) == 0 end)
   step("text", table.concat(vim.api.nvim_buf_get_lines(bufnr, 0, -1, false), "\n") .. "\n")
+  -- an edit for an older version than the buffer's is refused, not silently dropped
+  local stale = tokamak.apply_edit_handler(nil, {
+    edit = { documentChanges = { { textDocument = { uri = vim.uri_from_bufnr(bufnr), version = 0 }, edits = {} } } },
+  }, { client_id = client.id })
+  step("stale", stale)
   finish(true)
 end)
 if not ok and tostring(err):find("stop") == nil then

@@ -183,6 +183,26 @@ local function schedule_forward(bufnr)
   end))
 end
 
+--- workspace/applyEdit that refuses an edit made for an older version of a buffer. Neovim's
+--- own handler skips such an edit but answers `applied = true`; answering `false` lets
+--- Tokamak re-ground the edit on your newer text and send it again.
+function M.apply_edit_handler(err, params, ctx)
+  for _, change in ipairs((params and params.edit and params.edit.documentChanges) or {}) do
+    local document = change.textDocument
+    if document and document.version and document.uri then
+      local bufnr = vim.uri_to_bufnr(document.uri)
+      local current = vim.lsp.util.buf_versions[bufnr]
+      if current and current > document.version then
+        return {
+          applied = false,
+          failureReason = string.format("version %d of %s is stale: the buffer is at %d", document.version, document.uri, current),
+        }
+      end
+    end
+  end
+  return vim.lsp.handlers["workspace/applyEdit"](err, params, ctx)
+end
+
 local function lsp_config()
   return {
     cmd = M.config.cmd,
@@ -190,7 +210,10 @@ local function lsp_config()
     root_markers = M.config.root_markers,
     init_options = M.config.settings,
     settings = { tokamak = M.config.settings },
-    handlers = { ["tokamak/runFinished"] = on_run_finished },
+    handlers = {
+      ["tokamak/runFinished"] = on_run_finished,
+      ["workspace/applyEdit"] = M.apply_edit_handler,
+    },
   }
 end
 
