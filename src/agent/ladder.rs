@@ -2,6 +2,7 @@
 //! `MISSING` node names, and a checker's own fixes that it marks safe (ruff's `fix.edits`).
 
 use crate::config::SyntaxSettings;
+use crate::edit::apply_edits;
 use crate::observer::Diagnostic;
 use crate::syntax::{SyntaxErrorKind, syntax_problems};
 use crate::text::TextRange;
@@ -151,10 +152,8 @@ pub fn apply_fixes(text: &str, fixes: &[DeterministicFix]) -> (String, Vec<Deter
         applied.push(fix.clone());
     }
     taken.sort_by_key(|(range, _)| (range.start, range.end));
-    let mut out = text.to_string();
-    for (range, insert) in taken.iter().rev() {
-        out.replace_range(range.start..range.end, insert);
-    }
+    // every range was checked above: on the text, on character boundaries, not overlapping
+    let out = apply_edits(text, &taken).unwrap_or_else(|| text.to_string());
     (out, applied)
 }
 

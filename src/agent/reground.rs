@@ -54,11 +54,7 @@ mod tests {
     use super::*;
 
     fn apply(text: &str, edits: &[(TextRange, String)]) -> String {
-        let mut out = text.to_string();
-        for (range, insert) in edits.iter().rev() {
-            out.replace_range(range.start..range.end, insert);
-        }
-        out
+        crate::edit::apply_edits(text, edits).expect("edits inside the text")
     }
 
     #[test]

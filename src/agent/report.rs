@@ -76,3 +76,21 @@ pub struct RunReport {
     pub targets_before: usize,
     pub targets_after: usize,
 }
+
+impl RunReport {
+    /// A run that ended `failed` before it did anything (a bug caught outside the loop).
+    pub fn failed(run_id: String, uri: Url, summary: String) -> RunReport {
+        RunReport {
+            run_id,
+            uri,
+            exit_reason: ExitReason::Failed,
+            summary,
+            files_changed: Vec::new(),
+            tokens: Tokens::default(),
+            attempts: 0,
+            deterministic_fixes: 0,
+            targets_before: 0,
+            targets_after: 0,
+        }
+    }
+}

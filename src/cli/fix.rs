@@ -11,6 +11,7 @@ use url::Url;
 
 use crate::agent::{self, ExitReason, FixContext, FixRequest, RunReport, Runs, Scope, Tokens};
 use crate::config::{Settings, find_root};
+use crate::edit::apply_edits;
 use crate::editor::{DocumentEdit, EditOutcome, Editor, MessageLevel, Progress};
 use crate::model::{ModelConfig, connect};
 use crate::observer::checkers::Checkers;
@@ -85,14 +86,9 @@ impl Editor for Headless {
             return EditOutcome::Rejected(format!("{} is not a file", edit.snapshot.uri));
         };
         let old = edit.snapshot.rope.to_string();
-        let mut new = old.clone();
-        for (range, insert) in edit.edits.iter().rev() {
-            if range.end > new.len() || !new.is_char_boundary(range.start) || !new.is_char_boundary(range.end)
-            {
-                return EditOutcome::Rejected("an edit fell outside the text".to_string());
-            }
-            new.replace_range(range.start..range.end, insert);
-        }
+        let Some(new) = apply_edits(&old, edit.edits) else {
+            return EditOutcome::Rejected("an edit fell outside the text".to_string());
+        };
         match write_if_unchanged(&path, &old, &new) {
             Ok(()) => EditOutcome::Applied { echoed: false },
             Err(err) => EditOutcome::Rejected(err.to_string()),

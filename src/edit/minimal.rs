@@ -101,17 +101,30 @@ fn merge(edits: Vec<(TextRange, String)>) -> Vec<(TextRange, String)> {
     out
 }
 
+/// Makes `edits` (byte ranges of `text`, sorted, not overlapping: what [`minimal_edits`]
+/// returns) in `text`. `None` when an edit falls outside the text or inside a character.
+pub fn apply_edits(text: &str, edits: &[(TextRange, String)]) -> Option<String> {
+    let mut out = text.to_string();
+    for (range, insert) in edits.iter().rev() {
+        if range.start > range.end
+            || range.end > out.len()
+            || !out.is_char_boundary(range.start)
+            || !out.is_char_boundary(range.end)
+        {
+            return None;
+        }
+        out.replace_range(range.start..range.end, insert);
+    }
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
 
     fn apply(old: &str, edits: &[(TextRange, String)]) -> String {
-        let mut out = old.to_string();
-        for (range, text) in edits.iter().rev() {
-            out.replace_range(range.start..range.end, text);
-        }
-        out
+        apply_edits(old, edits).expect("edits inside the text")
     }
 
     #[test]

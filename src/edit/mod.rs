@@ -13,5 +13,5 @@ mod reply;
 
 pub use apply::{Applied, ApplyError, apply_blocks};
 pub use locate::{LocateError, Located, MatchKind, locate};
-pub use minimal::minimal_edits;
+pub use minimal::{apply_edits, minimal_edits};
 pub use reply::{Block, parse_reply};

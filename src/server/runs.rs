@@ -81,19 +81,7 @@ pub async fn fix(backend: &Backend, args: FixArgs) -> Result<Value> {
             tracing::error!("{id} panicked: {err}");
             let summary = "Tokamak stopped on an internal error; nothing more was changed (see the log).";
             editor.progress(&id, crate::editor::Progress::End { message: summary.to_string() }).await;
-            let report = agent::RunReport {
-                run_id: id,
-                uri,
-                exit_reason: agent::ExitReason::Failed,
-                summary: summary.to_string(),
-                files_changed: Vec::new(),
-                tokens: agent::Tokens::default(),
-                attempts: 0,
-                deterministic_fixes: 0,
-                targets_before: 0,
-                targets_after: 0,
-            };
-            editor.run_finished(&report).await;
+            editor.run_finished(&agent::RunReport::failed(id, uri, summary.to_string())).await;
         }
     });
     Ok(json!({"run_id": run_id}))
