@@ -82,6 +82,7 @@ fn bench_fix_iteration(c: &mut Criterion) {
         model: Ok(Arc::new(Stub(reply))),
         settings: FixSettings::default(),
         root: None,
+        history: None,
     };
     let runs = Runs::default();
     for functions in [100, 1_000] {

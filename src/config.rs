@@ -116,6 +116,110 @@ pub struct Settings {
     pub profiles: BTreeMap<String, ModelSettings>,
     /// `[fix]`: the fix loop's limits.
     pub fix: FixSettings,
+    /// `[commands]`: which commands the agent may run without asking, and how.
+    pub commands: CommandSettings,
+    /// `sandbox`: where commands run (`auto`: under bubblewrap when it is installed).
+    pub sandbox: SandboxMode,
+    /// `auto_commit`: `git_commit` actions commit without asking.
+    pub auto_commit: bool,
+    /// `[checkpoints]`: the shadow repository that makes every run undoable.
+    pub checkpoints: CheckpointSettings,
+    /// `[limits]`: how far one agent run may go (SPEC G1).
+    pub limits: LimitSettings,
+    /// `[test]`: the project's test command.
+    pub test: TestSettings,
+}
+
+/// `[commands]` (a trusted setting: a project's own is used only when the folder is trusted).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CommandSettings {
+    /// Commands that run without asking, as argument lists: a command is allowed when it
+    /// starts with one of them (`["python", "-m", "pytest"]` allows `python -m pytest -q`).
+    /// The test command is always allowed.
+    pub allow: Vec<Vec<String>>,
+    /// A command taking longer is killed with its children.
+    pub timeout_s: u64,
+    /// Output kept from a command (head and tail; the middle is cut with a marker).
+    pub max_output_bytes: usize,
+}
+
+impl Default for CommandSettings {
+    fn default() -> Self {
+        CommandSettings { allow: Vec::new(), timeout_s: 120, max_output_bytes: 16 * 1024 }
+    }
+}
+
+/// Where the agent's commands run (SPEC X3).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SandboxMode {
+    /// Under bubblewrap when it is installed; otherwise in the workspace, said once.
+    #[default]
+    Auto,
+    /// Under bubblewrap, or not at all.
+    Bwrap,
+    /// In the workspace itself (with the timeout, the stripped environment and no stdin).
+    Off,
+}
+
+/// `[checkpoints]` (SPEC K1, K2).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CheckpointSettings {
+    /// Take a checkpoint before and after every run that edits.
+    pub enabled: bool,
+    /// Keep the checkpoints (and audit logs) of this many most recent runs…
+    pub keep_runs: usize,
+    /// …and none older than this many days.
+    pub keep_days: u64,
+    /// Files larger than this are not saved in checkpoints (and so never deleted by an action).
+    pub max_file_bytes: u64,
+}
+
+impl Default for CheckpointSettings {
+    fn default() -> Self {
+        CheckpointSettings { enabled: true, keep_runs: 50, keep_days: 14, max_file_bytes: 2 * 1024 * 1024 }
+    }
+}
+
+/// `[limits]`: per run (SPEC G1); hitting one ends the run naming it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LimitSettings {
+    /// Actions (tool calls) one run may make.
+    pub tool_calls: u32,
+    /// Changes to files (edit, create, delete, rename) one run may make.
+    pub revisions: u32,
+    /// Prompt plus completion tokens one run may spend.
+    pub tokens: u32,
+    /// Distinct files one run may change.
+    pub files: u32,
+    /// Rounds of observe → reflect → fix one run may make.
+    pub iterations: u32,
+    /// Wall time one run may take.
+    pub wall_time_s: u64,
+}
+
+impl Default for LimitSettings {
+    fn default() -> Self {
+        LimitSettings {
+            tool_calls: 50,
+            revisions: 10,
+            tokens: 100_000,
+            files: 20,
+            iterations: 5,
+            wall_time_s: 300,
+        }
+    }
+}
+
+/// `[test]` (a trusted setting).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TestSettings {
+    /// The project's test command, as an argument list (`["python", "-m", "pytest", "-q"]`).
+    pub command: Option<Vec<String>>,
 }
 
 /// `[fix]`: how far one fix run may go before it stops (SPEC F2, G1).
@@ -151,6 +255,19 @@ impl Default for FixSettings {
 }
 
 impl Settings {
+    /// The environment variables named as holding API keys (`api_key_env` of `[model]` and
+    /// the profiles): scrubbed from logs and from the agent's commands like the well-known
+    /// ones.
+    pub fn key_variables(&self) -> Vec<String> {
+        let mut names: Vec<String> = std::iter::once(&self.model)
+            .chain(self.profiles.values())
+            .filter_map(|m| m.api_key_env.clone())
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+
     /// Reads settings from a JSON value (LSP `initializationOptions`); a value of the wrong
     /// type or an unknown key is an error that names it.
     pub fn from_json(value: serde_json::Value) -> Result<Settings, ConfigError> {
@@ -160,26 +277,73 @@ impl Settings {
         deserialize(value).map_err(|reason| ConfigError::Invalid { from: None, reason })
     }
 
-    /// `tokamak.toml` in `root` (if there is one) overridden by `overrides` (LSP
-    /// `initializationOptions`, or `null`).
-    pub fn load(root: Option<&Path>, overrides: serde_json::Value) -> Result<Settings, ConfigError> {
-        let mut merged = match root.map(|r| r.join(CONFIG_FILE)).filter(|p| p.is_file()) {
-            Some(path) => {
-                let text = std::fs::read_to_string(&path)
-                    .map_err(|reason| ConfigError::Read { path: path.clone(), reason })?;
-                let value: toml::Value = toml::from_str(&text)
-                    .map_err(|err| ConfigError::Toml { path: path.clone(), reason: err.to_string() })?;
-                let json = serde_json::to_value(value)
-                    .map_err(|err| ConfigError::Toml { path: path.clone(), reason: err.to_string() })?;
-                deserialize(json.clone())
-                    .map_err(|reason| ConfigError::Invalid { from: Some(path), reason })?;
-                json
-            }
-            None => serde_json::Value::Object(Default::default()),
-        };
-        merge(&mut merged, overrides);
-        Settings::from_json(merged)
+    /// The settings of a workspace, in layers: the user's own settings file, then the
+    /// project's `tokamak.toml` (without what only a trusted folder may set, unless it is
+    /// trusted), then `overrides` (LSP `initializationOptions` or the command line; its
+    /// `trusted` key is the editor's word on trust).
+    pub fn load(root: Option<&Path>, overrides: serde_json::Value) -> Result<Loaded, ConfigError> {
+        let user = crate::trust::UserConfig::read()
+            .map_err(|err| ConfigError::Invalid { from: None, reason: err.to_string() })?;
+        Settings::load_with(root, overrides, &user)
     }
+
+    /// [`Settings::load`] with the user's settings given.
+    pub fn load_with(
+        root: Option<&Path>,
+        mut overrides: serde_json::Value,
+        user: &crate::trust::UserConfig,
+    ) -> Result<Loaded, ConfigError> {
+        let editor_trust = match overrides.as_object_mut().and_then(|o| o.remove("trusted")) {
+            None | Some(serde_json::Value::Null) => None,
+            Some(serde_json::Value::Bool(trusted)) => Some(trusted),
+            Some(other) => {
+                return Err(ConfigError::Invalid {
+                    from: None,
+                    reason: format!("trusted: expected true or false, got {other}"),
+                });
+            }
+        };
+        let trust = crate::trust::Trust::decide(root, editor_trust, user);
+        let mut merged = serde_json::Value::Object(Default::default());
+        if !user.settings.is_null() {
+            deserialize(user.settings.clone())
+                .map_err(|reason| ConfigError::Invalid { from: Some(user.path.clone()), reason })?;
+            merge(&mut merged, user.settings.clone());
+        }
+        let mut ignored = Vec::new();
+        if let Some(path) = root.map(|r| r.join(CONFIG_FILE)).filter(|p| p.is_file()) {
+            let text = std::fs::read_to_string(&path)
+                .map_err(|reason| ConfigError::Read { path: path.clone(), reason })?;
+            let value: toml::Value = toml::from_str(&text)
+                .map_err(|err| ConfigError::Toml { path: path.clone(), reason: err.to_string() })?;
+            let mut json = serde_json::to_value(value)
+                .map_err(|err| ConfigError::Toml { path: path.clone(), reason: err.to_string() })?;
+            // a project never trusts itself, trusted or not
+            if let Some(object) = json.as_object_mut()
+                && object.remove("trusted").is_some()
+                && !trust.trusted
+            {
+                ignored.push("trusted".to_string());
+            }
+            if !trust.trusted {
+                ignored.extend(crate::trust::restrict_project_settings(&mut json));
+            }
+            deserialize(json.clone()).map_err(|reason| ConfigError::Invalid { from: Some(path), reason })?;
+            merge(&mut merged, json);
+        }
+        merge(&mut merged, overrides);
+        let settings = Settings::from_json(merged)?;
+        Ok(Loaded { settings, trust, ignored })
+    }
+}
+
+/// Settings with where their trust came from.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    pub settings: Settings,
+    pub trust: crate::trust::Trust,
+    /// Keys of the project's `tokamak.toml` ignored because the folder is not trusted.
+    pub ignored: Vec<String>,
 }
 
 /// Reads settings, naming the key a bad value is at (`fix.max_attempts: invalid type …`).
@@ -246,20 +410,55 @@ mod tests {
             "[checkers]\ntimeout_ms = 1000\nenable = [\"ruff\"]\n\n[checkers.ruff]\nargs = [\"check\"]\n\n[checkers.shellcheck]\ncommand = \"shellcheck\"\nfiles = [\"*.sh\"]\nerrorformat = \"%f:%l:%c: %m\"\n",
         )
         .unwrap();
-        let settings = Settings::load(Some(dir.path()), json!({"checkers": {"timeout_ms": 2000}})).unwrap();
+        let user = crate::trust::UserConfig::default();
+        let load = |overrides| Settings::load_with(Some(dir.path()), overrides, &user);
+        let loaded = load(json!({"checkers": {"timeout_ms": 2000}, "trusted": true})).unwrap();
+        assert!(loaded.trust.trusted && loaded.ignored.is_empty());
+        let settings = loaded.settings;
         assert_eq!(settings.checkers.timeout_ms, 2000);
         assert_eq!(settings.checkers.enable, Some(vec!["ruff".to_string()]));
         assert_eq!(settings.checkers.tools["ruff"].args, Some(vec!["check".to_string()]));
         assert_eq!(settings.checkers.tools["shellcheck"].files, Some(vec!["*.sh".to_string()]));
 
         std::fs::write(dir.path().join(CONFIG_FILE), "[checkers\n").unwrap();
-        let err = Settings::load(Some(dir.path()), serde_json::Value::Null).unwrap_err();
+        let err = load(serde_json::Value::Null).unwrap_err();
         assert!(err.to_string().contains("not valid TOML"), "{err}");
         std::fs::write(dir.path().join(CONFIG_FILE), "[checkers.ruff]\nargz = []\n").unwrap();
-        let err = Settings::load(Some(dir.path()), serde_json::Value::Null).unwrap_err();
+        let err = load(serde_json::Value::Null).unwrap_err();
         assert!(
             err.to_string().contains("unknown field `argz`") && err.to_string().contains(CONFIG_FILE),
             "{err}"
         );
+        let err = load(json!({"trusted": "yes"})).unwrap_err();
+        assert!(err.to_string().contains("trusted: expected true or false"), "{err}");
+    }
+
+    #[test]
+    fn an_untrusted_folder_keeps_its_harmless_settings_and_names_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(CONFIG_FILE),
+            "trusted = true\nsandbox = \"off\"\n[fix]\nmax_attempts = 7\n[checkers.lint]\ncommand = \"./lint\"\nfiles = [\"*.sh\"]\nerrorformat = \"%l %m\"\n[model]\nbase_url = \"http://elsewhere\"\n",
+        )
+        .unwrap();
+        let mut user = crate::trust::UserConfig {
+            settings: json!({"model": {"model": "mine", "base_url": "http://127.0.0.1:9"}}),
+            ..Default::default()
+        };
+        let loaded = Settings::load_with(Some(dir.path()), serde_json::Value::Null, &user).unwrap();
+        assert!(!loaded.trust.trusted);
+        assert_eq!(loaded.ignored, ["trusted", "sandbox", "model.base_url", "checkers.lint"]);
+        assert_eq!(loaded.settings.fix.max_attempts, 7);
+        assert_eq!(loaded.settings.sandbox, SandboxMode::Auto);
+        assert!(loaded.settings.checkers.tools.is_empty());
+        assert_eq!(loaded.settings.model.base_url.as_deref(), Some("http://127.0.0.1:9"), "the user's own");
+        assert_eq!(loaded.settings.model.model.as_deref(), Some("mine"));
+
+        user.trusted = vec![std::fs::canonicalize(dir.path()).unwrap()];
+        let loaded = Settings::load_with(Some(dir.path()), serde_json::Value::Null, &user).unwrap();
+        assert!(loaded.trust.trusted && loaded.ignored.is_empty(), "{loaded:?}");
+        assert_eq!(loaded.settings.sandbox, SandboxMode::Off);
+        assert_eq!(loaded.settings.model.base_url.as_deref(), Some("http://elsewhere"));
+        assert!(loaded.settings.checkers.tools.contains_key("lint"));
     }
 }

@@ -38,6 +38,23 @@ pub enum EditOutcome {
     Rejected(String),
 }
 
+/// A change to the set of files, made by the editor where it can (LSP resource operations:
+/// the user sees it and can undo it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileOperation {
+    /// A new, empty file (the agent writes its text afterwards).
+    Create {
+        uri: Url,
+    },
+    Rename {
+        from: Url,
+        to: Url,
+    },
+    Delete {
+        uri: Url,
+    },
+}
+
 /// A run's progress as the user sees it (LSP work-done progress, or lines on stderr).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Progress {
@@ -63,6 +80,20 @@ pub trait Editor: Send + Sync {
     async fn apply_edit(&self, edit: DocumentEdit<'_>) -> EditOutcome {
         let _ = edit;
         EditOutcome::Rejected("this front-end cannot change documents".to_string())
+    }
+
+    /// Whether the editor makes this kind of file operation itself (LSP
+    /// `workspace.workspaceEdit.resourceOperations`); when it does not, the agent changes the
+    /// disk and says so in the log.
+    fn makes_file_operation(&self, operation: &FileOperation) -> bool {
+        let _ = operation;
+        false
+    }
+
+    /// Makes a file operation the editor said it makes; never overwrites an existing file.
+    async fn file_operation(&self, operation: &FileOperation) -> EditOutcome {
+        let _ = operation;
+        EditOutcome::Rejected("this front-end cannot create, rename or delete files".to_string())
     }
 
     /// Shows how run `run_id` is going.

@@ -9,6 +9,7 @@ use tokamak::cli::bench::BenchOptions;
 use tokamak::cli::check::{self, CheckOptions, Format};
 use tokamak::cli::fix::FixOptions;
 use tokamak::cli::model_check;
+use tokamak::cli::run::RunOptions;
 
 /// Exit status for bad usage (clap uses it too).
 const USAGE: u8 = 2;
@@ -56,6 +57,52 @@ enum Command {
         /// Run exactly these checkers (comma-separated; `none` for syntax only).
         #[arg(long, value_delimiter = ',')]
         checkers: Option<Vec<String>>,
+    },
+    /// Carry out a task in the workspace: the agent reads, searches, edits and runs commands
+    /// through the executor; prints progress on stderr, then the diff and the exit reason.
+    Run {
+        /// What to do, in words (Korean or English).
+        goal: String,
+        /// The workspace (default: the one the current folder is in).
+        #[arg(long)]
+        root: Option<PathBuf>,
+        /// The model's base URL (OpenAI-compatible unless --provider says otherwise).
+        #[arg(long)]
+        model_url: Option<String>,
+        #[arg(long)]
+        model: Option<String>,
+        /// openai, anthropic or ollama.
+        #[arg(long)]
+        provider: Option<String>,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// List the checkpoints of the runs that changed files (newest first).
+    Checkpoints {
+        /// The workspace (default: the one the current folder is in).
+        root: Option<PathBuf>,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Restore the files a run changed to what they were before it.
+    Rollback {
+        /// A checkpoint id (or its first digits) or a run id, from `tokamak checkpoints`.
+        id: String,
+        /// The workspace (default: the one the current folder is in).
+        #[arg(long)]
+        root: Option<PathBuf>,
+        /// Restore even files that changed after the run (those changes are lost).
+        #[arg(long)]
+        force: bool,
+    },
+    /// Trust a folder: its own tokamak.toml settings (commands, model URLs, keys) and the
+    /// programs inside it are used. Written to the user's settings file.
+    Trust {
+        /// The folder (default: the current one).
+        path: Option<PathBuf>,
+        /// Stop trusting it.
+        #[arg(long)]
+        remove: bool,
     },
     /// Measure: run a benchmark and print a table.
     Bench {
@@ -149,6 +196,7 @@ fn main() -> ExitCode {
                 progress: format == Format::Text,
                 checkers,
                 model: serde_json::Value::Null,
+                trusted: None,
             };
             runtime.block_on(run_fix(&paths, format, &options))
         }
@@ -157,24 +205,133 @@ fn main() -> ExitCode {
                 BenchWhat::Fix { dir, filter, max_attempts, model_url, model, provider, max_reply_tokens, format },
         } => {
             tokamak::logging::init_cli();
-            let mut overlay = serde_json::Map::new();
-            for (key, value) in [("base_url", model_url), ("model", model), ("provider", provider)] {
-                if let Some(value) = value {
-                    overlay.insert(key.to_string(), serde_json::Value::String(value));
-                }
-            }
-            if let Some(tokens) = max_reply_tokens {
-                overlay.insert("max_tokens".to_string(), serde_json::Value::from(tokens));
-            }
-            let model =
-                if overlay.is_empty() { serde_json::Value::Null } else { serde_json::Value::Object(overlay) };
+            let model = model_overlay(model_url, model, provider, max_reply_tokens);
             let options = BenchOptions { filter, max_attempts, model };
             runtime.block_on(run_bench_fix(&dir, format, &options))
+        }
+        Command::Run { goal, root, model_url, model, provider, format } => {
+            tokamak::logging::init_cli();
+            let model = model_overlay(model_url, model, provider, None);
+            let root = root.unwrap_or_else(|| tokamak::config::find_root(Path::new(".")));
+            let options = RunOptions { model, progress: format == Format::Text };
+            runtime.block_on(run_task(&root, &goal, format, &options))
+        }
+        Command::Checkpoints { root, format } => {
+            tokamak::logging::init_cli();
+            let root = root.unwrap_or_else(|| tokamak::config::find_root(Path::new(".")));
+            runtime.block_on(list_checkpoints(&root, format))
+        }
+        Command::Rollback { id, root, force } => {
+            tokamak::logging::init_cli();
+            let root = root.unwrap_or_else(|| tokamak::config::find_root(Path::new(".")));
+            runtime.block_on(rollback(&root, &id, force))
+        }
+        Command::Trust { path, remove } => {
+            tokamak::logging::init_cli();
+            let path = path.unwrap_or_else(|| PathBuf::from("."));
+            match tokamak::cli::history::trust(&path, remove) {
+                Ok(message) => {
+                    println!("{message}");
+                    ExitCode::SUCCESS
+                }
+                Err(err) => {
+                    eprintln!("tokamak: {err:#}");
+                    ExitCode::from(USAGE)
+                }
+            }
         }
         Command::Check { paths, format, checkers } => {
             tokamak::logging::init_cli();
             let checkers = checkers.map(|names| names.into_iter().filter(|n| n != "none").collect());
             runtime.block_on(run_check(&paths, format, &CheckOptions { checkers }))
+        }
+    }
+}
+
+/// `[model]` settings from command-line flags (`null` when none is given).
+fn model_overlay(
+    model_url: Option<String>,
+    model: Option<String>,
+    provider: Option<String>,
+    max_reply_tokens: Option<u32>,
+) -> serde_json::Value {
+    let mut overlay = serde_json::Map::new();
+    for (key, value) in [("base_url", model_url), ("model", model), ("provider", provider)] {
+        if let Some(value) = value {
+            overlay.insert(key.to_string(), serde_json::Value::String(value));
+        }
+    }
+    if let Some(tokens) = max_reply_tokens {
+        overlay.insert("max_tokens".to_string(), serde_json::Value::from(tokens));
+    }
+    if overlay.is_empty() { serde_json::Value::Null } else { serde_json::Value::Object(overlay) }
+}
+
+async fn run_task(root: &Path, goal: &str, format: Format, options: &RunOptions) -> ExitCode {
+    let result = match tokamak::cli::run::run(root, goal, options).await {
+        Ok(result) => result,
+        Err(err) => {
+            eprintln!("tokamak: {err:#}");
+            return ExitCode::from(USAGE);
+        }
+    };
+    match format {
+        Format::Text => {
+            print!("{}", result.diff);
+            println!("[{}] {}", result.report.exit_reason, result.report.summary);
+        }
+        Format::Json => match serde_json::to_string_pretty(&result) {
+            Ok(json) => println!("{json}"),
+            Err(err) => {
+                eprintln!("tokamak: cannot write JSON: {err}");
+                return ExitCode::FAILURE;
+            }
+        },
+    }
+    if tokamak::cli::run::succeeded(&result) { ExitCode::SUCCESS } else { ExitCode::from(1) }
+}
+
+async fn list_checkpoints(root: &Path, format: Format) -> ExitCode {
+    let list = match tokamak::cli::history::checkpoints(root).await {
+        Ok(list) => list,
+        Err(err) => {
+            eprintln!("tokamak: {err:#}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match format {
+        Format::Text => print!("{}", tokamak::cli::history::table(&list)),
+        Format::Json => match serde_json::to_string_pretty(&list) {
+            Ok(json) => println!("{json}"),
+            Err(err) => {
+                eprintln!("tokamak: cannot write JSON: {err}");
+                return ExitCode::FAILURE;
+            }
+        },
+    }
+    ExitCode::SUCCESS
+}
+
+async fn rollback(root: &Path, id: &str, force: bool) -> ExitCode {
+    match tokamak::cli::history::rollback(root, id, force).await {
+        Ok(report) => {
+            for file in &report.restored {
+                println!("restored {file}");
+            }
+            for (file, reason) in &report.failed {
+                println!("not restored {file}: {reason}");
+            }
+            println!(
+                "Rolled back {} ({} file(s)); undo this with: tokamak rollback {}",
+                report.checkpoint,
+                report.restored.len(),
+                report.run_id
+            );
+            if report.failed.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) }
+        }
+        Err(err) => {
+            eprintln!("tokamak: {err:#}");
+            ExitCode::from(1)
         }
     }
 }

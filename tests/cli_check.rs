@@ -3,10 +3,10 @@
 mod support;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 fn tokamak(args: &[&str], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tokamak")).args(args).current_dir(dir).output().expect("run tokamak")
+    support::UserDirs::new().command(args).current_dir(dir).output().expect("run tokamak")
 }
 
 fn stdout(output: &Output) -> String {
@@ -105,8 +105,8 @@ fn bad_usage_exits_two() {
 }
 
 fn tokamak_with_tools(args: &[&str], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tokamak"))
-        .args(args)
+    support::UserDirs::trusting(&[dir])
+        .command(args)
         .current_dir(dir)
         .envs(support::tool_env())
         .output()

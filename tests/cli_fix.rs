@@ -4,15 +4,16 @@
 mod support;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 use support::model_server::{ModelServer, openai_chat};
 
 /// Runs `tokamak` in `dir` with no model configured unless `model` is given.
 fn tokamak(args: &[&str], dir: &Path, model: Option<&ModelServer>) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_tokamak"));
-    command.args(args).current_dir(dir);
+    let user = support::UserDirs::trusting(&[dir]);
+    let mut command = user.command(args);
+    command.current_dir(dir);
     for var in ["TOKAMAK_LLM_URL", "TOKAMAK_MODEL", "OLLAMA_HOST", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"] {
         command.env_remove(var);
     }

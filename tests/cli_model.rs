@@ -3,11 +3,11 @@
 
 mod support;
 
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::json;
-use support::LspClient;
 use support::model_server::*;
+use support::{LspClient, UserDirs};
 
 const KEY: &str = "sk-live-do-not-print-0123456789";
 
@@ -15,13 +15,15 @@ fn model_check(envs: &[(&str, &str)], args: &[&str]) -> Output {
     model_check_with(None, envs, args)
 }
 
+/// `tokamak model check` in a project with `toml` as its `tokamak.toml`, which the user trusts.
 fn model_check_with(toml: Option<&str>, envs: &[(&str, &str)], args: &[&str]) -> Output {
     let dir = tempfile::tempdir().unwrap();
     if let Some(toml) = toml {
         std::fs::write(dir.path().join("tokamak.toml"), toml).unwrap();
     }
-    let mut command = Command::new(env!("CARGO_BIN_EXE_tokamak"));
-    command.args(["model", "check"]).args(args).current_dir(dir.path());
+    let user = UserDirs::trusting(&[dir.path()]);
+    let mut command = user.command(&["model", "check"]);
+    command.args(args).current_dir(dir.path());
     for var in ["TOKAMAK_LLM_URL", "TOKAMAK_MODEL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OLLAMA_HOST"] {
         command.env_remove(var);
     }

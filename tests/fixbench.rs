@@ -5,7 +5,7 @@ mod support;
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 use support::model_server::{ModelServer, openai_chat};
@@ -14,9 +14,12 @@ fn bench_dir() -> std::path::PathBuf {
     support::repo_root().join("fixtures/fixbench")
 }
 
+/// `tokamak` in `dir`, for a user who trusts `dir` and the bench folder (their settings name
+/// the checkers, their verify commands are programs).
 fn tokamak(args: &[&str], dir: &Path, env: &[(&str, String)]) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_tokamak"));
-    command.args(args).current_dir(dir);
+    let user = support::UserDirs::trusting(&[dir, &bench_dir()]);
+    let mut command = user.command(args);
+    command.current_dir(dir);
     for var in ["TOKAMAK_LLM_URL", "TOKAMAK_MODEL", "OLLAMA_HOST", "OPENAI_API_KEY"] {
         command.env_remove(var);
     }

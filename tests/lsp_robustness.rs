@@ -154,7 +154,7 @@ fn a_twenty_megabyte_file_is_kept_and_editable() {
     client.open(&file, "python", 1, &text);
     let message = client.wait_for_notification("window/showMessage");
     let said = message["params"]["message"].as_str().unwrap_or_default();
-    assert!(said.contains("huge.py") && said.contains("syntax.maxFileBytes"), "{said}");
+    assert!(said.contains("huge.py") && said.contains("syntax.max_file_bytes"), "{said}");
     assert_eq!(summarize(&client.diagnostics(&file)), vec![]);
     client.change(&file, 2, json!([{"range": range((300_000, 0), (300_000, 5)), "text": "VALUE"}]));
     assert_eq!(client.diagnostics(&file)["version"], 2);

@@ -104,7 +104,11 @@ async fn the_fix_loop_runs_against_a_real_model() {
         .expect("settings");
     let broken = "def mean(values):\n    total = sum(values))\n    return total / len(values)\n";
     std::fs::write(dir.path().join("mean.py"), broken).expect("write");
+    // the user's own settings and cache, not the real ones
+    let user = tempfile::tempdir().expect("temp dir");
     let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_tokamak"))
+        .env("XDG_CONFIG_HOME", user.path().join("config"))
+        .env("XDG_CACHE_HOME", user.path().join("cache"))
         .args(["fix", "--format", "json", "--max-attempts", "2", "mean.py"])
         .current_dir(dir.path())
         .env("TOKAMAK_LLM_URL", &url)

@@ -11,25 +11,22 @@ use url::Url;
 
 use super::ladder::{DeterministicFix, apply_fixes, checker_fixes, missing_token_fixes, verified_repair};
 use super::prompt::FixPrompt;
-use super::reground::reground;
 use super::report::{ExitReason, RunReport, Tokens};
 use super::runs::RunHandle;
 use super::targets::{Comparison, Problems, Scope, compare, problems, select};
 use crate::config::{FixSettings, SyntaxSettings};
 use crate::edit::{Block, apply_blocks, minimal_edits, parse_reply};
-use crate::editor::{DocumentEdit, EditOutcome, Editor, Progress};
+use crate::editor::{Editor, Progress};
+use crate::executor::{DocumentEditError, apply_to_document};
+use crate::history::{History, Journal};
 use crate::model::{CallOptions, Model, ModelError, Request};
 use crate::observer::{Diagnostic, Observer, SettleError};
 use crate::sync::lock;
-use crate::text::{PositionEncoding, TextChange, TextRange, offset_to_line_col};
+use crate::text::{PositionEncoding, TextRange};
 use crate::workspace::DocumentSnapshot;
 
 /// Rounds of deterministic fixes before the model (inserting one token may reveal another).
 const DETERMINISTIC_ROUNDS: usize = 4;
-/// How long an editor may take to report an edit it applied as a document change.
-const ECHO_TIMEOUT: Duration = Duration::from_secs(10);
-/// After a rejected edit, how long to wait for the user's change to arrive before retrying.
-const REJECT_GRACE: Duration = Duration::from_millis(500);
 /// How often observing may find the document changed again (the user typing) before giving up.
 const OBSERVE_TRIES: usize = 5;
 
@@ -49,6 +46,8 @@ pub struct FixContext {
     pub settings: FixSettings,
     /// Paths are shown to the model relative to this.
     pub root: Option<PathBuf>,
+    /// Where runs keep their checkpoints and audit logs (none without a workspace folder).
+    pub history: Option<Arc<History>>,
 }
 
 /// Counts that survive the run being stopped from outside (cancel, time limit).
@@ -81,13 +80,29 @@ impl Stop {
 /// Runs one fix to its end and reports it (also to the editor). The run's registration ends
 /// before the report goes out, so the document is free for the next run when it arrives.
 pub async fn fix(context: &FixContext, request: &FixRequest, run: RunHandle) -> RunReport {
-    let report = fix_inner(context, request, &run).await;
+    let name = display_path(context.root.as_deref(), &request.uri);
+    let journal = context
+        .history
+        .as_ref()
+        .map(|history| history.journal(&run.run_id, &format!("fix {name}"), Arc::clone(&context.observer)));
+    if let Some(path) = journal.as_ref().and_then(|j| j.audit_path()) {
+        run.set_audit(path);
+    }
+    let report = fix_inner(context, request, &run, journal.as_deref()).await;
+    if let Some(journal) = &journal {
+        journal.finish(&report).await;
+    }
     drop(run);
     context.editor.run_finished(&report).await;
     report
 }
 
-async fn fix_inner(context: &FixContext, request: &FixRequest, run: &RunHandle) -> RunReport {
+async fn fix_inner(
+    context: &FixContext,
+    request: &FixRequest,
+    run: &RunHandle,
+    journal: Option<&Journal>,
+) -> RunReport {
     let name = display_path(context.root.as_deref(), &request.uri);
     context
         .editor
@@ -99,7 +114,7 @@ async fn fix_inner(context: &FixContext, request: &FixRequest, run: &RunHandle) 
     let tally = Mutex::new(Tally::default());
     let deadline = tokio::time::Instant::now() + Duration::from_secs(context.settings.time_limit_s.max(1));
     let stop = tokio::select! {
-        stop = run_loop(context, request, run, &name, &tally) => stop,
+        stop = run_loop(context, request, run, journal, &name, &tally) => stop,
         () = run.cancel.cancelled() => Stop::new(ExitReason::Cancelled, "Cancelled"),
         () = tokio::time::sleep_until(deadline) => Stop::new(
             ExitReason::TimeLimit,
@@ -150,10 +165,11 @@ async fn run_loop(
     context: &FixContext,
     request: &FixRequest,
     run: &RunHandle,
+    journal: Option<&Journal>,
     name: &str,
     tally: &Mutex<Tally>,
 ) -> Stop {
-    match fix_loop(context, request, run, name, tally).await {
+    match fix_loop(context, request, run, journal, name, tally).await {
         Ok(stop) | Err(stop) => stop,
     }
 }
@@ -162,6 +178,7 @@ async fn fix_loop(
     context: &FixContext,
     request: &FixRequest,
     run: &RunHandle,
+    journal: Option<&Journal>,
     name: &str,
     tally: &Mutex<Tally>,
 ) -> Result<Stop, Stop> {
@@ -196,7 +213,7 @@ async fn fix_loop(
         let described: Vec<&str> = applied.iter().map(|f| f.description.as_str()).collect();
         report(context, run, format!("applying {}", described.join(", ")), None).await;
         let edits = minimal_edits(&text, &new_text);
-        apply_counted(context, &snapshot, &edits, "Tokamak: deterministic fix", tally).await?;
+        apply_counted(context, journal, &snapshot, &edits, "Tokamak: deterministic fix", tally).await?;
         lock(tally).deterministic += applied.len() as u32;
         history.push(format!("Before the model, Tokamak itself applied: {}.", described.join("; ")));
         let (after, now) = observe(context, uri).await?;
@@ -291,7 +308,8 @@ async fn fix_loop(
             Some(percentage),
         )
         .await;
-        apply_counted(context, &snapshot, &edits, &format!("Tokamak: fix attempt {attempt}"), tally).await?;
+        apply_counted(context, journal, &snapshot, &edits, &format!("Tokamak: fix attempt {attempt}"), tally)
+            .await?;
         let (after, now) = observe(context, uri).await?;
         let comparison = compare(&targets, &baseline, &now);
         lock(tally).targets_after = comparison.remaining.len() + comparison.introduced.len();
@@ -476,81 +494,39 @@ fn closed(uri: &Url) -> Stop {
 /// for an edit that lands anyway.
 async fn apply_counted(
     context: &FixContext,
+    journal: Option<&Journal>,
     base: &DocumentSnapshot,
     edits: &[(TextRange, String)],
     label: &str,
     tally: &Mutex<Tally>,
 ) -> Result<DocumentSnapshot, Stop> {
     let before = std::mem::replace(&mut lock(tally).changed, true);
-    let result = apply(context, base, edits, label).await;
+    let result = apply(context, journal, base, edits, label).await;
     if result.is_err() {
         lock(tally).changed = before;
     }
     result
 }
 
-/// Makes `edits` (in bytes of `base`) in the document through the editor. If the user typed
-/// since `base`, the edits are moved onto the new text first; an edit the editor rejects
-/// (its version went stale) is re-grounded and tried once more, never forced.
+/// Makes `edits` (in bytes of `base`) in the document through the editor, moved onto the
+/// user's newer text if they typed meanwhile; never forced.
 async fn apply(
     context: &FixContext,
+    journal: Option<&Journal>,
     base: &DocumentSnapshot,
     edits: &[(TextRange, String)],
     label: &str,
 ) -> Result<DocumentSnapshot, Stop> {
-    let uri = &base.uri;
-    let base_text = base.rope.to_string();
-    let mut rejected: Option<String> = None;
-    loop {
-        let current = context.observer.snapshot(uri).ok_or_else(|| closed(uri))?;
-        let current_text = current.rope.to_string();
-        let edits = reground(&base_text, &current_text, edits).map_err(|conflict| {
-            tracing::info!("{uri}: {conflict}");
-            Stop::failed("you edited the lines the fix changes, so it was not applied (your typing wins); run the fix again")
-        })?;
-        let outcome =
-            context.editor.apply_edit(DocumentEdit { snapshot: &current, edits: &edits, label }).await;
-        match outcome {
-            EditOutcome::Applied { echoed: true } => {
-                return context.observer.changed_from(uri, current.version, ECHO_TIMEOUT).await.ok_or_else(
-                    || Stop::failed("the editor applied the edit but never reported the changed text"),
-                );
-            }
-            EditOutcome::Applied { echoed: false } => {
-                // recorded as ranged changes, last first so each range still holds: the tree
-                // is reparsed incrementally and stored diagnostics move with the text
-                let changes: Vec<TextChange> = edits
-                    .iter()
-                    .rev()
-                    .map(|(range, insert)| TextChange {
-                        range: Some((
-                            offset_to_line_col(&current.rope, range.start, PositionEncoding::Utf8),
-                            offset_to_line_col(&current.rope, range.end, PositionEncoding::Utf8),
-                        )),
-                        text: insert.clone(),
-                    })
-                    .collect();
-                let version = current.version.unwrap_or(0).saturating_add(1);
-                return context
-                    .observer
-                    .change(uri, version, &changes, PositionEncoding::Utf8)
-                    .await
-                    .map(|(snapshot, _)| snapshot)
-                    .map_err(|err| Stop::failed(format!("the edit could not be recorded: {err}")));
-            }
-            EditOutcome::Rejected(reason) => {
-                if let Some(first) = rejected {
-                    return Err(Stop::failed(format!(
-                        "the editor refused the edit twice ({first}; then {reason}); nothing was forced"
-                    )));
-                }
-                tracing::info!("{uri}: edit rejected ({reason}); re-grounding on the current text");
-                // the user's change that made it stale may still be on its way
-                let _ = context.observer.changed_from(uri, current.version, REJECT_GRACE).await;
-                rejected = Some(reason);
-            }
-        }
+    if let Some(journal) = journal {
+        journal.before_change().await;
     }
+    apply_to_document(&context.observer, context.editor.as_ref(), base, edits, label).await.map_err(|err| {
+        match err {
+            DocumentEditError::Conflict => Stop::failed(format!("{err}; run the fix again")),
+            DocumentEditError::Closed(uri) => closed(&uri),
+            other => Stop::failed(other.to_string()),
+        }
+    })
 }
 
 /// How a document is named to the model and the user: relative to the workspace root.

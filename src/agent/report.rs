@@ -23,6 +23,18 @@ pub enum ExitReason {
     /// Something outside the loop stopped it: the model cannot be reached, the editor refused
     /// the edit, the document closed.
     Failed,
+    /// A task run: the model said the goal is reached.
+    Done,
+    /// `limits.tool_calls` actions were taken.
+    ToolCallLimit,
+    /// `limits.revisions` changes to files were made.
+    RevisionLimit,
+    /// One more file would have passed `limits.files`.
+    FileLimit,
+    /// `limits.iterations` rounds were made.
+    IterationLimit,
+    /// The same action on the same state came back three times: the model is in a loop.
+    RepeatedState,
 }
 
 impl ExitReason {
@@ -35,6 +47,12 @@ impl ExitReason {
             ExitReason::TimeLimit => "time_limit",
             ExitReason::Cancelled => "cancelled",
             ExitReason::Failed => "failed",
+            ExitReason::Done => "done",
+            ExitReason::ToolCallLimit => "tool_call_limit",
+            ExitReason::RevisionLimit => "revision_limit",
+            ExitReason::FileLimit => "file_limit",
+            ExitReason::IterationLimit => "iteration_limit",
+            ExitReason::RepeatedState => "repeated_state",
         }
     }
 }

@@ -21,6 +21,8 @@ pub struct Busy {
 struct Entry {
     uri: Url,
     cancel: CancellationToken,
+    /// The run's audit log, once it has one.
+    audit: Option<std::path::PathBuf>,
 }
 
 #[derive(Default)]
@@ -42,6 +44,13 @@ pub struct RunHandle {
     runs: Runs,
 }
 
+impl RunHandle {
+    /// Notes where the run's audit log is.
+    pub fn set_audit(&self, path: &std::path::Path) {
+        self.runs.set_audit(&self.run_id, path);
+    }
+}
+
 impl Drop for RunHandle {
     fn drop(&mut self) {
         lock(&self.runs.inner).running.remove(&self.run_id);
@@ -56,9 +65,10 @@ impl Runs {
             return Err(Busy { run_id: run_id.clone(), uri: uri.clone() });
         }
         inner.next += 1;
-        let run_id = format!("tokamak-run-{}", inner.next);
+        // unique beyond this process: checkpoints and audit logs outlive it
+        let run_id = format!("tokamak-run-{}-{:06x}", inner.next, fastrand::u32(..0x100_0000));
         let cancel = CancellationToken::new();
-        inner.running.insert(run_id.clone(), Entry { uri: uri.clone(), cancel: cancel.clone() });
+        inner.running.insert(run_id.clone(), Entry { uri: uri.clone(), cancel: cancel.clone(), audit: None });
         Ok(RunHandle { run_id, cancel, runs: self.clone() })
     }
 
@@ -75,9 +85,16 @@ impl Runs {
         cancelled
     }
 
-    /// `(run_id, uri)` of every run going on.
-    pub fn list(&self) -> Vec<(String, Url)> {
-        lock(&self.inner).running.iter().map(|(id, e)| (id.clone(), e.uri.clone())).collect()
+    /// `(run_id, uri, audit log)` of every run going on.
+    pub fn list(&self) -> Vec<(String, Url, Option<std::path::PathBuf>)> {
+        lock(&self.inner).running.iter().map(|(id, e)| (id.clone(), e.uri.clone(), e.audit.clone())).collect()
+    }
+
+    /// Notes where a run's audit log is (for `tokamak.status`).
+    pub fn set_audit(&self, run_id: &str, path: &std::path::Path) {
+        if let Some(entry) = lock(&self.inner).running.get_mut(run_id) {
+            entry.audit = Some(path.to_path_buf());
+        }
     }
 }
 

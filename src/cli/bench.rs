@@ -82,6 +82,17 @@ pub fn cases(dir: &Path) -> anyhow::Result<Vec<(String, PathBuf, Case)>> {
 
 /// Runs the fix loop on every case (in a temporary copy) and verifies the result.
 pub async fn bench_fix(dir: &Path, options: &BenchOptions) -> anyhow::Result<Vec<CaseResult>> {
+    // the cases' settings and verify commands are the bench folder's: used only when the user
+    // trusts it (each case runs in a temporary copy, which inherits that trust)
+    let trusted =
+        crate::trust::UserConfig::read().map_err(|err| anyhow::anyhow!("{err}"))?.trusting(dir).is_some();
+    if !trusted {
+        eprintln!(
+            "tokamak: {} is not trusted, so its cases' verify commands are not run and no case counts as solved; run `tokamak trust {}` to trust it",
+            dir.display(),
+            dir.display()
+        );
+    }
     let mut results = Vec::new();
     for (name, folder, case) in cases(dir)? {
         if options.filter.as_ref().is_some_and(|f| !name.contains(f.as_str())) {
@@ -95,6 +106,7 @@ pub async fn bench_fix(dir: &Path, options: &BenchOptions) -> anyhow::Result<Vec
             progress: false,
             checkers: None,
             model: options.model.clone(),
+            trusted: Some(trusted),
         };
         let file = work.path().join(&case.file);
         let outcome = match fix(std::slice::from_ref(&file), &fix_options).await {
@@ -121,6 +133,8 @@ pub async fn bench_fix(dir: &Path, options: &BenchOptions) -> anyhow::Result<Vec
         };
         let note = if outcome.targets == 0 {
             Some("nothing to fix was found: are the case's checkers installed?".to_string())
+        } else if outcome.exit_reason == ExitReason::Clean && !trusted {
+            Some("not verified: the bench folder is not trusted".to_string())
         } else if outcome.exit_reason == ExitReason::Clean {
             verify(&case.verify, work.path()).await.err().map(|failure| format!("verify: {failure}"))
         } else {
@@ -162,7 +176,7 @@ async fn verify(command: &[String], dir: &Path) -> Result<(), String> {
     let Some((program, args)) = command.split_first() else {
         return Ok(());
     };
-    let program = resolve_program(program, dir).ok_or_else(|| format!("`{program}` was not found"))?;
+    let program = resolve_program(program, dir, true).ok_or_else(|| format!("`{program}` was not found"))?;
     let mut child = tokio::process::Command::new(&program);
     child.args(args).current_dir(dir).kill_on_drop(true);
     match tokio::time::timeout(VERIFY_TIMEOUT, child.output()).await {

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use serde::Serialize;
 use url::Url;
 
-use crate::config::{Settings, find_root};
+use crate::config::find_root;
 use crate::editor::{Editor, MessageLevel};
 use crate::observer::checkers::Checkers;
 use crate::observer::{Diagnostic, Observer, Severity};
@@ -115,11 +115,13 @@ impl Editor for Terminal {
 pub async fn check(paths: &[PathBuf], options: &CheckOptions) -> anyhow::Result<Report> {
     let files = source_files(paths)?;
     let root = find_root(paths.first().map_or(Path::new("."), PathBuf::as_path));
-    let mut settings = Settings::load(Some(&root), serde_json::Value::Null)?;
+    let loaded = super::load_settings(&root, serde_json::Value::Null)?;
+    let mut settings = loaded.settings;
     if let Some(names) = &options.checkers {
         settings.checkers.enable = Some(names.clone());
     }
-    let checkers = Checkers::from_settings(&settings.checkers)?;
+    let mut checkers = Checkers::from_settings(&settings.checkers)?;
+    checkers.trusted = loaded.trust.trusted;
     // every checker may take its whole timeout, queued behind others
     let wait = Duration::from_millis(settings.checkers.timeout_ms.saturating_mul(2).saturating_add(5_000));
     let workspace = Arc::new(Mutex::new(Workspace::new(settings.syntax.clone())));

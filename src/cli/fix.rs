@@ -5,22 +5,18 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use async_trait::async_trait;
 use serde::Serialize;
 use url::Url;
 
-use crate::agent::{self, ExitReason, FixContext, FixRequest, RunReport, Runs, Scope, Tokens};
-use crate::config::{Settings, find_root};
-use crate::edit::apply_edits;
-use crate::editor::{DocumentEdit, EditOutcome, Editor, MessageLevel, Progress};
+use super::Headless;
+use crate::agent::{self, ExitReason, FixContext, FixRequest, Runs, Scope, Tokens};
+use crate::config::find_root;
+use crate::editor::Editor;
+use crate::history::History;
 use crate::model::{ModelConfig, connect};
+use crate::observer::Observer;
 use crate::observer::checkers::Checkers;
-use crate::observer::{Diagnostic, Observer};
-use crate::sync::lock;
-use crate::workspace::{DocumentSnapshot, Workspace, read_text, source_files, write_if_unchanged};
-
-/// The profile whose model fixes code (`[profiles.coder]`, else `[model]`).
-pub const ROLE: &str = "coder";
+use crate::workspace::{Workspace, read_text, source_files};
 
 #[derive(Debug, Clone, Default)]
 pub struct FixOptions {
@@ -34,6 +30,8 @@ pub struct FixOptions {
     pub checkers: Option<Vec<String>>,
     /// `[model]` settings laid over `tokamak.toml`'s (`null`: none).
     pub model: serde_json::Value,
+    /// Trust the workspace (or not) whatever the user's settings file says.
+    pub trusted: Option<bool>,
 }
 
 /// One file's outcome.
@@ -57,82 +55,32 @@ pub struct FileResult {
     pub final_text: String,
 }
 
-/// The command line's [`Editor`]: edits go to disk (or nowhere, in a dry run), progress and
-/// messages to stderr.
-struct Headless {
-    dry_run: bool,
-    progress: bool,
-    messages: Mutex<Vec<String>>,
-}
-
-#[async_trait]
-impl Editor for Headless {
-    async fn publish_diagnostics(&self, _: &DocumentSnapshot, _: Vec<Diagnostic>) {}
-
-    async fn clear_diagnostics(&self, _: &Url) {}
-
-    async fn show_message(&self, _: MessageLevel, message: String) {
-        if self.progress {
-            eprintln!("tokamak: {message}");
-        }
-        lock(&self.messages).push(message);
-    }
-
-    async fn apply_edit(&self, edit: DocumentEdit<'_>) -> EditOutcome {
-        if self.dry_run {
-            return EditOutcome::Applied { echoed: false };
-        }
-        let Some(path) = edit.snapshot.path() else {
-            return EditOutcome::Rejected(format!("{} is not a file", edit.snapshot.uri));
-        };
-        let old = edit.snapshot.rope.to_string();
-        let Some(new) = apply_edits(&old, edit.edits) else {
-            return EditOutcome::Rejected("an edit fell outside the text".to_string());
-        };
-        match write_if_unchanged(&path, &old, &new) {
-            Ok(()) => EditOutcome::Applied { echoed: false },
-            Err(err) => EditOutcome::Rejected(err.to_string()),
-        }
-    }
-
-    async fn progress(&self, _: &str, progress: Progress) {
-        if !self.progress {
-            return;
-        }
-        match progress {
-            Progress::Begin { title, .. } => eprintln!("{title}"),
-            Progress::Report { message, .. } => eprintln!("  {message}"),
-            Progress::End { .. } => {}
-        }
-    }
-
-    async fn run_finished(&self, _: &RunReport) {}
-}
-
 /// Fixes every source file under `paths`, one after another.
 pub async fn fix(paths: &[PathBuf], options: &FixOptions) -> anyhow::Result<Vec<FileResult>> {
     let files = source_files(paths)?;
     let root = find_root(paths.first().map_or(Path::new("."), PathBuf::as_path));
     let root = std::path::absolute(&root)?;
-    let overrides = match &options.model {
-        serde_json::Value::Null => serde_json::Value::Null,
-        model => serde_json::json!({ "model": model }),
-    };
-    let mut settings = Settings::load(Some(&root), overrides)?;
+    let mut overrides = serde_json::json!({});
+    if !options.model.is_null() {
+        overrides["model"] = options.model.clone();
+    }
+    if let Some(trusted) = options.trusted {
+        overrides["trusted"] = serde_json::Value::Bool(trusted);
+    }
+    let loaded = super::load_settings(&root, overrides)?;
+    let mut settings = loaded.settings;
     if let Some(max) = options.max_attempts {
         settings.fix.max_attempts = max;
     }
     if let Some(names) = &options.checkers {
         settings.checkers.enable = Some(names.clone());
     }
-    let checkers = Checkers::from_settings(&settings.checkers)?;
+    let mut checkers = Checkers::from_settings(&settings.checkers)?;
+    checkers.trusted = loaded.trust.trusted;
     let env = |name: &str| std::env::var(name).ok();
-    let model = ModelConfig::resolve(&settings.model, &settings.profiles, Some(ROLE), &env).and_then(connect);
-    let editor = Arc::new(Headless {
-        dry_run: options.dry_run,
-        progress: options.progress,
-        messages: Mutex::default(),
-    });
+    let model = ModelConfig::resolve(&settings.model, &settings.profiles, Some(agent::FIX_ROLE), &env)
+        .and_then(connect);
+    let editor = Arc::new(Headless::new(options.dry_run, options.progress));
     let workspace = Arc::new(Mutex::new(Workspace::new(settings.syntax.clone())));
     let observer =
         Observer::new(workspace, Arc::clone(&editor) as Arc<dyn Editor>, checkers, Some(root.clone()));
@@ -142,6 +90,9 @@ pub async fn fix(paths: &[PathBuf], options: &FixOptions) -> anyhow::Result<Vec<
         model,
         settings: settings.fix.clone(),
         root: Some(root.clone()),
+        // a dry run changes nothing, so there is nothing to undo
+        history: (!options.dry_run)
+            .then(|| History::new(&root, settings.checkpoints.clone(), settings.key_variables())),
     };
     let runs = Runs::default();
     let mut results = Vec::new();

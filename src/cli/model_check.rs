@@ -3,7 +3,6 @@
 
 use std::path::Path;
 
-use crate::config::Settings;
 use crate::model::{ModelCheck, ModelConfig, ModelError, run_check};
 
 /// Why a check could not be made or failed.
@@ -18,7 +17,7 @@ pub enum CheckError {
 /// Resolves the model from `tokamak.toml` in `root` (`role` picks a profile) and the
 /// environment, then sends [`crate::model::probe`], streamed when `stream`.
 pub async fn check_model(root: &Path, role: Option<&str>, stream: bool) -> Result<ModelCheck, CheckError> {
-    let settings = Settings::load(Some(root), serde_json::Value::Null)?;
+    let settings = super::load_settings(root, serde_json::Value::Null)?.settings;
     let env = |name: &str| std::env::var(name).ok();
     let config = ModelConfig::resolve(&settings.model, &settings.profiles, role, &env)?;
     run_check(config, stream).await.map_err(CheckError::from)

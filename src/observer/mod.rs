@@ -242,6 +242,16 @@ impl Observer {
     }
 
     /// The document as it is now, if open.
+    /// Every open document's current snapshot.
+    pub fn open_documents(&self) -> Vec<DocumentSnapshot> {
+        lock(&self.workspace).snapshots()
+    }
+
+    /// The editor the Observer publishes to.
+    pub fn editor(&self) -> &dyn Editor {
+        self.editor.as_ref()
+    }
+
     pub fn snapshot(&self, uri: &Url) -> Option<DocumentSnapshot> {
         lock(&self.workspace).snapshot(uri)
     }
@@ -394,7 +404,23 @@ impl Observer {
         if let Some(known) = lock(&self.state).programs.get(&key) {
             return known.clone();
         }
-        let program = checkers::resolve_program(&checker.command, root);
+        if !self.checkers.trusted
+            && let Some((reason, present)) = checkers::runs_project_code(checker, root)
+        {
+            lock(&self.state).programs.insert(key, None);
+            let message = format!(
+                "Tokamak: the {} checker is off because the folder is not trusted: {reason}. Run `tokamak trust {}` (or trust the workspace in your editor) to use it.",
+                checker.name,
+                root.display()
+            );
+            if present {
+                self.tell_once(&format!("untrusted:{}", checker.name), MessageLevel::Info, message);
+            } else {
+                tracing::info!("{message}");
+            }
+            return None;
+        }
+        let program = checkers::resolve_program(&checker.command, root, self.checkers.trusted);
         lock(&self.state).programs.insert(key, program.clone());
         if program.is_none() {
             let message = format!(

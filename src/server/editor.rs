@@ -10,7 +10,7 @@ use tower_lsp::lsp_types::*;
 
 use super::convert;
 use crate::agent::RunReport;
-use crate::editor::{DocumentEdit, EditOutcome, Editor, MessageLevel, Progress};
+use crate::editor::{DocumentEdit, EditOutcome, Editor, FileOperation, MessageLevel, Progress};
 use crate::observer::Diagnostic;
 use crate::text::PositionEncoding;
 use crate::workspace::DocumentSnapshot;
@@ -30,6 +30,27 @@ pub struct ClientSupport {
     pub work_done_progress: bool,
     /// `workspace.workspaceEdit.documentChanges`: versioned edits.
     pub document_changes: bool,
+    /// `workspace.workspaceEdit.resourceOperations`: which file operations a workspace edit
+    /// may carry.
+    pub resource_operations: ResourceOperations,
+}
+
+/// The file operations the client makes itself.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ResourceOperations {
+    pub create: bool,
+    pub rename: bool,
+    pub delete: bool,
+}
+
+impl ResourceOperations {
+    pub fn from_capabilities(kinds: &[ResourceOperationKind]) -> ResourceOperations {
+        ResourceOperations {
+            create: kinds.contains(&ResourceOperationKind::Create),
+            rename: kinds.contains(&ResourceOperationKind::Rename),
+            delete: kinds.contains(&ResourceOperationKind::Delete),
+        }
+    }
 }
 
 #[derive(Clone)]
@@ -93,6 +114,67 @@ impl Editor for LspEditor {
         }
     }
 
+    fn makes_file_operation(&self, operation: &FileOperation) -> bool {
+        let supported = self.support.resource_operations;
+        self.support.document_changes
+            && match operation {
+                FileOperation::Create { .. } => supported.create,
+                FileOperation::Rename { .. } => supported.rename,
+                FileOperation::Delete { .. } => supported.delete,
+            }
+    }
+
+    async fn file_operation(&self, operation: &FileOperation) -> EditOutcome {
+        let (change, label) = match operation {
+            FileOperation::Create { uri } => (
+                ResourceOp::Create(CreateFile {
+                    uri: uri.clone(),
+                    options: Some(CreateFileOptions {
+                        overwrite: Some(false),
+                        ignore_if_exists: Some(false),
+                    }),
+                    annotation_id: None,
+                }),
+                "Tokamak: create file",
+            ),
+            FileOperation::Rename { from, to } => (
+                ResourceOp::Rename(RenameFile {
+                    old_uri: from.clone(),
+                    new_uri: to.clone(),
+                    options: Some(RenameFileOptions {
+                        overwrite: Some(false),
+                        ignore_if_exists: Some(false),
+                    }),
+                    annotation_id: None,
+                }),
+                "Tokamak: rename file",
+            ),
+            FileOperation::Delete { uri } => (
+                ResourceOp::Delete(DeleteFile {
+                    uri: uri.clone(),
+                    options: Some(DeleteFileOptions {
+                        recursive: Some(false),
+                        ignore_if_not_exists: Some(false),
+                        annotation_id: None,
+                    }),
+                }),
+                "Tokamak: delete file",
+            ),
+        };
+        let edit = WorkspaceEdit {
+            document_changes: Some(DocumentChanges::Operations(vec![DocumentChangeOperation::Op(change)])),
+            ..WorkspaceEdit::default()
+        };
+        let params = ApplyWorkspaceEditParams { label: Some(label.to_string()), edit };
+        match self.client.send_request::<ApplyWorkspaceEdit>(params).await {
+            Ok(response) if response.applied => EditOutcome::Applied { echoed: false },
+            Ok(response) => EditOutcome::Rejected(
+                response.failure_reason.unwrap_or_else(|| "the editor did not make the change".to_string()),
+            ),
+            Err(err) => EditOutcome::Rejected(format!("workspace/applyEdit failed: {}", err.message)),
+        }
+    }
+
     async fn progress(&self, run_id: &str, progress: Progress) {
         if !self.support.work_done_progress {
             return;
@@ -141,7 +223,7 @@ impl Editor for LspEditor {
         });
         self.client.send_notification::<RunFinished>(params).await;
         let level = match report.exit_reason {
-            crate::agent::ExitReason::Clean => MessageLevel::Info,
+            crate::agent::ExitReason::Clean | crate::agent::ExitReason::Done => MessageLevel::Info,
             crate::agent::ExitReason::Cancelled => MessageLevel::Info,
             _ => MessageLevel::Warning,
         };

@@ -12,8 +12,16 @@ use crate::model::ModelConfig;
 
 /// The commands advertised at `initialize`. The planner's commands (`tokamak.plan`, …) join
 /// as they are built.
-pub const COMMANDS: &[&str] =
-    &["tokamak.fix", "tokamak.cancel", "tokamak.status", "tokamak.diagnostics", "tokamak.checkModel"];
+pub const COMMANDS: &[&str] = &[
+    "tokamak.fix",
+    "tokamak.run",
+    "tokamak.cancel",
+    "tokamak.status",
+    "tokamak.diagnostics",
+    "tokamak.checkModel",
+    "tokamak.checkpoints",
+    "tokamak.rollback",
+];
 
 /// `tokamak.checkModel` holds the message queue while it waits, so it waits no longer than
 /// this whatever the model's own timeout.
@@ -26,10 +34,17 @@ const DEBUG_PANIC: &str = "tokamak.debug.panic";
 pub async fn execute_command(backend: &Backend, params: ExecuteCommandParams) -> Result<Option<Value>> {
     match params.command.as_str() {
         "tokamak.fix" => super::runs::fix(backend, argument(params.arguments)?).await.map(Some),
+        "tokamak.run" => super::runs::run(backend, argument(params.arguments)?).await.map(Some),
         "tokamak.cancel" => Ok(Some(super::runs::cancel(backend, argument(params.arguments)?))),
         "tokamak.status" => Ok(Some(status(backend))),
         "tokamak.diagnostics" => diagnostics(backend, argument(params.arguments)?).await.map(Some),
         "tokamak.checkModel" => check_model(backend, argument(params.arguments)?).await.map(Some),
+        "tokamak.checkpoints" => {
+            super::checkpoints::checkpoints(backend, argument(params.arguments)?).await.map(Some)
+        }
+        "tokamak.rollback" => {
+            super::checkpoints::rollback(backend, argument(params.arguments)?).await.map(Some)
+        }
         DEBUG_PANIC if debug_commands_enabled() => panic!("{DEBUG_PANIC} was asked to panic"),
         other => Err(Error::invalid_params(format!("unknown command {other:?}"))),
     }
@@ -42,11 +57,15 @@ fn argument<T: serde::de::DeserializeOwned>(arguments: Vec<Value>) -> Result<T> 
 }
 
 fn status(backend: &Backend) -> Value {
+    let trust = backend.trust.get();
     json!({
         "version": env!("CARGO_PKG_VERSION"),
         "positionEncoding": backend.encoding().lsp_name(),
         "openDocuments": backend.workspace().open_documents(),
         "runs": super::runs::list(backend),
+        "trusted": trust.is_some_and(|t| t.trusted),
+        "trust": trust.map(|t| t.source.clone()),
+        "auditLogs": backend.history().map(|h| h.audit_dir()),
     })
 }
 

@@ -7,11 +7,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::{Backend, execute_command};
-use crate::config::Settings;
+use crate::config::{Loaded, Settings};
 use crate::editor::{Editor, MessageLevel};
+use crate::executor::{Confinement, ExecutorContext, ExecutorSettings, RefuseUnlisted};
+use crate::history::History;
 use crate::observer::Observer;
 use crate::observer::checkers::Checkers;
 use crate::text::PositionEncoding;
+use crate::trust::{Trust, ignored_message};
 
 pub async fn initialize(backend: &Backend, params: InitializeParams) -> Result<InitializeResult> {
     let offered: Vec<&str> = params
@@ -29,16 +32,26 @@ pub async fn initialize(backend: &Backend, params: InitializeParams) -> Result<I
 
     let root = workspace_root(&params);
     let options = params.initialization_options.clone().unwrap_or_default();
-    let settings = match Settings::load(root.as_deref(), options) {
-        Ok(settings) => settings,
+    let loaded = match Settings::load(root.as_deref(), options) {
+        Ok(loaded) => loaded,
         Err(err) => {
             let message = format!("Tokamak is using its default settings: {err}");
             tracing::warn!("{message}");
             backend.editor().show_message(MessageLevel::Warning, message).await;
-            Settings::default()
+            Loaded {
+                settings: Settings::default(),
+                trust: Trust::untrusted("the settings could not be read"),
+                ignored: Vec::new(),
+            }
         }
     };
-    let checkers = match Checkers::from_settings(&settings.checkers) {
+    let Loaded { settings, trust, ignored } = loaded;
+    if let Some(message) = root.as_deref().and_then(|root| ignored_message(root, &ignored)) {
+        tracing::warn!("{message}");
+        backend.editor().show_message(MessageLevel::Warning, message).await;
+    }
+    tracing::info!("workspace trust: {} ({})", trust.trusted, trust.source);
+    let mut checkers = match Checkers::from_settings(&settings.checkers) {
         Ok(checkers) => checkers,
         Err(err) => {
             let message = format!("Tokamak is using its default checkers: {err}");
@@ -47,6 +60,7 @@ pub async fn initialize(backend: &Backend, params: InitializeParams) -> Result<I
             Checkers::from_settings(&Default::default()).unwrap_or_default()
         }
     };
+    checkers.trusted = trust.trusted;
     backend.workspace().set_settings(settings.syntax.clone());
     let choice = super::ModelChoice { model: settings.model.clone(), profiles: settings.profiles.clone() };
     *crate::sync::lock(&backend.base_models) = choice.clone();
@@ -66,16 +80,50 @@ pub async fn initialize(backend: &Backend, params: InitializeParams) -> Result<I
             .and_then(|w| w.workspace_edit.as_ref())
             .and_then(|e| e.document_changes)
             .unwrap_or(false),
+        resource_operations: super::editor::ResourceOperations::from_capabilities(
+            params
+                .capabilities
+                .workspace
+                .as_ref()
+                .and_then(|w| w.workspace_edit.as_ref())
+                .and_then(|e| e.resource_operations.as_deref())
+                .unwrap_or_default(),
+        ),
     };
     let _ = backend.support.set(support);
     let _ = backend.root.set(root.clone());
     *crate::sync::lock(&backend.fix_settings) = settings.fix.clone();
+    *crate::sync::lock(&backend.limits) = settings.limits.clone();
     let _ = backend.client_configuration.set(configuration);
     let editor: Arc<dyn Editor> = Arc::new(backend.editor());
-    let observer = Observer::new(Arc::clone(&backend.workspace), editor, checkers, root.clone());
-    if backend.observer.set(observer).is_err() {
+    let observer = Observer::new(Arc::clone(&backend.workspace), Arc::clone(&editor), checkers, root.clone());
+    if backend.observer.set(Arc::clone(&observer)).is_err() {
         tracing::warn!("initialize sent twice; keeping the first settings");
+        return Err(tower_lsp::jsonrpc::Error::invalid_request());
     }
+    let history = root
+        .as_deref()
+        .map(|root| History::new(root, settings.checkpoints.clone(), settings.key_variables()));
+    let executor = match (root.as_deref(), &history) {
+        (Some(root), Some(history)) => match Confinement::new(root) {
+            Ok(confinement) => Some(ExecutorContext::new(
+                confinement,
+                observer,
+                editor,
+                ExecutorSettings::from_settings(&settings, trust.trusted),
+                Arc::new(RefuseUnlisted),
+                Some(Arc::clone(history)),
+            )),
+            Err(err) => {
+                tracing::warn!("the agent cannot act on {}: {err}", root.display());
+                None
+            }
+        },
+        _ => None,
+    };
+    let _ = backend.history.set(history);
+    let _ = backend.executor.set(executor);
+    let _ = backend.trust.set(trust);
     let client = params.client_info.map_or_else(|| "an unnamed client".to_string(), |c| c.name);
     let root_text =
         root.as_ref().map_or_else(|| "no workspace folder".to_string(), |r| r.display().to_string());

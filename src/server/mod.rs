@@ -9,6 +9,7 @@
 //! spawned onto its own task with a snapshot of what it needs. Answers to our own requests
 //! to the client do not pass through that queue, so awaiting them cannot deadlock.
 
+mod checkpoints;
 mod client_diagnostics;
 mod code_action;
 mod configuration;
@@ -57,8 +58,16 @@ pub struct Backend {
     root: OnceLock<Option<std::path::PathBuf>>,
     /// `[fix]` from `tokamak.toml` and `initializationOptions`.
     fix_settings: Mutex<crate::config::FixSettings>,
+    /// `[limits]`: how far a task run may go.
+    limits: Mutex<crate::config::LimitSettings>,
     /// The agent runs going on.
     runs: crate::agent::Runs,
+    /// Whether the user trusts the workspace, decided at `initialize`.
+    trust: OnceLock<crate::trust::Trust>,
+    /// The workspace's checkpoints and audit logs (none without a workspace folder).
+    history: OnceLock<Option<Arc<crate::history::History>>>,
+    /// What the agent's actions work with (none without a workspace folder).
+    executor: OnceLock<Option<Arc<crate::executor::ExecutorContext>>>,
     log_queue: Mutex<Option<LogMessageQueue>>,
 }
 
@@ -82,7 +91,11 @@ impl Backend {
             support: OnceLock::new(),
             root: OnceLock::new(),
             fix_settings: Mutex::new(crate::config::FixSettings::default()),
+            limits: Mutex::new(crate::config::LimitSettings::default()),
             runs: crate::agent::Runs::default(),
+            trust: OnceLock::new(),
+            history: OnceLock::new(),
+            executor: OnceLock::new(),
             log_queue: Mutex::new(log_queue),
         }
     }
@@ -101,6 +114,18 @@ impl Backend {
             encoding: self.encoding(),
             support: self.support.get().copied().unwrap_or_default(),
         }
+    }
+
+    fn limits(&self) -> crate::config::LimitSettings {
+        crate::sync::lock(&self.limits).clone()
+    }
+
+    fn history(&self) -> Option<Arc<crate::history::History>> {
+        self.history.get().cloned().flatten()
+    }
+
+    fn executor_context(&self) -> Option<Arc<crate::executor::ExecutorContext>> {
+        self.executor.get().cloned().flatten()
     }
 
     /// The Observer; `None` only before `initialize`, when tower-lsp refuses everything else.

@@ -12,7 +12,7 @@ use tree_sitter::Tree;
 use url::Url;
 
 pub use disk::{ReadError, read_text, source_files};
-pub use write::{WriteError, write_if_unchanged};
+pub use write::{WriteError, write_bytes_if_unchanged, write_if_unchanged};
 
 use crate::config::SyntaxSettings;
 use crate::syntax::SyntaxTree;
@@ -136,7 +136,7 @@ fn skip_reason(rope: &Rope, settings: &SyntaxSettings, scan_for_nul: bool) -> Op
     let len = rope.len_bytes();
     if len > settings.max_file_bytes {
         return Some(format!(
-            "it is {:.1} MB, more than syntax.maxFileBytes ({:.1} MB)",
+            "it is {:.1} MB, more than syntax.max_file_bytes ({:.1} MB)",
             megabytes(len),
             megabytes(settings.max_file_bytes)
         ));
@@ -257,6 +257,11 @@ impl Workspace {
     pub fn open_documents(&self) -> usize {
         self.documents.len()
     }
+
+    /// A snapshot of every open document.
+    pub fn snapshots(&self) -> Vec<DocumentSnapshot> {
+        self.documents.iter().map(|(uri, document)| document.snapshot(uri.clone())).collect()
+    }
 }
 
 #[cfg(test)]
@@ -291,7 +296,7 @@ mod tests {
         let mut workspace = Workspace::new(SyntaxSettings { max_file_bytes: 10 });
         let snapshot = workspace.open(uri("big.py"), "python", 1, "x = 1\ny = 2\nz = 3\n");
         assert!(snapshot.tree.is_none());
-        assert!(snapshot.syntax_skipped.unwrap().contains("syntax.maxFileBytes"));
+        assert!(snapshot.syntax_skipped.unwrap().contains("syntax.max_file_bytes"));
         let mut workspace = Workspace::default();
         let snapshot = workspace.open(uri("bin.py"), "python", 1, "x\0y");
         assert!(snapshot.tree.is_none());

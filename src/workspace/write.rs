@@ -16,14 +16,19 @@ pub enum WriteError {
 /// Replaces `path`'s content by `new` if it still is `expected` (byte for byte), keeping its
 /// permissions. Readers see the old file or the new one, never half of either.
 pub fn write_if_unchanged(path: &Path, expected: &str, new: &str) -> Result<(), WriteError> {
+    write_bytes_if_unchanged(path, expected.as_bytes(), new.as_bytes())
+}
+
+/// [`write_if_unchanged`] for bytes that need not be UTF-8.
+pub fn write_bytes_if_unchanged(path: &Path, expected: &[u8], new: &[u8]) -> Result<(), WriteError> {
     let io = |reason| WriteError::Io { path: path.to_path_buf(), reason };
     let current = std::fs::read(path).map_err(io)?;
-    if current != expected.as_bytes() {
+    if current != expected {
         return Err(WriteError::Changed { path: path.to_path_buf() });
     }
     let folder = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let mut temporary = tempfile::Builder::new().prefix(".tokamak-").tempfile_in(folder).map_err(io)?;
-    temporary.write_all(new.as_bytes()).map_err(io)?;
+    temporary.write_all(new).map_err(io)?;
     temporary.as_file().sync_all().map_err(io)?;
     let permissions = std::fs::metadata(path).map_err(io)?.permissions();
     std::fs::set_permissions(temporary.path(), permissions).map_err(io)?;

@@ -28,6 +28,58 @@ pub struct LspClient {
     answers: std::collections::HashMap<String, Value>,
     /// Set by [`LspClient::act_as_editor`].
     editor: Option<EditorState>,
+    /// The server's own user settings and cache folders.
+    pub user: UserDirs,
+}
+
+/// A user's settings folder (`XDG_CONFIG_HOME`) and cache folder (`XDG_CACHE_HOME`) of
+/// their own, so a test never reads the real user's settings (or trust) nor writes
+/// checkpoints into the real cache.
+pub struct UserDirs {
+    pub config: tempfile::TempDir,
+    pub cache: tempfile::TempDir,
+}
+
+impl UserDirs {
+    pub fn new() -> UserDirs {
+        UserDirs {
+            config: tempfile::tempdir().expect("temp dir"),
+            cache: tempfile::tempdir().expect("temp dir"),
+        }
+    }
+
+    /// Settings that trust `folders` (as `tokamak trust` would write them).
+    pub fn trusting(folders: &[&std::path::Path]) -> UserDirs {
+        let dirs = UserDirs::new();
+        let list: Vec<String> = folders
+            .iter()
+            .map(|f| format!("{:?}", std::fs::canonicalize(f).expect("folder").display().to_string()))
+            .collect();
+        dirs.write_settings(&format!("trusted = [{}]\n", list.join(", ")));
+        dirs
+    }
+
+    /// Writes the user's settings file.
+    pub fn write_settings(&self, toml: &str) {
+        let dir = self.config.path().join("tokamak");
+        std::fs::create_dir_all(&dir).expect("settings folder");
+        std::fs::write(dir.join("config.toml"), toml).expect("settings file");
+    }
+
+    /// The environment a tokamak process needs to use these folders.
+    pub fn env(&self) -> Vec<(String, String)> {
+        vec![
+            ("XDG_CONFIG_HOME".to_string(), self.config.path().display().to_string()),
+            ("XDG_CACHE_HOME".to_string(), self.cache.path().display().to_string()),
+        ]
+    }
+
+    /// `tokamak` with `args`, using these folders.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_tokamak"));
+        command.args(args).envs(self.env());
+        command
+    }
 }
 
 /// Typing the user does, as a function of the document's text.
@@ -42,6 +94,8 @@ pub struct EditorState {
     pub documents: std::collections::HashMap<String, (i32, String)>,
     /// The params of every `workspace/applyEdit` received, in order.
     pub edits: Vec<Value>,
+    /// The file operations (create, rename, delete) made for the server, in order.
+    pub file_operations: Vec<Value>,
     /// Typing that happens just before the next `workspace/applyEdit` reaches the document.
     typing: Option<(String, Typing)>,
 }
@@ -52,9 +106,15 @@ impl LspClient {
     }
 
     pub fn start_with_env(env: &[(&str, &str)]) -> LspClient {
+        LspClient::start_with(UserDirs::new(), env)
+    }
+
+    /// Starts the server with `user`'s settings and cache folders.
+    pub fn start_with(user: UserDirs, env: &[(&str, &str)]) -> LspClient {
         let mut command = Command::new(env!("CARGO_BIN_EXE_tokamak"));
         command.arg("lsp").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
         command.env("TOKAMAK_LOG", "debug");
+        command.envs(user.env());
         for (key, value) in env {
             command.env(key, value);
         }
@@ -90,6 +150,7 @@ impl LspClient {
             stderr: log,
             answers: Default::default(),
             editor: None,
+            user,
         }
     }
 
@@ -256,11 +317,16 @@ impl LspClient {
     }
 
     fn apply_workspace_edit(&mut self, params: &Value) -> Value {
-        let editor = self.editor.as_mut().expect("editor mode");
-        editor.edits.push(params.clone());
+        self.editor.as_mut().expect("editor mode").edits.push(params.clone());
         let mut per_document: Vec<(String, Option<i64>, Vec<Value>)> = Vec::new();
         if let Some(changes) = params["edit"]["documentChanges"].as_array() {
             for change in changes {
+                if let Some(kind) = change["kind"].as_str() {
+                    if let Err(reason) = self.file_operation(kind, change) {
+                        return json!({"applied": false, "failureReason": reason});
+                    }
+                    continue;
+                }
                 let uri = change["textDocument"]["uri"].as_str().unwrap_or_default().to_string();
                 let edits = change["edits"].as_array().cloned().unwrap_or_default();
                 per_document.push((uri, change["textDocument"]["version"].as_i64(), edits));
@@ -270,7 +336,7 @@ impl LspClient {
                 per_document.push((uri.clone(), None, edits.as_array().cloned().unwrap_or_default()));
             }
         }
-        if let Some((uri, typing)) = editor.typing.take() {
+        if let Some((uri, typing)) = self.editor.as_mut().expect("editor mode").typing.take() {
             self.type_now(&uri, typing);
         }
         let editor = self.editor.as_ref().expect("editor mode");
@@ -293,6 +359,54 @@ impl LspClient {
             self.change(&uri, version, Value::Array(changes));
         }
         json!({"applied": true})
+    }
+
+    /// Makes a file operation of a workspace edit on disk, as an editor does: a renamed or
+    /// deleted open document is closed (and a renamed one opened under its new name).
+    fn file_operation(&mut self, kind: &str, change: &Value) -> Result<(), String> {
+        let path = |key: &str| {
+            url::Url::parse(change[key].as_str().unwrap_or_default())
+                .ok()
+                .and_then(|u| u.to_file_path().ok())
+                .ok_or_else(|| format!("{key} is not a file URI"))
+        };
+        self.editor.as_mut().expect("editor mode").file_operations.push(change.clone());
+        match kind {
+            "create" => {
+                let path = path("uri")?;
+                if path.exists() {
+                    return Err(format!("{} exists", path.display()));
+                }
+                std::fs::write(&path, "").map_err(|e| e.to_string())
+            }
+            "rename" => {
+                let (from, to) = (path("oldUri")?, path("newUri")?);
+                if to.exists() {
+                    return Err(format!("{} exists", to.display()));
+                }
+                std::fs::rename(&from, &to).map_err(|e| e.to_string())?;
+                let (old, new) = (
+                    change["oldUri"].as_str().unwrap_or_default(),
+                    change["newUri"].as_str().unwrap_or_default(),
+                );
+                let open = self.editor.as_mut().expect("editor mode").documents.remove(old);
+                if let Some((_, text)) = open {
+                    self.notify("textDocument/didClose", json!({"textDocument": {"uri": old}}));
+                    self.open(new, "", 1, &text);
+                }
+                Ok(())
+            }
+            "delete" => {
+                let path = path("uri")?;
+                std::fs::remove_file(&path).map_err(|e| e.to_string())?;
+                let uri = change["uri"].as_str().unwrap_or_default();
+                if self.editor.as_mut().expect("editor mode").documents.remove(uri).is_some() {
+                    self.notify("textDocument/didClose", json!({"textDocument": {"uri": uri}}));
+                }
+                Ok(())
+            }
+            other => Err(format!("unknown file operation {other}")),
+        }
     }
 
     /// Waits until the server's stderr contains `needle` (it is read on its own thread, so
@@ -502,7 +616,8 @@ pub fn file_uri(path: &std::path::Path) -> String {
 
 impl LspClient {
     /// A server whose workspace folder is `root`, able to find the real checkers, with
-    /// `options` as `initializationOptions`.
+    /// `options` as `initializationOptions`. The editor trusts the folder unless `options`
+    /// says otherwise (`"trusted": false`).
     pub fn for_project(root: &std::path::Path, options: Value) -> LspClient {
         LspClient::for_project_with(root, options, json!({"general": {"positionEncodings": ["utf-16"]}}))
     }
@@ -521,9 +636,25 @@ impl LspClient {
     }
 
     pub fn for_project_with(root: &std::path::Path, options: Value, capabilities: Value) -> LspClient {
+        LspClient::for_project_as(UserDirs::new(), root, options, capabilities)
+    }
+
+    /// As [`LspClient::for_project_with`], with `user`'s settings and cache folders.
+    pub fn for_project_as(
+        user: UserDirs,
+        root: &std::path::Path,
+        mut options: Value,
+        capabilities: Value,
+    ) -> LspClient {
+        if options.is_null() {
+            options = json!({});
+        }
+        if let Some(object) = options.as_object_mut() {
+            object.entry("trusted").or_insert(Value::Bool(true));
+        }
         let env = tool_env();
         let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        let mut client = LspClient::start_with_env(&env);
+        let mut client = LspClient::start_with(user, &env);
         let response = client.request(
             "initialize",
             json!({

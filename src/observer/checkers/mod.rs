@@ -184,6 +184,10 @@ pub fn tsc_args(tsconfig: Option<&Path>, language: Language) -> Vec<String> {
 #[derive(Debug, Clone, Default)]
 pub struct Checkers {
     pub all: Vec<Checker>,
+    /// The workspace is trusted: programs inside it (`node_modules/.bin`, `.tools/`) may run,
+    /// and so may checkers that run the project's own code (eslint's configuration, mypy's
+    /// plugins).
+    pub trusted: bool,
     pub max_concurrent: usize,
     pub run_on_change: bool,
     pub debounce: Duration,
@@ -221,6 +225,7 @@ impl Checkers {
         checkers.retain(|c| !settings.disable.contains(&c.name));
         Ok(Checkers {
             all: checkers,
+            trusted: false,
             max_concurrent: settings.max_concurrent.max(1),
             run_on_change: settings.run_on_change,
             debounce: Duration::from_millis(settings.debounce_ms),
@@ -329,19 +334,29 @@ fn globs(name: &str, patterns: &[String]) -> Result<GlobSet, ConfigError> {
     builder.build().map_err(|err| invalid(format!("checkers.{name}.files: {err}")))
 }
 
-/// Finds a checker's program: the project's own tool folders first (`node_modules/.bin`,
-/// `.tools/venv/bin`, `.tools/node/node_modules/.bin`, and the same under
-/// `$TOKAMAK_TOOLS`), then `PATH`. A command with a `/` is taken relative to the root.
-pub fn resolve_program(command: &str, root: &Path) -> Option<PathBuf> {
+/// Finds a checker's program: in a trusted workspace the project's own tool folders first
+/// (`node_modules/.bin`, `.tools/venv/bin`, `.tools/node/node_modules/.bin`), then the same
+/// under `$TOKAMAK_TOOLS`, then `PATH`. A command with a `/` is taken relative to the root,
+/// and only in a trusted workspace when that is inside it. A program found inside an
+/// untrusted workspace (a `PATH` entry pointing there) is not used.
+pub fn resolve_program(command: &str, root: &Path, trusted: bool) -> Option<PathBuf> {
+    let inside = |path: &Path| {
+        let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+        real.starts_with(root)
+    };
     if command.contains('/') {
         let path = root.join(command);
-        return path.is_file().then_some(path);
+        return (path.is_file() && (trusted || !inside(&path))).then_some(path);
     }
-    let mut dirs: Vec<PathBuf> = vec![
-        root.join("node_modules/.bin"),
-        root.join(".tools/venv/bin"),
-        root.join(".tools/node/node_modules/.bin"),
-    ];
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    if trusted {
+        dirs.extend([
+            root.join("node_modules/.bin"),
+            root.join(".tools/venv/bin"),
+            root.join(".tools/node/node_modules/.bin"),
+        ]);
+    }
     if let Some(tools) = std::env::var_os("TOKAMAK_TOOLS") {
         let tools = PathBuf::from(tools);
         dirs.push(tools.join("venv/bin"));
@@ -350,8 +365,35 @@ pub fn resolve_program(command: &str, root: &Path) -> Option<PathBuf> {
     if let Some(path) = std::env::var_os("PATH") {
         dirs.extend(std::env::split_paths(&path));
     }
+    if !trusted {
+        dirs.retain(|dir| dir.is_absolute() && !inside(dir));
+    }
     let search = std::env::join_paths(dirs).ok()?;
     which::which_in(command, Some(search), root).ok()
+}
+
+/// Why a checker would run the project's own code, which only a trusted workspace allows:
+/// eslint loads `eslint.config.*` (a program), mypy the plugins its configuration names.
+/// `(reason, whether the project has such code at its root)`: without it there is nothing
+/// to tell the user.
+pub fn runs_project_code(checker: &Checker, project: &Path) -> Option<(String, bool)> {
+    match checker.name.as_str() {
+        "eslint" => {
+            let configured = std::fs::read_dir(project)
+                .map(|entries| {
+                    entries.flatten().any(|e| e.file_name().to_string_lossy().starts_with("eslint.config."))
+                })
+                .unwrap_or(false);
+            Some(("eslint runs the project's eslint.config file, which is a program".to_string(), configured))
+        }
+        "mypy" => ["mypy.ini", ".mypy.ini", "setup.cfg", "pyproject.toml"].iter().find_map(|name| {
+            let text = std::fs::read_to_string(project.join(name)).ok()?;
+            text.lines()
+                .any(|line| line.trim_start().starts_with("plugins"))
+                .then(|| (format!("mypy would load the plugins {name} names"), true))
+        }),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

@@ -74,7 +74,7 @@ pub async fn run(checker: &Checker, input: RunInput<'_>) -> Result<Vec<Diagnosti
         program: input.program.display().to_string(),
         reason,
     })?;
-    let group = ProcessGroup(child.id());
+    let group = crate::process::ProcessGroup::new(child.id());
 
     if let Some(mut stdin) = child.stdin.take() {
         // A tool that exits without reading all of it closes the pipe: not our error.
@@ -292,28 +292,6 @@ async fn read_capped(stream: Option<impl AsyncRead + Unpin>, cap: usize) -> (Vec
         let _ = tokio::io::copy(&mut rest, &mut tokio::io::sink()).await;
     }
     (out, truncated)
-}
-
-/// Kills the checker's whole process group (pyright and tsc start children of their own)
-/// unless the run finished normally.
-struct ProcessGroup(Option<u32>);
-
-impl ProcessGroup {
-    fn disarm(mut self) {
-        self.0 = None;
-    }
-}
-
-impl Drop for ProcessGroup {
-    fn drop(&mut self) {
-        if let Some(pid) = self.0.and_then(|pid| i32::try_from(pid).ok()) {
-            // SAFETY: kill(2) with a negative pid signals the process group the child leads
-            // (it was started with `process_group(0)`); it touches no memory of ours.
-            unsafe {
-                libc::kill(-pid, libc::SIGKILL);
-            }
-        }
-    }
 }
 
 #[cfg(test)]

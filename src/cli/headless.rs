@@ -1,0 +1,77 @@
+//! The command line's [`Editor`]: edits go to disk (or nowhere, in a dry run), progress and
+//! messages to stderr.
+
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+use url::Url;
+
+use crate::agent::RunReport;
+use crate::edit::apply_edits;
+use crate::editor::{DocumentEdit, EditOutcome, Editor, MessageLevel, Progress};
+use crate::observer::Diagnostic;
+use crate::sync::lock;
+use crate::workspace::{DocumentSnapshot, write_if_unchanged};
+
+/// The command line's [`Editor`]: edits go to disk (or nowhere, in a dry run), progress and
+/// messages to stderr.
+pub struct Headless {
+    dry_run: bool,
+    progress: bool,
+    messages: Mutex<Vec<String>>,
+}
+
+impl Headless {
+    pub fn new(dry_run: bool, progress: bool) -> Headless {
+        Headless { dry_run, progress, messages: Mutex::default() }
+    }
+
+    /// The messages shown so far.
+    pub fn messages(&self) -> Vec<String> {
+        lock(&self.messages).clone()
+    }
+}
+
+#[async_trait]
+impl Editor for Headless {
+    async fn publish_diagnostics(&self, _: &DocumentSnapshot, _: Vec<Diagnostic>) {}
+
+    async fn clear_diagnostics(&self, _: &Url) {}
+
+    async fn show_message(&self, _: MessageLevel, message: String) {
+        if self.progress {
+            eprintln!("tokamak: {message}");
+        }
+        lock(&self.messages).push(message);
+    }
+
+    async fn apply_edit(&self, edit: DocumentEdit<'_>) -> EditOutcome {
+        if self.dry_run {
+            return EditOutcome::Applied { echoed: false };
+        }
+        let Some(path) = edit.snapshot.path() else {
+            return EditOutcome::Rejected(format!("{} is not a file", edit.snapshot.uri));
+        };
+        let old = edit.snapshot.rope.to_string();
+        let Some(new) = apply_edits(&old, edit.edits) else {
+            return EditOutcome::Rejected("an edit fell outside the text".to_string());
+        };
+        match write_if_unchanged(&path, &old, &new) {
+            Ok(()) => EditOutcome::Applied { echoed: false },
+            Err(err) => EditOutcome::Rejected(err.to_string()),
+        }
+    }
+
+    async fn progress(&self, _: &str, progress: Progress) {
+        if !self.progress {
+            return;
+        }
+        match progress {
+            Progress::Begin { title, .. } => eprintln!("{title}"),
+            Progress::Report { message, .. } => eprintln!("  {message}"),
+            Progress::End { .. } => {}
+        }
+    }
+
+    async fn run_finished(&self, _: &RunReport) {}
+}

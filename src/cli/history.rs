@@ -1,0 +1,61 @@
+//! `tokamak checkpoints`, `tokamak rollback ID` and `tokamak trust [PATH]`: the runs that can
+//! be undone, undoing one, and trusting a folder's own settings and programs.
+
+use std::path::Path;
+
+use super::session::Session;
+use crate::executor::RollbackReport;
+use crate::history::CheckpointInfo;
+
+/// The checkpoints of the workspace at `root`, newest first.
+pub async fn checkpoints(root: &Path) -> anyhow::Result<Vec<CheckpointInfo>> {
+    let session = Session::open(root, serde_json::Value::Null, false, false)?;
+    let checkpoints =
+        session.history.checkpoints().await.map_err(|reason| anyhow::anyhow!("no checkpoints: {reason}"))?;
+    Ok(checkpoints.list().await?)
+}
+
+/// The list as a table: id, time, run, files, goal.
+pub fn table(list: &[CheckpointInfo]) -> String {
+    if list.is_empty() {
+        return "no checkpoints yet: a run that changes files leaves one\n".to_string();
+    }
+    let mut out = String::new();
+    for checkpoint in list {
+        let files = if checkpoint.complete {
+            format!("{} file(s)", checkpoint.files.len())
+        } else {
+            "unfinished".to_string()
+        };
+        out.push_str(&format!(
+            "{}  {}  {}  {:<11}  {}\n",
+            checkpoint.id, checkpoint.time, checkpoint.run_id, files, checkpoint.goal
+        ));
+        for file in &checkpoint.files {
+            out.push_str(&format!("    {file}\n"));
+        }
+    }
+    out
+}
+
+/// Rolls back the run of checkpoint `id` in the workspace at `root`.
+pub async fn rollback(root: &Path, id: &str, force: bool) -> anyhow::Result<RollbackReport> {
+    let session = Session::open(root, serde_json::Value::Null, false, false)?;
+    let run_id = format!("tokamak-rollback-{:06x}", fastrand::u32(..0x100_0000));
+    Ok(crate::executor::rollback(&session.executor, id, force, &run_id).await?)
+}
+
+/// Trusts (or, with `remove`, stops trusting) `folder`; returns the message to print.
+pub fn trust(folder: &Path, remove: bool) -> anyhow::Result<String> {
+    let file = crate::places::user_config_file();
+    if remove {
+        let folder = crate::trust::untrust_folder(folder)?;
+        return Ok(format!("{} is no longer trusted ({}).", folder.display(), file.display()));
+    }
+    let folder = crate::trust::trust_folder(folder)?;
+    Ok(format!(
+        "Trusted {}: its tokamak.toml settings and the programs inside it are used from now on (written to {}).",
+        folder.display(),
+        file.display()
+    ))
+}

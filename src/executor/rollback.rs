@@ -1,0 +1,162 @@
+//! Rolling a run back (SPEC K2): the files it changed get the text they had before it — open
+//! documents through the editor (so the user can undo the rollback), other files atomically
+//! on disk; files it created are deleted and files it deleted come back. Refused, naming the
+//! files, when any of them changed after the run, unless forced. The rollback is a run of its
+//! own, checkpointed like any other, so it can be rolled back too.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use url::Url;
+
+use super::{Access, ExecutorContext, apply_to_document, write_new_bytes};
+use crate::agent::{ExitReason, RunReport, Tokens};
+use crate::edit::minimal_edits;
+use crate::editor::{EditOutcome, FileOperation};
+use crate::history::{CheckpointInfo, FileChange};
+use crate::workspace::write_bytes_if_unchanged;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RollbackError {
+    #[error("{0}")]
+    Unavailable(String),
+    #[error(
+        "{} changed after the run, so nothing was rolled back; roll back with force to overwrite those changes",
+        .0.join(", ")
+    )]
+    ChangedSince(Vec<String>),
+}
+
+/// What a rollback did.
+#[derive(Debug, Clone, Serialize)]
+pub struct RollbackReport {
+    /// The checkpoint rolled back.
+    pub checkpoint: String,
+    /// The rollback's own run (and checkpoint, to undo it).
+    pub run_id: String,
+    pub restored: Vec<String>,
+    /// Files that could not be restored, with why.
+    pub failed: Vec<(String, String)>,
+}
+
+/// Rolls back the run of `wanted` (a checkpoint id or a run id) as run `run_id`.
+pub async fn rollback(
+    context: &ExecutorContext,
+    wanted: &str,
+    force: bool,
+    run_id: &str,
+) -> Result<RollbackReport, RollbackError> {
+    let history = context.history.clone().ok_or_else(|| {
+        RollbackError::Unavailable("there is no workspace folder, so there are no checkpoints".into())
+    })?;
+    let checkpoints = history.checkpoints().await.map_err(RollbackError::Unavailable)?;
+    let info: CheckpointInfo =
+        checkpoints.find(wanted).await.map_err(|err| RollbackError::Unavailable(err.to_string()))?;
+    let changes =
+        checkpoints.changes(&info).await.map_err(|err| RollbackError::Unavailable(err.to_string()))?;
+
+    let changed_since: Vec<String> = changes
+        .iter()
+        .filter(|change| current(context, change) != change.after)
+        .map(|c| c.relative.clone())
+        .collect();
+    if !changed_since.is_empty() && !force {
+        return Err(RollbackError::ChangedSince(changed_since));
+    }
+
+    let goal = format!("roll back {} ({})", info.id, info.goal);
+    let journal = history.journal(run_id, &goal, Arc::clone(&context.observer));
+    journal.before_change().await;
+    let mut restored = Vec::new();
+    let mut failed = Vec::new();
+    for change in &changes {
+        match restore(context, change).await {
+            Ok(()) => restored.push(change.relative.clone()),
+            Err(reason) => failed.push((change.relative.clone(), reason)),
+        }
+    }
+    let summary = if failed.is_empty() {
+        format!("Rolled back {}: {} file(s) restored.", info.id, restored.len())
+    } else {
+        format!("Rolled back {} in part: {} file(s) restored, {} not.", info.id, restored.len(), failed.len())
+    };
+    let root_uri = Url::from_directory_path(context.confinement.root())
+        .map_err(|()| RollbackError::Unavailable("the workspace root is not an absolute path".to_string()))?;
+    let report = RunReport {
+        run_id: run_id.to_string(),
+        uri: root_uri,
+        exit_reason: if failed.is_empty() { ExitReason::Clean } else { ExitReason::Failed },
+        summary,
+        files_changed: restored
+            .iter()
+            .filter_map(|r| Url::from_file_path(context.confinement.root().join(r)).ok())
+            .collect(),
+        tokens: Tokens::default(),
+        attempts: 0,
+        deterministic_fixes: 0,
+        targets_before: 0,
+        targets_after: 0,
+    };
+    journal.finish(&report).await;
+    Ok(RollbackReport { checkpoint: info.id, run_id: run_id.to_string(), restored, failed })
+}
+
+/// A file's content now: the open document's text, else the disk's (`None`: absent).
+fn current(context: &ExecutorContext, change: &FileChange) -> Option<Vec<u8>> {
+    let path = context.confinement.root().join(&change.relative);
+    if let Some(snapshot) = Url::from_file_path(&path).ok().and_then(|uri| context.observer.snapshot(&uri)) {
+        return Some(snapshot.rope.to_string().into_bytes());
+    }
+    std::fs::read(&path).ok()
+}
+
+async fn restore(context: &ExecutorContext, change: &FileChange) -> Result<(), String> {
+    let confined =
+        context.confinement.resolve(&change.relative, Access::Write).map_err(|refused| refused.0)?;
+    let uri = Url::from_file_path(&confined.path).map_err(|()| "not a file path".to_string())?;
+    let now = current(context, change);
+    match (&change.before, now) {
+        (None, None) => Ok(()),
+        // the run created it: delete it
+        (None, Some(_)) => {
+            let operation = FileOperation::Delete { uri };
+            if context.editor.makes_file_operation(&operation) {
+                match context.editor.file_operation(&operation).await {
+                    EditOutcome::Applied { .. } => return Ok(()),
+                    EditOutcome::Rejected(reason) => {
+                        return Err(format!("the editor refused to delete it: {reason}"));
+                    }
+                }
+            }
+            std::fs::remove_file(&confined.path).map_err(|err| format!("cannot delete it: {err}"))
+        }
+        // the run deleted it: bring it back
+        (Some(before), None) => {
+            if let Some(parent) = confined.path.parent() {
+                std::fs::create_dir_all(parent).map_err(|err| format!("cannot make its folder: {err}"))?;
+            }
+            write_new_bytes(&confined.path, before).map_err(|err| format!("cannot write it: {err}"))
+        }
+        (Some(before), Some(now)) if &now == before => Ok(()),
+        (Some(before), Some(now)) => {
+            if let Some(snapshot) = context.observer.snapshot(&uri) {
+                let before_text =
+                    String::from_utf8(before.clone()).map_err(|_| "it is not UTF-8 text".to_string())?;
+                let current_text = snapshot.rope.to_string();
+                let edits = minimal_edits(&current_text, &before_text);
+                apply_to_document(
+                    &context.observer,
+                    context.editor.as_ref(),
+                    &snapshot,
+                    &edits,
+                    "Tokamak: roll back",
+                )
+                .await
+                .map(|_| ())
+                .map_err(|err| err.to_string())
+            } else {
+                write_bytes_if_unchanged(&confined.path, &now, before).map_err(|err| err.to_string())
+            }
+        }
+    }
+}

@@ -1,0 +1,111 @@
+//! Child processes Tokamak starts (checkers, the agent's commands and tests): each leads a
+//! process group of its own, which is killed whole when its run is cancelled or too slow, and
+//! every group still alive is killed when Tokamak exits — nothing outlives the editor.
+
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+
+use crate::sync::lock;
+
+/// The process groups alive now (their leaders' pids).
+static GROUPS: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
+
+/// A process group led by a child started with `process_group(0)`. Dropping it kills the
+/// group, unless [`ProcessGroup::disarm`] said the child ended normally.
+#[derive(Debug)]
+pub struct ProcessGroup(Option<i32>);
+
+impl ProcessGroup {
+    /// Registers the group led by `pid` (`None`: the child has already been reaped).
+    pub fn new(pid: Option<u32>) -> ProcessGroup {
+        let pid = pid.and_then(|pid| i32::try_from(pid).ok()).filter(|&pid| pid > 0);
+        if let Some(pid) = pid {
+            lock(&GROUPS).insert(pid);
+        }
+        ProcessGroup(pid)
+    }
+
+    /// The leader exited by itself: forget the group without killing it.
+    pub fn disarm(mut self) {
+        if let Some(pid) = self.0.take() {
+            lock(&GROUPS).remove(&pid);
+        }
+    }
+
+    /// Kills the whole group now.
+    pub fn kill(mut self) {
+        if let Some(pid) = self.0.take() {
+            kill_group(pid);
+        }
+    }
+}
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0.take() {
+            kill_group(pid);
+        }
+    }
+}
+
+fn kill_group(pid: i32) {
+    lock(&GROUPS).remove(&pid);
+    // SAFETY: kill(2) with a negative pid signals the process group `pid` leads (it was
+    // started with `process_group(0)`); it touches no memory of ours.
+    unsafe {
+        libc::kill(-pid, libc::SIGKILL);
+    }
+}
+
+/// Kills every group still registered (at exit). Returns how many there were.
+pub fn kill_all() -> usize {
+    let groups: Vec<i32> = std::mem::take(&mut *lock(&GROUPS)).into_iter().collect();
+    for &pid in &groups {
+        // SAFETY: as in `kill_group`.
+        unsafe {
+            libc::kill(-pid, libc::SIGKILL);
+        }
+    }
+    groups.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::CommandExt;
+
+    #[test]
+    fn dropping_a_group_kills_its_children_too() {
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "sleep 30 & echo $!; wait"])
+            .stdout(std::process::Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut line)
+            .unwrap();
+        let grandchild: i32 = line.trim().parse().unwrap();
+        let group = ProcessGroup::new(Some(child.id()));
+        drop(group);
+        assert!(child.wait().is_ok());
+        // the grandchild is gone too (kill(pid, 0) fails once it has been reaped by init; give
+        // it a moment)
+        let mut alive = true;
+        for _ in 0..50 {
+            // SAFETY: signal 0 only checks for existence.
+            alive = unsafe { libc::kill(grandchild, 0) } == 0 && !is_zombie(grandchild);
+            if !alive {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert!(!alive, "the grandchild {grandchild} survived");
+    }
+
+    fn is_zombie(pid: i32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|stat| stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')))
+            .unwrap_or(false)
+    }
+}

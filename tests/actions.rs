@@ -1,0 +1,383 @@
+//! The executor's actions as a user meets them headless: `tokamak run` on a temporary
+//! project, the scripted model choosing one action per reply (the text protocol), the real
+//! file system, git and bwrap. What the model asks for is untrusted: paths stay in the
+//! workspace, commands are gated, nothing outside changes.
+
+mod support;
+
+use std::path::Path;
+use std::process::Output;
+
+use serde_json::{Value, json};
+use support::UserDirs;
+use support::model_server::{ModelServer, Scripted, openai_chat};
+
+const KEY: &str = "sk-test-never-in-a-log-0123456789";
+
+/// A reply asking for one action.
+fn action(value: Value) -> Scripted {
+    openai_chat(&format!("I will do this next.\n```json\n{value}\n```\n"))
+}
+
+/// A reply asking for an action followed by raw text (SEARCH/REPLACE blocks, a code block).
+fn action_with(value: Value, after: &str) -> Scripted {
+    openai_chat(&format!("```json\n{value}\n```\n{after}"))
+}
+
+fn done(summary: &str) -> Scripted {
+    action(json!({"action": "done", "summary": summary}))
+}
+
+/// A project folder with a git repository holding `files`, committed.
+fn project(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for (name, content) in files {
+        let path = dir.path().join(name);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("folders");
+        std::fs::write(path, content).expect("write");
+    }
+    git(dir.path(), &["init", "-q"]);
+    git(dir.path(), &["add", "-A"]);
+    git(dir.path(), &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start"]);
+    dir
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let output = std::process::Command::new("git").args(args).current_dir(dir).output().expect("git");
+    assert!(output.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// `tokamak run GOAL` in `root` against `model`, as `user`.
+fn run(user: &UserDirs, root: &Path, model: &ModelServer, goal: &str) -> Output {
+    user.command(&["run", goal, "--root", &root.display().to_string()])
+        .current_dir(root)
+        .env("TOKAMAK_LLM_URL", model.url())
+        .env("TOKAMAK_MODEL", "scripted")
+        .env("OPENAI_API_KEY", KEY)
+        .env_remove("ANTHROPIC_API_KEY")
+        .envs(support::tool_env())
+        .output()
+        .expect("run tokamak")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// What the model was told after each of its replies (the last user message of each request
+/// after the first).
+fn results(model: &ModelServer) -> Vec<String> {
+    model
+        .requests()
+        .iter()
+        .skip(1)
+        .map(|r| {
+            let last = r.body["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or_default();
+            last["content"].as_str().unwrap_or_default().to_string()
+        })
+        .collect()
+}
+
+/// Every line of every audit log of the user's cache.
+fn audit_lines(user: &UserDirs) -> Vec<Value> {
+    let mut lines = Vec::new();
+    for entry in walk(user.cache.path()) {
+        if entry.extension().is_some_and(|e| e == "jsonl") {
+            let text = std::fs::read_to_string(&entry).expect("audit log");
+            assert!(!text.contains(KEY), "the key is in the audit log {}", entry.display());
+            lines.extend(text.lines().map(|l| serde_json::from_str::<Value>(l).expect("a JSON line")));
+        }
+    }
+    lines
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+#[test]
+fn every_file_action_works_headless_and_the_model_sees_each_result() {
+    let dir = project(&[
+        ("src/app.py", "def login(user):\n    return user\n"),
+        ("src/old.py", "OLD = 1\n"),
+        ("src/moved.py", "MOVED = 1\n"),
+        ("README.md", "# app\n"),
+    ]);
+    let root = dir.path();
+    let model = ModelServer::start(vec![
+        action(json!({"action": "list", "dir": "src"})),
+        action(json!({"action": "search", "pattern": "def login"})),
+        action(json!({"action": "read", "path": "src/app.py", "lines": "1-1"})),
+        action_with(
+            json!({"action": "edit", "path": "src/app.py"}),
+            "<<<<<<< SEARCH\n    return user\n=======\n    return user.strip()\n>>>>>>> REPLACE\n",
+        ),
+        action_with(
+            json!({"action": "create", "path": "tests/test_app.py"}),
+            "```python\ndef test_login():\n    pass\n```\n",
+        ),
+        action(json!({"action": "rename", "from": "src/moved.py", "to": "src/renamed.py"})),
+        action(json!({"action": "delete", "path": "src/old.py"})),
+        done("login strips the user name"),
+    ]);
+    let user = UserDirs::new();
+    let output = run(&user, root, &model, "make login strip the name");
+    let stdout = text(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "stdout:\n{stdout}\nstderr:\n{}", text(&output.stderr));
+    assert_eq!(
+        std::fs::read_to_string(root.join("src/app.py")).unwrap(),
+        "def login(user):\n    return user.strip()\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("tests/test_app.py")).unwrap(),
+        "def test_login():\n    pass\n"
+    );
+    assert!(!root.join("src/moved.py").exists() && root.join("src/renamed.py").is_file());
+    assert!(!root.join("src/old.py").exists());
+    // the diff at the end, and the exit reason
+    assert!(
+        stdout.contains("+    return user.strip()") && stdout.contains("+++ b/tests/test_app.py"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("--- a/src/old.py\n+++ /dev/null"), "{stdout}");
+    assert!(stdout.contains("[done] login strips the user name."), "{stdout}");
+    assert!(stdout.contains("Undo with tokamak rollback"), "{stdout}");
+
+    let told = results(&model);
+    assert_eq!(told.len(), 7, "{told:#?}");
+    assert!(told[0].contains("app.py") && told[0].contains("old.py"), "list: {}", told[0]);
+    assert!(told[1].contains("src/app.py:1: def login(user):"), "search: {}", told[1]);
+    assert!(
+        told[2].contains("src/app.py lines 1-1 of 2") && !told[2].contains("return user"),
+        "read: {}",
+        told[2]
+    );
+    assert!(told[3].contains("edited src/app.py (+1 -1 lines)"), "edit: {}", told[3]);
+    assert!(told[4].contains("created tests/test_app.py"), "create: {}", told[4]);
+    assert!(told[5].contains("moved src/moved.py to src/renamed.py"), "rename: {}", told[5]);
+    assert!(told[6].contains("deleted src/old.py"), "delete: {}", told[6]);
+
+    // the audit log has the phases of the run: start, checkpoint, each action, exit
+    let lines = audit_lines(&user);
+    let events: Vec<&str> = lines.iter().filter_map(|l| l["event"].as_str()).collect();
+    assert_eq!(events.first(), Some(&"start"));
+    assert_eq!(events.last(), Some(&"exit"));
+    assert_eq!(events.iter().filter(|e| **e == "action").count(), 7, "{events:?}");
+    let edit =
+        lines.iter().find(|l| l["event"] == "edit" && l["path"] == "src/app.py").expect("an edit line");
+    assert_eq!((edit["added"].as_u64(), edit["removed"].as_u64()), (Some(1), Some(1)));
+    let create = lines.iter().find(|l| l["action"] == "create").expect("the create action");
+    assert_eq!(create["arguments"]["text"], "[27 bytes, 2 lines]", "long text is not logged: {create}");
+}
+
+#[test]
+fn what_the_model_must_not_do_is_refused_and_the_run_goes_on() {
+    let outside = tempfile::tempdir().expect("temp dir");
+    let dir = project(&[("app.py", "x = 1\n")]);
+    let root = dir.path();
+    std::os::unix::fs::symlink(outside.path(), root.join("elsewhere")).expect("symlink");
+    let model = ModelServer::start(vec![
+        action(json!({"action": "read", "path": "/etc/passwd"})),
+        action_with(json!({"action": "create", "path": "../x.py"}), "```\nx\n```\n"),
+        action_with(json!({"action": "create", "path": "elsewhere/y.py"}), "```\ny\n```\n"),
+        action(json!({"action": "run", "command": "curl -s http://example.com"})),
+        action(json!({"action": "delete", "path": "."})),
+        action_with(
+            json!({"action": "edit", "path": ".git/config"}),
+            "<<<<<<< SEARCH\n[core]\n=======\n[core]\n\thooksPath = /tmp\n>>>>>>> REPLACE\n",
+        ),
+        action(json!({"action": "fly", "to": "the moon"})),
+        openai_chat("I am not sure what to do."),
+        action(json!({"action": "read", "path": "app.py"})),
+        done("gave up on the forbidden things"),
+    ]);
+    let user = UserDirs::new();
+    let head_before = std::fs::read(root.join(".git/config")).unwrap();
+    let output = run(&user, root, &model, "do forbidden things");
+    assert_eq!(output.status.code(), Some(0), "{}\n{}", text(&output.stdout), text(&output.stderr));
+    let told = results(&model);
+    let expected = [
+        "outside the workspace",
+        "`..` leads outside",
+        "symbolic link",
+        "not on the allow-list",
+        "the workspace root itself",
+        "inside .git",
+        "there is no action \"fly\"",
+        "no action",
+        "x = 1",
+    ];
+    assert_eq!(told.len(), expected.len(), "{told:#?}");
+    for (said, part) in told.iter().zip(expected) {
+        assert!(said.contains(part), "expected {part:?} in {said}");
+    }
+    assert!(told[3].contains("not trusted"), "an untrusted folder says why: {}", told[3]);
+    assert!(!dir.path().parent().unwrap().join("x.py").exists());
+    assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0, "nothing written outside");
+    assert!(root.join("app.py").is_file());
+    assert_eq!(std::fs::read(root.join(".git/config")).unwrap(), head_before);
+    let refused =
+        audit_lines(&user).into_iter().filter(|l| l["event"] == "action" && l["ok"] == false).count();
+    assert_eq!(refused, 6, "every refused action is audited");
+}
+
+#[test]
+fn limits_end_the_run_and_name_their_setting() {
+    let dir = project(&[("a.py", "a = 1\n"), ("b.py", "b = 1\n")]);
+    let model = ModelServer::start(vec![
+        action(json!({"action": "read", "path": "a.py"})),
+        action(json!({"action": "read", "path": "b.py"})),
+        action(json!({"action": "read", "path": "a.py", "lines": "1-1"})),
+        done("never reached"),
+    ]);
+    let user = UserDirs::new();
+    user.write_settings("[limits]\ntool_calls = 2\n");
+    let output = run(&user, dir.path(), &model, "read everything");
+    let stdout = text(&output.stdout);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stdout.contains("[tool_call_limit] stopped at 2 actions (limits.tool_calls)"), "{stdout}");
+
+    // a model that repeats itself on an unchanged state
+    let model = ModelServer::start(vec![
+        action(json!({"action": "search", "pattern": "nothing-here"})),
+        action(json!({"action": "search", "pattern": "nothing-here"})),
+        action(json!({"action": "search", "pattern": "nothing-here"})),
+        done("never reached"),
+    ]);
+    let output = run(&UserDirs::new(), dir.path(), &model, "look");
+    assert!(text(&output.stdout).contains("[repeated_state]"), "{}", text(&output.stdout));
+
+    // changes to files
+    let edit = |n: u32| {
+        action_with(
+            json!({"action": "edit", "path": "a.py"}),
+            &format!("<<<<<<< SEARCH\na = {n}\n=======\na = {}\n>>>>>>> REPLACE\n", n + 1),
+        )
+    };
+    let model = ModelServer::start(vec![edit(1), edit(2), edit(3), done("never reached")]);
+    let user = UserDirs::new();
+    user.write_settings("[limits]\nrevisions = 2\n");
+    let output = run(&user, dir.path(), &model, "count up");
+    assert!(
+        text(&output.stdout).contains("[revision_limit] stopped at 2 changes to files (limits.revisions)")
+    );
+    assert_eq!(std::fs::read_to_string(dir.path().join("a.py")).unwrap(), "a = 3\n");
+}
+
+#[test]
+fn checkpoints_roll_a_run_back_byte_for_byte_and_leave_the_projects_git_alone() {
+    let dir = project(&[("app.py", "x = 1\r\ny = 'é'\n"), ("keep.txt", "keep\n"), ("gone.py", "G = 1\n")]);
+    let root = dir.path();
+    std::fs::write(root.join(".gitignore"), "ignored/\n").unwrap();
+    std::fs::create_dir_all(root.join("ignored")).unwrap();
+    std::fs::write(root.join("ignored/big.log"), "log\n").unwrap();
+    let git_state = |root: &Path| {
+        let read = |p: &str| std::fs::read(root.join(".git").join(p)).unwrap_or_default();
+        (
+            read("HEAD"),
+            read("index"),
+            read("config"),
+            git(root, &["show-ref"]),
+            git(root, &["status", "--porcelain"]),
+        )
+    };
+    let before = git_state(root);
+    let original = std::fs::read(root.join("app.py")).unwrap();
+    let model = ModelServer::start(vec![
+        action_with(
+            json!({"action": "edit", "path": "app.py"}),
+            "<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n",
+        ),
+        action_with(json!({"action": "create", "path": "new.py"}), "```\nNEW = 1\n```\n"),
+        action(json!({"action": "delete", "path": "gone.py"})),
+        done("changed three files"),
+    ]);
+    let user = UserDirs::new();
+    let output = run(&user, root, &model, "change things");
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    assert_eq!(std::fs::read(root.join("app.py")).unwrap(), b"x = 2\r\ny = '\xc3\xa9'\n", "CRLF kept");
+
+    let listed = user.command(&["checkpoints", "--format", "json"]).current_dir(root).output().unwrap();
+    let list: Value = serde_json::from_slice(&listed.stdout).expect("JSON");
+    assert_eq!(list.as_array().map(Vec::len), Some(1), "{list}");
+    let checkpoint = &list[0];
+    for key in ["id", "run_id", "time", "goal", "files"] {
+        assert!(checkpoint.get(key).is_some(), "{key} missing: {checkpoint}");
+    }
+    assert_eq!(checkpoint["files"], json!(["app.py", "gone.py", "new.py"]));
+    assert_eq!(checkpoint["goal"], "change things");
+    let id = checkpoint["id"].as_str().unwrap().to_string();
+    let shadow = walk(user.cache.path()).into_iter().any(|p| p.ends_with("checkpoints.git/HEAD"));
+    assert!(shadow, "the shadow repository lives in the cache");
+
+    // the user edits a file the run changed: the rollback refuses, naming it
+    std::fs::write(root.join("new.py"), "NEW = 'mine'\n").unwrap();
+    let refused = user.command(&["rollback", &id]).current_dir(root).output().unwrap();
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(text(&refused.stderr).contains("new.py changed after the run"), "{}", text(&refused.stderr));
+    assert_eq!(std::fs::read_to_string(root.join("new.py")).unwrap(), "NEW = 'mine'\n", "nothing restored");
+
+    let forced = user.command(&["rollback", &id, "--force"]).current_dir(root).output().unwrap();
+    assert_eq!(forced.status.code(), Some(0), "{}", text(&forced.stderr));
+    assert_eq!(std::fs::read(root.join("app.py")).unwrap(), original, "byte for byte");
+    assert_eq!(std::fs::read_to_string(root.join("gone.py")).unwrap(), "G = 1\n");
+    assert!(!root.join("new.py").exists());
+    assert_eq!(std::fs::read_to_string(root.join("keep.txt")).unwrap(), "keep\n");
+    assert_eq!(git_state(root), before, "the project's .git and status are as they were");
+
+    // the rollback is a run of its own: undoing it brings the run's changes back
+    let undo = text(&forced.stdout)
+        .lines()
+        .last()
+        .and_then(|l| l.split("tokamak rollback ").nth(1))
+        .map(str::to_string);
+    let undo = undo.expect("the rollback says how to undo it");
+    let redo = user.command(&["rollback", &undo]).current_dir(root).output().unwrap();
+    assert_eq!(redo.status.code(), Some(0), "{}", text(&redo.stderr));
+    assert!(std::fs::read_to_string(root.join("app.py")).unwrap().starts_with("x = 2"));
+    assert!(!root.join("gone.py").exists());
+}
+
+#[test]
+fn old_checkpoints_are_pruned() {
+    let dir = project(&[("a.py", "a = 0\n")]);
+    let user = UserDirs::new();
+    user.write_settings("[checkpoints]\nkeep_runs = 2\n");
+    for n in 0..3 {
+        let model = ModelServer::start(vec![
+            action_with(
+                json!({"action": "edit", "path": "a.py"}),
+                &format!("<<<<<<< SEARCH\na = {n}\n=======\na = {}\n>>>>>>> REPLACE\n", n + 1),
+            ),
+            done("counted"),
+        ]);
+        let output = run(&user, dir.path(), &model, &format!("count {n}"));
+        assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    }
+    // pruning runs after each run ends; the third run's pruning may still be going on
+    let deadline = std::time::Instant::now() + support::TIMEOUT;
+    loop {
+        let listed =
+            user.command(&["checkpoints", "--format", "json"]).current_dir(dir.path()).output().unwrap();
+        let list: Value = serde_json::from_slice(&listed.stdout).expect("JSON");
+        let goals: Vec<&str> = list.as_array().unwrap().iter().filter_map(|c| c["goal"].as_str()).collect();
+        if goals == ["count 2", "count 1"] {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "never pruned: {goals:?}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let logs =
+        walk(user.cache.path()).into_iter().filter(|p| p.extension().is_some_and(|e| e == "jsonl")).count();
+    assert!(logs <= 3, "audit logs are pruned with them ({logs})");
+}
