@@ -381,3 +381,39 @@ fn old_checkpoints_are_pruned() {
         walk(user.cache.path()).into_iter().filter(|p| p.extension().is_some_and(|e| e == "jsonl")).count();
     assert!(logs <= 3, "audit logs are pruned with them ({logs})");
 }
+
+#[test]
+fn git_commit_commits_only_the_runs_files_and_only_when_allowed() {
+    let dir = project(&[("app.py", "x = 1\n"), ("other.py", "o = 1\n")]);
+    let root = dir.path();
+    // the user's own uncommitted change, which the run must not commit
+    std::fs::write(root.join("other.py"), "o = 2\n").unwrap();
+    let script = || {
+        vec![
+            action_with(
+                json!({"action": "edit", "path": "app.py"}),
+                "<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n",
+            ),
+            action_with(json!({"action": "create", "path": "new.py"}), "```\nN = 1\n```\n"),
+            action(json!({"action": "git_commit", "message": "Bump x"})),
+            done("committed"),
+        ]
+    };
+    // not allowed: refused, nothing committed
+    let model = ModelServer::start(script());
+    let output = run(&UserDirs::new(), root, &model, "bump x");
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    assert!(results(&model)[2].contains("need the user's approval or auto_commit"), "{:?}", results(&model));
+    assert_eq!(git(root, &["log", "--format=%s"]).trim(), "start");
+
+    git(root, &["checkout", "--", "app.py"]);
+    std::fs::remove_file(root.join("new.py")).unwrap();
+    let model = ModelServer::start(script());
+    let user = UserDirs::trusting_with(&[root], "auto_commit = true\n");
+    let output = run(&user, root, &model, "bump x");
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    assert!(results(&model)[2].contains("committed 2 file(s)"), "{:?}", results(&model));
+    assert_eq!(git(root, &["log", "--format=%s"]).trim(), "Bump x\nstart");
+    assert_eq!(git(root, &["show", "--name-only", "--format=", "HEAD"]).trim(), "app.py\nnew.py");
+    assert_eq!(git(root, &["status", "--porcelain"]).trim(), "M other.py", "the user's change is left alone");
+}

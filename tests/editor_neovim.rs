@@ -17,6 +17,8 @@ fn nvim() -> std::path::PathBuf {
 /// Runs tests/neovim/e2e.lua's `check` in `dir` and returns its report.
 fn run(check: &str, dir: &Path, file: &str, model: &ModelServer) -> Value {
     let out = dir.join("report.json");
+    // the user's settings and Tokamak's cache (checkpoints), outside the project
+    let user = tempfile::tempdir().expect("temp dir");
     let output = Command::new(nvim())
         .args(["--headless", "--clean", "-n", "-i", "NONE", "-c"])
         .arg(format!("luafile {}", support::repo_root().join("tests/neovim/e2e.lua").display()))
@@ -31,6 +33,9 @@ fn run(check: &str, dir: &Path, file: &str, model: &ModelServer) -> Value {
         .env("TOKAMAK_LLM_URL", model.url())
         .env("TOKAMAK_MODEL", "scripted")
         .env("XDG_STATE_HOME", dir.join("state"))
+        .env("XDG_CONFIG_HOME", user.path().join("config"))
+        .env("XDG_CACHE_HOME", user.path().join("cache"))
+        .env("TOKAMAK_E2E_TRUSTED", if check == "fix" { "1" } else { "" })
         .env("XDG_DATA_HOME", dir.join("data"))
         .output()
         .expect("run nvim");
@@ -74,6 +79,7 @@ fn fix_with_tokamak_from_the_code_action_menu() {
     assert_eq!(report["text"], broken.replace("values))", "values)"));
     assert_eq!(model.requests().len(), 1);
     assert_eq!(report["stale"]["applied"], false, "{report:#}");
+    assert_eq!(report["trusted"], true, "the plugin's trusted option reaches the server: {report:#}");
     assert!(report["stale"]["failureReason"].as_str().unwrap().contains("is stale"), "{report:#}");
 }
 
@@ -93,6 +99,7 @@ fn diagnostics_of_another_server_reach_tokamak() {
     assert!(!ruff.is_empty(), "{report:#}");
     assert!(ruff.iter().any(|d| d["message"].as_str().unwrap().contains("os")), "{report:#}");
     assert_eq!(ruff[0]["range"]["start"]["line"], 0, "{report:#}");
+    assert_eq!(report["trusted"], false, "no word from the plugin and no trusted folder: {report:#}");
 }
 
 #[test]

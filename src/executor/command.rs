@@ -45,10 +45,6 @@ pub struct CommandOutcome {
 }
 
 impl CommandOutcome {
-    pub fn succeeded(&self) -> bool {
-        self.status == Some(0)
-    }
-
     /// "exit status 1 after 0.4 s", "stopped at the 120 s timeout", …
     pub fn describe(&self, timeout: Duration) -> String {
         let seconds = self.elapsed.as_secs_f32();
@@ -205,7 +201,7 @@ mod tests {
         with_keys.key_variables = &keys;
         with_keys.max_output = 100_000;
         let outcome = run(with_keys, &CancellationToken::new()).await.unwrap();
-        assert!(outcome.succeeded(), "{outcome:?}");
+        assert_eq!(outcome.status, Some(0), "{outcome:?}");
         assert!(outcome.stdout.starts_with("out red\n"), "{:?}", outcome.stdout);
         assert_eq!(outcome.stderr, "err\n");
         assert!(!outcome.stdout.contains("\nHOME="), "the key variable was passed on");

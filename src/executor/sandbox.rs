@@ -107,6 +107,9 @@ pub struct ShadowCopy {
     copied: HashMap<PathBuf, Copied>,
     /// Read-only binds: workspace paths (relative) of heavy folders and big files.
     binds: Vec<PathBuf>,
+    /// Files commands left in the copy that the workspace does not have, as last seen (so
+    /// each is reported once, by the command that wrote it).
+    left: HashMap<PathBuf, (u64, SystemTime)>,
 }
 
 /// What bringing the copy up to date did.
@@ -128,6 +131,7 @@ impl ShadowCopy {
             dir: dir.to_path_buf(),
             copied: HashMap::new(),
             binds: Vec::new(),
+            left: HashMap::new(),
         })
     }
 
@@ -266,9 +270,9 @@ impl ShadowCopy {
         Ok(stats)
     }
 
-    /// The files a command changed or created in the copy since the last sync (relative),
-    /// sorted; what the command left in heavy folders is not looked at.
-    pub fn changed_by_command(&self) -> Vec<String> {
+    /// The files the last command changed or created in the copy (relative), sorted; what
+    /// commands leave in heavy folders is not looked at.
+    pub fn changed_by_command(&mut self) -> Vec<String> {
         let mut changed = Vec::new();
         let walker = ignore::WalkBuilder::new(&self.dir).standard_filters(false).follow_links(false).build();
         for entry in walker.flatten() {
@@ -283,11 +287,17 @@ impl ShadowCopy {
             {
                 continue;
             }
-            let same = self
-                .copied
-                .get(&relative)
-                .is_some_and(|copied| file_state(entry.path()) == Some(copied.copy));
+            let state = file_state(entry.path());
+            let same = match self.copied.get(&relative) {
+                Some(copied) => state == Some(copied.copy),
+                None => state.is_some() && self.left.get(&relative).copied() == state,
+            };
             if !same {
+                if !self.copied.contains_key(&relative)
+                    && let Some(state) = state
+                {
+                    self.left.insert(relative.clone(), state);
+                }
                 changed.push(relative.to_string_lossy().to_string());
             }
         }
@@ -385,6 +395,8 @@ mod tests {
         assert_eq!(copy.changed_by_command(), ["out.txt", "src/app.py"]);
         assert_eq!(copy.sync(&buffers).unwrap().copied, 1);
         assert_eq!(std::fs::read_to_string(shadow_dir.join("src/app.py")).unwrap(), "x = 2\n");
+        let again = copy.changed_by_command();
+        assert!(again.is_empty(), "each change is reported once: {again:?}");
 
         // a file deleted in the workspace goes from the copy
         std::fs::remove_file(root.join("src/app.py")).unwrap();

@@ -32,8 +32,10 @@ local check = os.getenv("TOKAMAK_E2E")
 local bin = os.getenv("TOKAMAK_BIN")
 local model_url = os.getenv("TOKAMAK_E2E_MODEL")
 
+local trusted = os.getenv("TOKAMAK_E2E_TRUSTED")
 tokamak.setup({
   cmd = { bin, "lsp" },
+  trusted = trusted == "1" or (trusted == "0" and false) or nil,
   settings = {
     checkers = { enable = {} },
     model = { base_url = model_url, model = "scripted", max_retries = 0 },
@@ -53,6 +55,8 @@ local ok, err = pcall(function()
   wait(20000, "tokamak to attach", function() return tokamak.client(bufnr) ~= nil end)
   local client = tokamak.client(bufnr)
   step("attached", client.name)
+  local status = client:request_sync("workspace/executeCommand", { command = "tokamak.status", arguments = { {} } }, 5000, bufnr)
+  step("trusted", status and status.result and status.result.trusted)
 
   if check == "forward" then
     -- a second, real language server: ruff's

@@ -59,6 +59,15 @@ impl UserDirs {
         dirs
     }
 
+    /// Settings that trust `folders`, with `toml` (other settings) after the list.
+    pub fn trusting_with(folders: &[&std::path::Path], toml: &str) -> UserDirs {
+        let dirs = UserDirs::trusting(folders);
+        let path = dirs.config.path().join("tokamak/config.toml");
+        let head = std::fs::read_to_string(&path).expect("settings file");
+        dirs.write_settings(&format!("{head}{toml}"));
+        dirs
+    }
+
     /// Writes the user's settings file.
     pub fn write_settings(&self, toml: &str) {
         let dir = self.config.path().join("tokamak");

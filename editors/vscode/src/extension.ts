@@ -5,7 +5,15 @@ import * as fs from "fs";
 import * as path from "path";
 import * as vscode from "vscode";
 import { LanguageClient, LanguageClientOptions, ServerOptions } from "vscode-languageclient/node";
-import { Debouncer, PlainDiagnostic, lspSeverity, othersOnly, serverCommand, toServerSettings } from "./logic";
+import {
+  Debouncer,
+  PlainDiagnostic,
+  initializationOptions,
+  lspSeverity,
+  othersOnly,
+  serverCommand,
+  toServerSettings,
+} from "./logic";
 
 let client: LanguageClient | undefined;
 let output: vscode.OutputChannel;
@@ -68,7 +76,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const clientOptions: LanguageClientOptions = {
     documentSelector: SELECTOR,
     outputChannel: output,
-    initializationOptions: settings(),
+    // read at every (re)start: trust granted later restarts the server with it
+    initializationOptions: () => initializationOptions(settings(), vscode.workspace.isTrusted),
     middleware: {
       workspace: {
         // the server asks for the `tokamak` section: answer with its own snake_case names
@@ -89,6 +98,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.languages.onDidChangeDiagnostics((event) => {
       if (!vscode.workspace.getConfiguration("tokamak").get<boolean>("forwardDiagnostics", true)) return;
       for (const uri of event.uris) debouncer.schedule(uri.toString());
+    }),
+    vscode.workspace.onDidGrantWorkspaceTrust(() => {
+      output.appendLine("workspace trusted: restarting Tokamak so it uses the project's own settings");
+      void client?.restart();
     }),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (event.affectsConfiguration("tokamak")) {

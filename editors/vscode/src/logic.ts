@@ -39,6 +39,15 @@ export function toServerSettings(get: (key: string) => unknown): Record<string, 
   return settings;
 }
 
+/**
+ * The `initializationOptions` Tokamak starts with: the settings, and VS Code's workspace
+ * trust as `trusted` (in a restricted workspace Tokamak ignores the project's own commands,
+ * URLs and keys, and runs none of its programs).
+ */
+export function initializationOptions(settings: Record<string, unknown>, isTrusted: boolean): Record<string, unknown> {
+  return { ...settings, trusted: isTrusted };
+}
+
 function sameDiagnostic(a: PlainDiagnostic, b: PlainDiagnostic): boolean {
   return (
     a.message === b.message &&

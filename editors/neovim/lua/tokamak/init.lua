@@ -12,6 +12,10 @@ local defaults = {
   root_markers = { "tokamak.toml", "pyproject.toml", "package.json", "tsconfig.json", ".git" },
   -- sent as initializationOptions (same structure as tokamak.toml)
   settings = {},
+  -- whether the workspace's own settings (tokamak.toml) and programs may be used:
+  -- true / false, or nil to ask Neovim's trust database (vim.secure) about its tokamak.toml
+  -- (and, without one, to leave it to `tokamak trust` and the user's settings file)
+  trusted = nil,
   -- forward other sources' diagnostics (vim.diagnostic) to Tokamak
   forward_diagnostics = true,
   debounce_ms = 200,
@@ -203,12 +207,42 @@ function M.apply_edit_handler(err, params, ctx)
   return vim.lsp.handlers["workspace/applyEdit"](err, params, ctx)
 end
 
+--- Whether the workspace at `root` is trusted: the `trusted` option, else vim.secure's answer
+--- about its tokamak.toml (Neovim asks the user once and remembers), else nil (no word: the
+--- server goes by the user's settings file).
+function M.trusted(root)
+  if M.config.trusted ~= nil then
+    return M.config.trusted
+  end
+  if not root or not vim.secure or not vim.secure.read then
+    return nil
+  end
+  local file = vim.fs.joinpath(root, "tokamak.toml")
+  if not vim.uv.fs_stat(file) then
+    return nil
+  end
+  local ok, contents = pcall(vim.secure.read, file)
+  return ok and contents ~= nil
+end
+
+local function init_options(root)
+  local options = vim.deepcopy(M.config.settings)
+  local trusted = M.trusted(root)
+  if trusted ~= nil then
+    options.trusted = trusted
+  end
+  return options
+end
+
 local function lsp_config()
   return {
     cmd = M.config.cmd,
     filetypes = M.config.filetypes,
     root_markers = M.config.root_markers,
     init_options = M.config.settings,
+    before_init = function(params, config)
+      params.initializationOptions = init_options(config.root_dir)
+    end,
     settings = { tokamak = M.config.settings },
     handlers = {
       ["tokamak/runFinished"] = on_run_finished,

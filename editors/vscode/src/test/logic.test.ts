@@ -1,7 +1,7 @@
 // Unit tests of the extension's own logic (node:test; no VS Code needed).
 import { strict as assert } from "assert";
 import { test } from "node:test";
-import { Debouncer, lspSeverity, othersOnly, serverCommand, toServerSettings } from "../logic";
+import { Debouncer, initializationOptions, lspSeverity, othersOnly, serverCommand, toServerSettings } from "../logic";
 
 const at = (line: number, start: number, end: number) => ({
   start: { line, character: start },
@@ -21,6 +21,13 @@ test("settings become Tokamak's snake_case settings, empty ones left out", () =>
   });
   assert.deepEqual(toServerSettings(() => undefined), {});
   assert.deepEqual(toServerSettings((k) => (k === "fix.maxAttempts" ? 0 : "")), {}, "0 attempts is not a setting");
+});
+
+test("the workspace's trust goes to the server with the settings", () => {
+  const settings = { model: { model: "qwen" } };
+  assert.deepEqual(initializationOptions(settings, false), { model: { model: "qwen" }, trusted: false });
+  assert.deepEqual(initializationOptions({}, true), { trusted: true });
+  assert.deepEqual(settings, { model: { model: "qwen" } }, "the settings are not changed");
 });
 
 test("Tokamak's own diagnostics are never forwarded back", () => {

@@ -1,0 +1,180 @@
+//! Benchmarks of the action layer on a project of 5 000 Python files (50 folders of 100):
+//! one action's own overhead (read, search over every file, an edit on disk), a checkpoint
+//! when nothing changed and when one file did, bringing the sandbox copy up to date, and
+//! starting a command under bwrap. The first checkpoint and the first sandbox copy are
+//! measured once and printed, with the shadow repository's size: they happen once per
+//! project and once per run.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use criterion::{Criterion, criterion_group, criterion_main};
+use tokamak::config::{CheckerSettings, Settings, SyntaxSettings};
+use tokamak::editor::{Editor, MessageLevel};
+use tokamak::executor::{
+    Action, Confinement, Executor, ExecutorContext, ExecutorSettings, RefuseUnlisted, ShadowCopy,
+};
+use tokamak::history::{Checkpoints, Stage};
+use tokamak::observer::checkers::Checkers;
+use tokamak::observer::{Diagnostic, Observer};
+use tokamak::workspace::{DocumentSnapshot, Workspace};
+use tokio_util::sync::CancellationToken;
+use url::Url;
+
+const FILES: usize = 5_000;
+
+struct Quiet;
+
+#[async_trait]
+impl Editor for Quiet {
+    async fn publish_diagnostics(&self, _: &DocumentSnapshot, _: Vec<Diagnostic>) {}
+    async fn clear_diagnostics(&self, _: &Url) {}
+    async fn show_message(&self, _: MessageLevel, _: String) {}
+}
+
+fn project(root: &Path) {
+    for folder in 0..FILES / 100 {
+        let dir = root.join(format!("pkg{folder}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        for file in 0..100 {
+            let mut text = format!("\"\"\"Module {folder}.{file}.\"\"\"\n\n");
+            for function in 0..20 {
+                text.push_str(&format!(
+                    "def handler_{function}(request):\n    return request.value + {function}\n\n"
+                ));
+            }
+            std::fs::write(dir.join(format!("module_{file}.py")), text).unwrap();
+        }
+    }
+    std::fs::write(root.join("target.py"), "x = 1\n").unwrap();
+}
+
+fn size_of(path: &Path) -> u64 {
+    std::fs::read_dir(path)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| {
+                    if e.path().is_dir() {
+                        size_of(&e.path())
+                    } else {
+                        e.metadata().map(|m| m.len()).unwrap_or(0)
+                    }
+                })
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+fn bench_actions(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("project");
+    let cache = dir.path().join("cache");
+    std::fs::create_dir_all(&root).unwrap();
+    project(&root);
+
+    // checkpoints: the first (every file hashed) once, then warm ones
+    let checkpoints = runtime.block_on(Checkpoints::open(&root, &cache, 2 * 1024 * 1024)).unwrap();
+    let started = Instant::now();
+    runtime.block_on(checkpoints.record("bench-first", "first", Stage::Before, &[])).unwrap();
+    let first = started.elapsed();
+    println!(
+        "first checkpoint of {FILES} files: {:.2} s; shadow repository: {:.1} MB (project: {:.1} MB)",
+        first.as_secs_f64(),
+        size_of(checkpoints.git_dir()) as f64 / 1e6,
+        size_of(&root) as f64 / 1e6
+    );
+    let mut run = 0u64;
+    c.bench_function(&format!("checkpoint, {FILES} files, nothing changed"), |b| {
+        b.iter(|| {
+            run += 1;
+            runtime
+                .block_on(checkpoints.record(&format!("bench-{run}"), "same", Stage::Before, &[]))
+                .unwrap();
+        })
+    });
+    c.bench_function(&format!("checkpoint, {FILES} files, one changed"), |b| {
+        b.iter(|| {
+            run += 1;
+            std::fs::write(root.join("target.py"), format!("x = {run}\n")).unwrap();
+            runtime.block_on(checkpoints.record(&format!("bench-{run}"), "one", Stage::Before, &[])).unwrap();
+        })
+    });
+
+    // the sandbox copy: the first once, then bringing it up to date
+    let mut copy = ShadowCopy::new(&root, &dir.path().join("sandbox")).unwrap();
+    let started = Instant::now();
+    let stats = copy.sync(&Default::default()).unwrap();
+    println!("first sandbox copy of {FILES} files: {:.2} s ({stats:?})", started.elapsed().as_secs_f64());
+    c.bench_function(&format!("sandbox copy brought up to date, {FILES} files"), |b| {
+        b.iter(|| copy.sync(&Default::default()).unwrap())
+    });
+    if let Ok(bwrap) = which::which("bwrap") {
+        let args = copy.bwrap_args(Path::new(""), &["true".to_string()]);
+        c.bench_function("a command under bwrap (true)", |b| {
+            b.iter(|| {
+                let status = std::process::Command::new(&bwrap).args(&args).status().unwrap();
+                assert!(status.success());
+            })
+        });
+        c.bench_function("the same command without bwrap (true)", |b| {
+            b.iter(|| assert!(std::process::Command::new("true").status().unwrap().success()))
+        });
+    }
+
+    // one action's own overhead, without a journal (no audit log or checkpoint)
+    let checkers =
+        Checkers::from_settings(&CheckerSettings { enable: Some(Vec::new()), ..Default::default() }).unwrap();
+    let workspace = Arc::new(Mutex::new(Workspace::new(SyntaxSettings::default())));
+    let editor: Arc<dyn Editor> = Arc::new(Quiet);
+    let observer = Observer::new(workspace, Arc::clone(&editor), checkers, Some(root.clone()));
+    let mut settings = ExecutorSettings::from_settings(&Settings::default(), true);
+    settings.limits.tool_calls = u32::MAX;
+    settings.limits.revisions = u32::MAX;
+    let context = ExecutorContext::new(
+        Confinement::new(&root).unwrap(),
+        observer,
+        editor,
+        settings,
+        Arc::new(RefuseUnlisted),
+        None,
+    );
+    let executor = Executor::new(context, "bench", None, CancellationToken::new());
+    let read = Action::Read { path: "pkg7/module_42.py".into(), lines: None };
+    c.bench_function("action: read one file", |b| {
+        b.iter(|| runtime.block_on(executor.execute(&read)).unwrap())
+    });
+    let search = Action::Search { pattern: "def handler_19".into(), glob: None };
+    let mut group = c.benchmark_group("slow");
+    group.sample_size(10).measurement_time(Duration::from_secs(10));
+    group.bench_function(format!("action: search {FILES} files"), |b| {
+        b.iter(|| runtime.block_on(executor.execute(&search)).unwrap())
+    });
+    group.finish();
+    let edits = [
+        Action::Edit {
+            path: "target.py".into(),
+            blocks: "<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n".into(),
+        },
+        Action::Edit {
+            path: "target.py".into(),
+            blocks: "<<<<<<< SEARCH\nx = 2\n=======\nx = 1\n>>>>>>> REPLACE\n".into(),
+        },
+    ];
+    std::fs::write(root.join("target.py"), "x = 1\n").unwrap();
+    let mut turn = 0usize;
+    c.bench_function("action: edit a file on disk", |b| {
+        b.iter(|| {
+            let action = &edits[turn % 2];
+            turn += 1;
+            let result = runtime.block_on(executor.execute(action)).unwrap();
+            assert!(result.ok, "{}", result.text);
+        })
+    });
+}
+
+criterion_group!(benches, bench_actions);
+criterion_main!(benches);

@@ -1,0 +1,146 @@
+//! The `run` action's sandbox with the real bubblewrap: a command runs in a copy of the
+//! workspace with no network and without the API keys, what it writes stays in the copy,
+//! and without bwrap Tokamak says so once and runs in the workspace with the other limits.
+
+mod support;
+
+use std::path::Path;
+use std::process::Output;
+
+use serde_json::{Value, json};
+use support::UserDirs;
+use support::model_server::{ModelServer, Scripted, openai_chat};
+
+const KEY: &str = "sk-sandbox-test-0123456789abcdef";
+
+fn action(value: Value) -> Scripted {
+    openai_chat(&format!("```json\n{value}\n```\n"))
+}
+
+fn run(user: &UserDirs, root: &Path, model: &ModelServer, path: Option<&Path>) -> Output {
+    let mut command = user.command(&["run", "try the commands", "--root", &root.display().to_string()]);
+    command
+        .current_dir(root)
+        .env("TOKAMAK_LLM_URL", model.url())
+        .env("TOKAMAK_MODEL", "scripted")
+        .env("OPENAI_API_KEY", KEY)
+        .env("MY_SERVICE_TOKEN", "token-value-123456");
+    if let Some(path) = path {
+        command.env("PATH", path);
+    }
+    command.output().expect("run tokamak")
+}
+
+fn told(model: &ModelServer) -> Vec<String> {
+    model
+        .requests()
+        .iter()
+        .skip(1)
+        .map(|r| {
+            let last = r.body["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or_default();
+            last["content"].as_str().unwrap_or_default().to_string()
+        })
+        .collect()
+}
+
+fn project() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::create_dir(dir.path().join(".git")).expect(".git");
+    std::fs::write(dir.path().join("app.py"), "x = 1\n").expect("write");
+    dir
+}
+
+const ALLOW: &str = "[commands]\nallow = [[\"sh\"], [\"python3\"], [\"sleep\"]]\n";
+
+#[test]
+fn commands_run_in_a_copy_without_network_or_keys() {
+    if !support::require_tools(&["bwrap"]) {
+        return;
+    }
+    let dir = project();
+    let root = dir.path();
+    let model = ModelServer::start(Vec::new());
+    // the model server listens on this machine's loopback: reachable from here, not from
+    // inside the sandbox's own network namespace
+    let reach = format!(
+        "import urllib.request; urllib.request.urlopen('{}/v1/models', timeout=5); print('REACHED')",
+        model.url()
+    );
+    for reply in [
+        action(json!({"action": "run", "command": ["python3", "-c", reach]})),
+        action(
+            json!({"action": "run", "command": ["sh", "-c", "echo changed > app.py; echo new > made.txt; cat app.py"]}),
+        ),
+        action(json!({"action": "run", "command": ["sh", "-c", "env; cat app.py"]})),
+        action(json!({"action": "run", "command": "sleep 30", "timeout": 1})),
+        action(json!({"action": "run", "command": "curl -s http://example.com"})),
+        action(json!({"action": "done", "summary": "tried"})),
+    ] {
+        model.push(reply);
+    }
+    let user = UserDirs::trusting_with(&[root], ALLOW);
+    let output = run(&user, root, &model, None);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let told = told(&model);
+    assert_eq!(told.len(), 5, "{told:#?}");
+    assert!(told[0].contains("sandboxed") && told[0].contains("exit status 1"), "the network: {}", told[0]);
+    assert!(told[0].contains("Connection refused") && !told[0].contains("\nREACHED"), "{}", told[0]);
+    assert!(told[1].contains("exit status 0") && told[1].contains("changed"), "{}", told[1]);
+    assert!(told[1].contains("what it wrote (app.py, made.txt) was not kept"), "{}", told[1]);
+    assert_eq!(
+        std::fs::read_to_string(root.join("app.py")).unwrap(),
+        "x = 1\n",
+        "the workspace is untouched"
+    );
+    assert!(!root.join("made.txt").exists());
+    assert!(told[2].contains("x = 1"), "each command starts from the workspace as it is: {}", told[2]);
+    assert!(!told[2].contains(KEY) && !told[2].contains("token-value-123456"), "keys stripped: {}", told[2]);
+    assert!(told[2].contains("PATH="), "{}", told[2]);
+    assert!(told[3].contains("stopped at the 1 s timeout"), "{}", told[3]);
+    assert!(told[4].contains("not on the allow-list"), "{}", told[4]);
+    assert!(!stderr.contains("without a sandbox"), "no notice when bwrap works: {stderr}");
+}
+
+#[test]
+fn without_bwrap_commands_run_in_the_workspace_after_a_notice() {
+    let dir = project();
+    let root = dir.path();
+    // a PATH with sh and git but no bwrap
+    let bin = tempfile::tempdir().expect("temp dir");
+    for program in ["sh", "git"] {
+        let found = which(program).expect("sh and git are on PATH");
+        std::os::unix::fs::symlink(found, bin.path().join(program)).expect("symlink");
+    }
+    let model = ModelServer::start(vec![
+        action(json!({"action": "run", "command": ["sh", "-c", "echo made > made.txt"]})),
+        action(json!({"action": "run", "command": ["sh", "-c", "echo again >> made.txt"]})),
+        action(json!({"action": "done", "summary": "ran"})),
+    ]);
+    let user = UserDirs::trusting_with(&[root], ALLOW);
+    let output = run(&user, root, &model, Some(bin.path()));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert_eq!(
+        stderr.matches("runs the agent's commands without a sandbox").count(),
+        1,
+        "said once: {stderr}"
+    );
+    assert!(stderr.contains("install bubblewrap"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(root.join("made.txt")).unwrap(), "made\nagain\n");
+
+    // sandbox = "bwrap" without bwrap refuses instead
+    let model = ModelServer::start(vec![
+        action(json!({"action": "run", "command": ["sh", "-c", "echo no > no.txt"]})),
+        action(json!({"action": "done", "summary": "refused"})),
+    ]);
+    let user = UserDirs::trusting_with(&[root], &format!("sandbox = \"bwrap\"\n{ALLOW}"));
+    let output = run(&user, root, &model, Some(bin.path()));
+    assert_eq!(output.status.code(), Some(0));
+    assert!(told(&model)[0].contains("bubblewrap cannot be used"), "{:?}", told(&model));
+    assert!(!root.join("no.txt").exists());
+}
+
+fn which(program: &str) -> Option<std::path::PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?).map(|d| d.join(program)).find(|p| p.is_file())
+}
