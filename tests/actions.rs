@@ -173,6 +173,13 @@ fn every_file_action_works_headless_and_the_model_sees_each_result() {
     assert_eq!(events.first(), Some(&"start"));
     assert_eq!(events.last(), Some(&"exit"));
     assert_eq!(events.iter().filter(|e| **e == "action").count(), 7, "{events:?}");
+    assert_eq!(events.iter().filter(|e| **e == "phase").count(), 2, "{events:?}");
+    let prompts: Vec<&Value> = lines.iter().filter(|l| l["event"] == "prompt").collect();
+    assert_eq!(prompts.len(), 8, "one per model call");
+    assert_eq!(
+        (prompts[0]["prompt_tokens"].as_u64(), prompts[0]["completion_tokens"].as_u64()),
+        (Some(21), Some(7))
+    );
     let edit =
         lines.iter().find(|l| l["event"] == "edit" && l["path"] == "src/app.py").expect("an edit line");
     assert_eq!((edit["added"].as_u64(), edit["removed"].as_u64()), (Some(1), Some(1)));

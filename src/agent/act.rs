@@ -90,6 +90,16 @@ pub async fn act(
             }
         };
         turns += 1;
+        executor.record(
+            "prompt",
+            serde_json::json!({
+                "turn": turns,
+                "messages": messages.len(),
+                "prompt_tokens": reply.usage.prompt_tokens,
+                "completion_tokens": reply.usage.completion_tokens,
+                "estimated": reply.usage.estimated,
+            }),
+        );
         tokens.prompt = tokens.prompt.saturating_add(reply.usage.prompt_tokens);
         tokens.completion = tokens.completion.saturating_add(reply.usage.completion_tokens);
         messages.push(Message::assistant(reply.text.clone()));

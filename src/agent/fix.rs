@@ -185,6 +185,9 @@ async fn fix_loop(
     let uri = &request.uri;
     let settings = &context.settings;
     let (mut snapshot, now) = observe(context, uri).await?;
+    if let Some(journal) = journal {
+        journal.record("diagnostics", serde_json::json!({"version": snapshot.version, "total": now.len()}));
+    }
     let baseline = problems(&now);
     let mut focus = select(&request.scope, &now);
     if focus.is_empty() {
@@ -272,6 +275,18 @@ async fn fix_loop(
             Err(ModelError::Cancelled { .. }) => return Err(Stop::new(ExitReason::Cancelled, "Cancelled")),
             Err(err) => return Err(Stop::failed(format!("the model could not be used: {err}"))),
         };
+        if let Some(journal) = journal {
+            journal.record(
+                "prompt",
+                serde_json::json!({
+                    "attempt": attempt,
+                    "targets": focus.len(),
+                    "prompt_tokens": reply.usage.prompt_tokens,
+                    "completion_tokens": reply.usage.completion_tokens,
+                    "estimated": reply.usage.estimated,
+                }),
+            );
+        }
         {
             let mut tally = lock(tally);
             tally.attempts = attempt;
@@ -313,6 +328,18 @@ async fn fix_loop(
         let (after, now) = observe(context, uri).await?;
         let comparison = compare(&targets, &baseline, &now);
         lock(tally).targets_after = comparison.remaining.len() + comparison.introduced.len();
+        if let Some(journal) = journal {
+            journal.record(
+                "diagnostics",
+                serde_json::json!({
+                    "attempt": attempt,
+                    "version": after.version,
+                    "total": now.len(),
+                    "remaining": comparison.remaining.len(),
+                    "introduced": comparison.introduced.len(),
+                }),
+            );
+        }
         if comparison.is_clean() {
             return Ok(Stop::new(ExitReason::Clean, fixed_sentence(context, &after, &targets)));
         }

@@ -48,6 +48,7 @@ pub async fn run_task(context: &TaskContext, goal: &str, run: RunHandle) -> RunR
         .await;
     let executor =
         Executor::new(Arc::clone(executor_context), &run.run_id, journal.clone(), run.cancel.clone());
+    executor.record("phase", serde_json::json!({"from": "idle", "to": "executing"}));
     let deadline = tokio::time::Instant::now() + Duration::from_secs(context.limits.wall_time_s.max(1));
     let outcome = match &context.model {
         Err(err) => ActOutcome {
@@ -115,6 +116,8 @@ pub async fn run_task(context: &TaskContext, goal: &str, run: RunHandle) -> RunR
         targets_after: 0,
     };
     tracing::info!("{}: {} — {}", run.run_id, report.exit_reason, report.summary);
+    let last = if report.exit_reason == ExitReason::Done { "done" } else { "failed" };
+    executor.record("phase", serde_json::json!({"from": "executing", "to": last}));
     if let Some(journal) = &journal {
         journal.finish(&report).await;
     }

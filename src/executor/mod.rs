@@ -175,6 +175,13 @@ impl Executor {
         lock(&self.state).changed.clone()
     }
 
+    /// Appends an event to the run's audit log (if it has one).
+    pub fn record(&self, event: &str, fields: serde_json::Value) {
+        if let Some(journal) = &self.journal {
+            journal.record(event, fields);
+        }
+    }
+
     /// Actions taken so far.
     pub fn tool_calls(&self) -> u32 {
         lock(&self.state).tool_calls
