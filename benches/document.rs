@@ -1,5 +1,6 @@
-//! Benchmarks of the text and syntax layers on a 10 000-line Python file: opening it, and a
-//! single-character `didChange` up to its syntax diagnostics being ready.
+//! Benchmarks of the text and syntax layers: opening a 10 000-line Python file, and a
+//! single-character `didChange` up to its syntax diagnostics being ready, in that file and
+//! in files of 1 MB and 5 MB (SPEC §4: a keystroke's cost follows the edit, not the file).
 
 use std::hint::black_box;
 
@@ -11,9 +12,18 @@ use url::Url;
 
 /// A realistic 10 000-line module: classes with methods, functions, comments, strings.
 fn ten_thousand_lines() -> String {
+    module(|text| text.lines().count() < 10_000)
+}
+
+/// The same kind of module, about `bytes` long.
+fn of_size(bytes: usize) -> String {
+    module(|text| text.len() < bytes)
+}
+
+fn module(more: impl Fn(&str) -> bool) -> String {
     let mut text = String::from("\"\"\"A generated module for benchmarks.\"\"\"\n\nimport os\nimport re\n\n");
     let mut n = 0;
-    while text.lines().count() < 10_000 {
+    while more(&text) {
         text.push_str(&format!(
             "\n\nclass Record{n}:\n    \"\"\"Holds record number {n}.\"\"\"\n\n    def __init__(self, name: str, value: int = {n}) -> None:\n        self.name = name\n        self.value = value\n\n    def describe(self) -> str:\n        # explain the record\n        return f\"{{self.name}}: {{self.value}} ({n})\"\n\n\ndef make_record_{n}(items: list[str]) -> Record{n}:\n    total = sum(len(item) for item in items if re.match(r\"\\w+\", item))\n    return Record{n}(os.sep.join(items), total)\n"
         ));
@@ -36,12 +46,15 @@ fn bench_open(c: &mut Criterion) {
 
 /// Types one character in the middle of the file and deletes it again, alternately, so the
 /// document stays the same size; each step is one `didChange` up to diagnostics.
-fn bench_keystroke(c: &mut Criterion, name: &str, character: &str) {
-    let text = ten_thousand_lines();
+fn bench_keystroke(c: &mut Criterion, name: &str, text: &str, character: &str) {
     let uri = Url::parse("file:///bench/big.py").unwrap();
     let mut workspace = Workspace::default();
-    workspace.open(uri.clone(), "python", 0, &text);
-    let line = 5_000u32;
+    workspace.open(uri.clone(), "python", 0, text);
+    // a line inside a method, halfway through the file
+    let middle = text.lines().count() / 2;
+    let line = (middle..)
+        .find(|&n| text.lines().nth(n).is_some_and(|l| l.starts_with("        self.name")))
+        .unwrap_or(middle) as u32;
     let at = LineCol::new(line, 8);
     let mut version = 0;
     c.bench_function(name, |b| {
@@ -59,8 +72,14 @@ fn bench_keystroke(c: &mut Criterion, name: &str, character: &str) {
 }
 
 fn bench_keystrokes(c: &mut Criterion) {
-    bench_keystroke(c, "keystroke in 10k-line python file (identifier char)", "x");
-    bench_keystroke(c, "keystroke in 10k-line python file (breaks syntax)", "(");
+    let text = ten_thousand_lines();
+    bench_keystroke(c, "keystroke in 10k-line python file (identifier char)", &text, "x");
+    bench_keystroke(c, "keystroke in 10k-line python file (breaks syntax)", &text, "(");
+    for (megabytes, label) in [(1, "1 MB"), (5, "5 MB")] {
+        let text = of_size(megabytes * 1024 * 1024);
+        bench_keystroke(c, &format!("keystroke in a {label} python file (identifier char)"), &text, "x");
+        bench_keystroke(c, &format!("keystroke in a {label} python file (breaks syntax)"), &text, "(");
+    }
 }
 
 criterion_group! {

@@ -180,8 +180,7 @@ fn main() -> ExitCode {
         Command::Lsp => {
             let (layer, queue) = tokamak::server::log_message_channel();
             tokamak::logging::init(Some(layer));
-            runtime.block_on(tokamak::server::run_stdio(Some(queue)));
-            ExitCode::SUCCESS
+            runtime.block_on(tokamak::server::run_stdio(Some(queue)))
         }
         Command::Model { action: ModelAction::Check { role, stream } } => {
             tokamak::logging::init_cli();

@@ -137,3 +137,39 @@ fn bad_settings_are_a_usage_error() {
     assert_eq!(output.status.code(), Some(2));
     assert!(text(&output.stderr).contains("max_attempts"), "{}", text(&output.stderr));
 }
+
+#[test]
+fn blocks_for_other_files_are_refused_by_path_and_a_link_stays_a_link() {
+    let fix = "<<<<<<< SEARCH\n    return g(a, 2))\n=======\n    return g(a, 2)\n>>>>>>> REPLACE\n";
+    let model = ModelServer::start(vec![
+        openai_chat(&format!("../../other/m.py\n{fix}")),
+        openai_chat(&format!("/abs/elsewhere/m.py\n{fix}")),
+        openai_chat(&format!("src/mm.py\n{fix}")),
+        openai_chat(&format!("src/m.py\n{fix}")),
+    ]);
+    let dir = project(&[], "[checkers]\nenable = []\n[model]\nmax_retries = 0\n[fix]\nmax_attempts = 4\n");
+    std::fs::create_dir_all(dir.path().join("real")).unwrap();
+    std::fs::create_dir_all(dir.path().join("src")).unwrap();
+    std::fs::write(dir.path().join("real/m.py"), "def f(a):\n    return g(a, 2))\n").unwrap();
+    std::os::unix::fs::symlink("../real/m.py", dir.path().join("src/m.py")).unwrap();
+    let output = tokamak(&["fix", "src/m.py"], dir.path(), Some(&model));
+    let stdout = text(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}{}", text(&output.stderr));
+    assert!(stdout.contains("[clean] src/m.py"), "{stdout}");
+    let requests = model.requests();
+    assert_eq!(requests.len(), 4);
+    let said = |n: usize| requests[n].body["messages"].to_string();
+    assert!(
+        said(1).contains("block 1 is for ../../other/m.py, but this run may change only src/m.py"),
+        "{}",
+        said(1)
+    );
+    assert!(said(2).contains("block 1 is for /abs/elsewhere/m.py"), "{}", said(2));
+    assert!(said(3).contains("block 1 is for src/mm.py"), "{}", said(3));
+    let link = dir.path().join("src/m.py");
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link is still a link");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("real/m.py")).unwrap(),
+        "def f(a):\n    return g(a, 2)\n"
+    );
+}

@@ -456,3 +456,29 @@ fn a_snippet_is_not_taken_for_the_whole_file() {
     assert_eq!(client.text(&uri), FIXED, "the rest of the file is still there");
     assert!(model.requests()[1].prompt().contains("not the whole file"));
 }
+
+#[test]
+fn a_block_for_a_file_elsewhere_is_refused_by_its_path() {
+    let block =
+        "<<<<<<< SEARCH\n    total = sum(values))\n=======\n    total = sum(values)\n>>>>>>> REPLACE\n";
+    let model = ModelServer::start(vec![
+        openai_chat(&format!("../../other/mean.py\n{block}")),
+        openai_chat(&format!("my_mean.py\n{block}")),
+        openai_chat(&good_reply()),
+    ]);
+    let Project { dir: _dir, mut client, uri } = project(&model, json!({}), BROKEN);
+    start_fix(&mut client, json!({"uri": uri}));
+    let finished = run_finished(&mut client);
+    assert_eq!(finished["exit_reason"], "clean", "{finished}");
+    assert_eq!(finished["attempts"], 3);
+    let requests = model.requests();
+    let second = requests[1].prompt();
+    assert!(
+        second.contains("block 1 is for ../../other/mean.py, but this run may change only mean.py"),
+        "{second}"
+    );
+    assert!(second.contains("leads outside"), "{second}");
+    assert!(requests[2].prompt().contains("block 1 is for my_mean.py"), "{}", requests[2].prompt());
+    assert_eq!(client.editor().edits.len(), 1, "only the third reply was applied");
+    assert_eq!(client.text(&uri), FIXED);
+}

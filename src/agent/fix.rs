@@ -17,7 +17,7 @@ use super::targets::{Comparison, Problems, Scope, compare, problems, select};
 use crate::config::{FixSettings, SyntaxSettings};
 use crate::edit::{Block, apply_blocks, minimal_edits, parse_reply};
 use crate::editor::{Editor, Progress};
-use crate::executor::{DocumentEditError, apply_to_document};
+use crate::executor::{Access, Confinement, DocumentEditError, Refused, apply_to_document};
 use crate::history::{History, Journal};
 use crate::model::{CallOptions, Model, ModelError, Request};
 use crate::observer::{Diagnostic, Observer, SettleError};
@@ -114,7 +114,7 @@ async fn fix_inner(
     let tally = Mutex::new(Tally::default());
     let deadline = tokio::time::Instant::now() + Duration::from_secs(context.settings.time_limit_s.max(1));
     let stop = tokio::select! {
-        stop = run_loop(context, request, run, journal, &name, &tally) => stop,
+        stop = run_loop(context, request, run, journal, &tally) => stop,
         () = run.cancel.cancelled() => Stop::new(ExitReason::Cancelled, "Cancelled"),
         () = tokio::time::sleep_until(deadline) => Stop::new(
             ExitReason::TimeLimit,
@@ -166,10 +166,9 @@ async fn run_loop(
     request: &FixRequest,
     run: &RunHandle,
     journal: Option<&Journal>,
-    name: &str,
     tally: &Mutex<Tally>,
 ) -> Stop {
-    match fix_loop(context, request, run, journal, name, tally).await {
+    match fix_loop(context, request, run, journal, tally).await {
         Ok(stop) | Err(stop) => stop,
     }
 }
@@ -179,7 +178,6 @@ async fn fix_loop(
     request: &FixRequest,
     run: &RunHandle,
     journal: Option<&Journal>,
-    name: &str,
     tally: &Mutex<Tally>,
 ) -> Result<Stop, Stop> {
     let uri = &request.uri;
@@ -296,7 +294,7 @@ async fn fix_loop(
         tracing::debug!("{}: attempt {attempt} reply:\n{}", run.run_id, reply.text);
 
         let base = snapshot.rope.to_string();
-        let new_text = match blocks_for(&reply.text, name, &path, &snapshot.rope) {
+        let new_text = match blocks_for(&reply.text, &snapshot, context.root.as_deref(), &path) {
             Err(reason) => {
                 history.push(format!("Attempt {attempt}: {reason}"));
                 continue;
@@ -422,8 +420,16 @@ fn is_syntax(diagnostic: &Diagnostic) -> bool {
 }
 
 /// The reply's blocks for this document. A block naming another file is refused: a fix run
-/// changes only its own document.
-fn blocks_for(reply: &str, name: &str, path: &str, current: &ropey::Rope) -> Result<Vec<Block>, String> {
+/// changes only its own document. The path a block names is resolved as the executor
+/// resolves every path (against the workspace root, or the document's folder, and confined
+/// to the root): `../../other/app.py` or `myapp.py` is not `app.py`.
+fn blocks_for(
+    reply: &str,
+    snapshot: &DocumentSnapshot,
+    root: Option<&Path>,
+    path: &str,
+) -> Result<Vec<Block>, String> {
+    let current = &snapshot.rope;
     let blocks = parse_reply(reply);
     if blocks.is_empty() {
         return Err("your reply had no SEARCH/REPLACE block, so nothing was changed. Reply with blocks in the format asked for.".to_string());
@@ -444,19 +450,51 @@ fn blocks_for(reply: &str, name: &str, path: &str, current: &ropey::Rope) -> Res
                 current.len_lines().saturating_sub(1)
             ));
         }
-        if let Some(file) = file {
-            let file = file.trim_start_matches("./");
-            let ours = |candidate: &str| candidate == file || candidate.ends_with(&format!("/{file}"));
-            let file_name = Path::new(file).file_name().and_then(|n| n.to_str()).unwrap_or(file);
-            if !ours(path) && !ours(name) && !path.ends_with(file_name) {
-                return Err(format!(
-                    "block {} is for {file}, but this run may change only {path}. Nothing from that reply was applied.",
-                    index + 1
-                ));
-            }
+        if let Some(file) = file
+            && let Err(why) = names_document(file, snapshot, root)
+        {
+            return Err(format!(
+                "block {} is for {file}, but this run may change only {path} ({why}). Nothing from that reply was applied.",
+                index + 1
+            ));
         }
     }
     Ok(blocks)
+}
+
+/// Whether `file` (as a block names it) is the snapshot's document: resolved against the
+/// root, else against the document's own folder, confined to the root either way.
+fn names_document(file: &str, snapshot: &DocumentSnapshot, root: Option<&Path>) -> Result<(), String> {
+    let Some(target) = snapshot.path() else {
+        // a document that is not a file: only its own name will do
+        let name = snapshot.uri.path_segments().and_then(|mut s| s.next_back()).unwrap_or_default();
+        return if file.trim_start_matches("./") == name { Ok(()) } else { Err("another file".to_string()) };
+    };
+    let target = std::fs::canonicalize(&target).unwrap_or(target);
+    let folder = target.parent().unwrap_or(Path::new("/")).to_path_buf();
+    let root = root.map(Path::to_path_buf).unwrap_or_else(|| folder.clone());
+    let Ok(confinement) = Confinement::new(&root) else {
+        // a workspace that is not on disk (an editor's unsaved buffer): only the same path,
+        // as written, names the document
+        let named = if Path::new(file).is_absolute() { PathBuf::from(file) } else { folder.join(file) };
+        return if named == target { Ok(()) } else { Err("another file".to_string()) };
+    };
+    let mut why = "it resolves to another file".to_string();
+    let relative_folder =
+        folder.strip_prefix(confinement.root()).ok().map(|p| p.to_string_lossy().to_string());
+    let candidates = std::iter::once(file.to_string()).chain(
+        relative_folder
+            .filter(|f| !f.is_empty() && !Path::new(file).is_absolute())
+            .map(|f| format!("{f}/{file}")),
+    );
+    for candidate in candidates {
+        match confinement.resolve(&candidate, Access::Write) {
+            Ok(confined) if confined.path == target => return Ok(()),
+            Ok(_) => {}
+            Err(Refused(reason)) => why = reason,
+        }
+    }
+    Err(why)
 }
 
 /// The 1-based lines of `base` that `edits` touch, as "12" or "12–14".

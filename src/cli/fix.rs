@@ -80,7 +80,7 @@ pub async fn fix(paths: &[PathBuf], options: &FixOptions) -> anyhow::Result<Vec<
     let env = |name: &str| std::env::var(name).ok();
     let model = ModelConfig::resolve(&settings.model, &settings.profiles, Some(agent::FIX_ROLE), &env)
         .and_then(connect);
-    let editor = Arc::new(Headless::new(options.dry_run, options.progress));
+    let editor = Arc::new(Headless::new(Some(&root), options.dry_run, options.progress));
     let workspace = Arc::new(Mutex::new(Workspace::new(settings.syntax.clone())));
     let observer =
         Observer::new(workspace, Arc::clone(&editor) as Arc<dyn Editor>, checkers, Some(root.clone()));

@@ -16,14 +16,21 @@ use crate::workspace::{DocumentSnapshot, write_if_unchanged};
 /// The command line's [`Editor`]: edits go to disk (or nowhere, in a dry run), progress and
 /// messages to stderr.
 pub struct Headless {
+    /// The workspace, which a written link must not lead out of.
+    root: Option<std::path::PathBuf>,
     dry_run: bool,
     progress: bool,
     messages: Mutex<Vec<String>>,
 }
 
 impl Headless {
-    pub fn new(dry_run: bool, progress: bool) -> Headless {
-        Headless { dry_run, progress, messages: Mutex::default() }
+    pub fn new(root: Option<&std::path::Path>, dry_run: bool, progress: bool) -> Headless {
+        Headless {
+            root: root.map(std::path::Path::to_path_buf),
+            dry_run,
+            progress,
+            messages: Mutex::default(),
+        }
     }
 
     /// The messages shown so far.
@@ -56,7 +63,7 @@ impl Editor for Headless {
         let Some(new) = apply_edits(&old, edit.edits) else {
             return EditOutcome::Rejected("an edit fell outside the text".to_string());
         };
-        match write_if_unchanged(&path, &old, &new) {
+        match write_if_unchanged(&path, self.root.as_deref(), &old, &new) {
             Ok(()) => EditOutcome::Applied { echoed: false },
             Err(err) => EditOutcome::Rejected(err.to_string()),
         }

@@ -41,7 +41,7 @@ impl Session {
         let settings = loaded.settings;
         let mut checkers = Checkers::from_settings(&settings.checkers)?;
         checkers.trusted = loaded.trust.trusted;
-        let editor = Arc::new(Headless::new(false, progress));
+        let editor = Arc::new(Headless::new(Some(&root), false, progress));
         let workspace = Arc::new(Mutex::new(Workspace::new(settings.syntax.clone())));
         let observer =
             Observer::new(workspace, Arc::clone(&editor) as Arc<dyn Editor>, checkers, Some(root.clone()));

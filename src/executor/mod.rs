@@ -406,7 +406,7 @@ impl Executor {
                 after.rope.to_string()
             }
             None => {
-                write_if_unchanged(&confined.path, &base, &applied.text)
+                write_if_unchanged(&confined.path, Some(self.root()), &base, &applied.text)
                     .map_err(|err| Stop::Refused(err.to_string()))?;
                 applied.text.clone()
             }
@@ -442,7 +442,8 @@ impl Executor {
         let through_editor = self.through_editor(&operation).await?;
         if through_editor {
             // the editor made an empty file; the text goes in over exactly that
-            write_if_unchanged(&confined.path, "", text).map_err(|err| Stop::Refused(err.to_string()))?;
+            write_if_unchanged(&confined.path, Some(self.root()), "", text)
+                .map_err(|err| Stop::Refused(err.to_string()))?;
         } else {
             write_new(&confined.path, text)
                 .map_err(|err| Stop::Refused(format!("cannot create {}: {err}", confined.relative)))?;

@@ -155,7 +155,8 @@ async fn restore(context: &ExecutorContext, change: &FileChange) -> Result<(), S
                 .map(|_| ())
                 .map_err(|err| err.to_string())
             } else {
-                write_bytes_if_unchanged(&confined.path, &now, before).map_err(|err| err.to_string())
+                write_bytes_if_unchanged(&confined.path, Some(context.confinement.root()), &now, before)
+                    .map_err(|err| err.to_string())
             }
         }
     }

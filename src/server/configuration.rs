@@ -1,20 +1,64 @@
 //! `workspace/configuration` and `workspace/didChangeConfiguration`: the editor's own
 //! `tokamak` settings, which take precedence over `tokamak.toml` for the model.
+//!
+//! Asking the client is never awaited inside a handler: the answer comes through the same
+//! input tower-lsp reads one message at a time, so a handler waiting for it could wait
+//! forever behind messages the editor sent first. The question is asked from a task of its
+//! own, with a timeout; without an answer Tokamak goes on with the settings it has.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use serde_json::Value;
-use tower_lsp::lsp_types::{ConfigurationItem, DidChangeConfigurationParams};
+use tower_lsp::Client;
+use tower_lsp::lsp_types::{ConfigurationItem, DidChangeConfigurationParams, MessageType};
 
 use super::{Backend, ModelChoice};
-use crate::editor::{Editor, MessageLevel};
 use crate::model::ModelSettings;
 
-/// Asks the client for its `tokamak` section and applies it.
-pub async fn read_client_configuration(backend: &Backend) {
+/// How long the client may take to answer `workspace/configuration`.
+pub const TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Where the answer goes: the settings before the editor's, and the ones in use.
+#[derive(Clone)]
+pub struct Target {
+    client: Client,
+    base: Arc<Mutex<ModelChoice>>,
+    current: Arc<Mutex<ModelChoice>>,
+}
+
+impl Target {
+    pub fn of(backend: &Backend) -> Target {
+        Target {
+            client: backend.client.clone(),
+            base: Arc::clone(&backend.base_models),
+            current: Arc::clone(&backend.models),
+        }
+    }
+}
+
+/// Asks the client for its `tokamak` section, from a task of its own, and applies the answer.
+pub fn read_client_configuration(backend: &Backend) {
+    let target = Target::of(backend);
+    tokio::spawn(async move { ask(&target).await });
+}
+
+async fn ask(target: &Target) {
+    static TOLD: AtomicBool = AtomicBool::new(false);
     let item = ConfigurationItem { scope_uri: None, section: Some("tokamak".to_string()) };
-    match backend.client.configuration(vec![item]).await {
-        Ok(mut values) if !values.is_empty() => apply(backend, values.swap_remove(0)).await,
-        Ok(_) => {}
-        Err(err) => tracing::debug!("the client did not answer workspace/configuration: {err}"),
+    match tokio::time::timeout(TIMEOUT, target.client.configuration(vec![item])).await {
+        Ok(Ok(mut values)) if !values.is_empty() => apply(target, values.swap_remove(0)).await,
+        Ok(Ok(_)) => {}
+        Ok(Err(err)) => tracing::debug!("the client did not answer workspace/configuration: {err}"),
+        Err(_) => {
+            if !TOLD.swap(true, Ordering::Relaxed) {
+                tracing::warn!(
+                    "the editor did not answer workspace/configuration in {} s; going on without its settings",
+                    TIMEOUT.as_secs()
+                );
+            }
+        }
     }
 }
 
@@ -22,15 +66,15 @@ pub async fn read_client_configuration(backend: &Backend) {
 /// there, else ask for it.
 pub async fn did_change_configuration(backend: &Backend, params: DidChangeConfigurationParams) {
     match params.settings.get("tokamak") {
-        Some(section) if section.is_object() => apply(backend, section.clone()).await,
-        _ if backend.client_configuration.get() == Some(&true) => read_client_configuration(backend).await,
+        Some(section) if section.is_object() => apply(&Target::of(backend), section.clone()).await,
+        _ if backend.client_configuration.get() == Some(&true) => read_client_configuration(backend),
         _ => {}
     }
 }
 
 /// The model settings become those of `tokamak.toml` and `initializationOptions` with the
 /// editor's `model` and `profiles` over them.
-async fn apply(backend: &Backend, section: Value) {
+async fn apply(target: &Target, section: Value) {
     if !section.is_object() {
         return;
     }
@@ -42,7 +86,7 @@ async fn apply(backend: &Backend, section: Value) {
     }
     match serde_json::from_value::<Section>(section) {
         Ok(section) => {
-            let base = crate::sync::lock(&backend.base_models).clone();
+            let base = crate::sync::lock(&target.base).clone();
             let mut choice =
                 ModelChoice { model: base.model.overlay(&section.model), profiles: base.profiles };
             for (role, profile) in section.profiles {
@@ -50,13 +94,13 @@ async fn apply(backend: &Backend, section: Value) {
                     choice.profiles.get(&role).map_or_else(|| profile.clone(), |p| p.overlay(&profile));
                 choice.profiles.insert(role, merged);
             }
-            *crate::sync::lock(&backend.models) = choice;
+            *crate::sync::lock(&target.current) = choice;
             tracing::info!("model settings updated from the editor");
         }
         Err(err) => {
             let message = format!("Tokamak ignored the editor's tokamak.model settings: {err}");
             tracing::warn!("{message}");
-            backend.editor().show_message(MessageLevel::Warning, message).await;
+            target.client.show_message(MessageType::WARNING, message).await;
         }
     }
 }

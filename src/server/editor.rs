@@ -1,6 +1,8 @@
 //! The language server's side of the [`Editor`] trait: diagnostics, messages, edits
 //! (`workspace/applyEdit`), work-done progress and `tokamak/runFinished` over LSP.
 
+use std::time::Duration;
+
 use async_trait::async_trait;
 use serde_json::json;
 use tower_lsp::Client;
@@ -14,6 +16,12 @@ use crate::editor::{DocumentEdit, EditOutcome, Editor, FileOperation, MessageLev
 use crate::observer::Diagnostic;
 use crate::text::PositionEncoding;
 use crate::workspace::DocumentSnapshot;
+
+/// How long the editor may take to apply an edit or a file operation; past it the edit
+/// counts as refused (the run says so) and Tokamak goes on.
+const EDIT_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long the editor may take to create a progress token.
+const PROGRESS_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// `tokamak/runFinished`: `{run_id, exit_reason, summary, files_changed, tokens}`.
 pub enum RunFinished {}
@@ -105,12 +113,9 @@ impl Editor for LspEditor {
             }
         };
         let params = ApplyWorkspaceEditParams { label: Some(edit.label.to_string()), edit: workspace_edit };
-        match self.client.send_request::<ApplyWorkspaceEdit>(params).await {
-            Ok(response) if response.applied => EditOutcome::Applied { echoed: true },
-            Ok(response) => EditOutcome::Rejected(
-                response.failure_reason.unwrap_or_else(|| "the editor did not apply it".to_string()),
-            ),
-            Err(err) => EditOutcome::Rejected(format!("workspace/applyEdit failed: {}", err.message)),
+        match self.apply(params).await {
+            Ok(()) => EditOutcome::Applied { echoed: true },
+            Err(reason) => EditOutcome::Rejected(reason),
         }
     }
 
@@ -166,12 +171,9 @@ impl Editor for LspEditor {
             ..WorkspaceEdit::default()
         };
         let params = ApplyWorkspaceEditParams { label: Some(label.to_string()), edit };
-        match self.client.send_request::<ApplyWorkspaceEdit>(params).await {
-            Ok(response) if response.applied => EditOutcome::Applied { echoed: false },
-            Ok(response) => EditOutcome::Rejected(
-                response.failure_reason.unwrap_or_else(|| "the editor did not make the change".to_string()),
-            ),
-            Err(err) => EditOutcome::Rejected(format!("workspace/applyEdit failed: {}", err.message)),
+        match self.apply(params).await {
+            Ok(()) => EditOutcome::Applied { echoed: false },
+            Err(reason) => EditOutcome::Rejected(reason),
         }
     }
 
@@ -183,8 +185,18 @@ impl Editor for LspEditor {
         let value = match progress {
             Progress::Begin { title, message } => {
                 let create = WorkDoneProgressCreateParams { token: token.clone() };
-                if let Err(err) = self.client.send_request::<WorkDoneProgressCreate>(create).await {
-                    tracing::debug!("window/workDoneProgress/create refused: {}", err.message);
+                let created = tokio::time::timeout(
+                    PROGRESS_TIMEOUT,
+                    self.client.send_request::<WorkDoneProgressCreate>(create),
+                );
+                match created.await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(err)) => {
+                        tracing::debug!("window/workDoneProgress/create refused: {}", err.message)
+                    }
+                    Err(_) => {
+                        tracing::warn!("the editor did not answer window/workDoneProgress/create; going on")
+                    }
                 }
                 WorkDoneProgress::Begin(WorkDoneProgressBegin {
                     title,
@@ -228,6 +240,23 @@ impl Editor for LspEditor {
             _ => MessageLevel::Warning,
         };
         self.client.show_message(message_type(level), format!("Tokamak: {}", report.summary)).await;
+    }
+}
+
+impl LspEditor {
+    /// `workspace/applyEdit`, waiting at most [`EDIT_TIMEOUT`] for the answer.
+    async fn apply(&self, params: ApplyWorkspaceEditParams) -> Result<(), String> {
+        let request = self.client.send_request::<ApplyWorkspaceEdit>(params);
+        match tokio::time::timeout(EDIT_TIMEOUT, request).await {
+            Ok(Ok(response)) if response.applied => Ok(()),
+            Ok(Ok(response)) => {
+                Err(response.failure_reason.unwrap_or_else(|| "the editor did not apply it".to_string()))
+            }
+            Ok(Err(err)) => Err(format!("workspace/applyEdit failed: {}", err.message)),
+            Err(_) => {
+                Err(format!("the editor did not answer workspace/applyEdit in {} s", EDIT_TIMEOUT.as_secs()))
+            }
+        }
     }
 }
 

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use tower_lsp::jsonrpc::{Error, Result};
 use tower_lsp::lsp_types::{ExecuteCommandParams, Url};
 
+use super::transport::DEFERRED_COMMANDS;
 use super::{Backend, convert};
 use crate::model::ModelConfig;
 
@@ -23,8 +24,7 @@ pub const COMMANDS: &[&str] = &[
     "tokamak.rollback",
 ];
 
-/// `tokamak.checkModel` holds the message queue while it waits, so it waits no longer than
-/// this whatever the model's own timeout.
+/// `tokamak.checkModel` waits no longer than this, whatever the model's own timeout.
 const CHECK_MODEL_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// Panics on purpose, to prove a panicking handler does not take the server down. Only
@@ -37,15 +37,63 @@ pub async fn execute_command(backend: &Backend, params: ExecuteCommandParams) ->
         "tokamak.run" => super::runs::run(backend, argument(params.arguments)?).await.map(Some),
         "tokamak.cancel" => Ok(Some(super::runs::cancel(backend, argument(params.arguments)?))),
         "tokamak.status" => Ok(Some(status(backend))),
-        "tokamak.diagnostics" => diagnostics(backend, argument(params.arguments)?).await.map(Some),
-        "tokamak.checkModel" => check_model(backend, argument(params.arguments)?).await.map(Some),
         "tokamak.checkpoints" => {
             super::checkpoints::checkpoints(backend, argument(params.arguments)?).await.map(Some)
         }
         "tokamak.rollback" => {
             super::checkpoints::rollback(backend, argument(params.arguments)?).await.map(Some)
         }
+        // the transport answers these off the queue (see `deferred`); reached only if it did not
+        command if DEFERRED_COMMANDS.contains(&command) => {
+            let work = deferred_work(backend, command, params.arguments)?;
+            work.await.map(Some)
+        }
         DEBUG_PANIC if debug_commands_enabled() => panic!("{DEBUG_PANIC} was asked to panic"),
+        other => Err(Error::invalid_params(format!("unknown command {other:?}"))),
+    }
+}
+
+/// A `workspace/executeCommand` the transport took off the one-at-a-time queue: it waits on
+/// checkers or the model, so it runs on its own task and answers through the outbox, while
+/// the editor's next messages (keystrokes) are handled meanwhile.
+#[derive(Deserialize)]
+pub struct DeferredParams {
+    id: Value,
+    command: String,
+    #[serde(default)]
+    arguments: Value,
+}
+
+pub async fn deferred(backend: &Backend, params: DeferredParams) {
+    let arguments = match params.arguments {
+        Value::Array(arguments) => arguments,
+        Value::Null => Vec::new(),
+        other => vec![other],
+    };
+    let outbox = backend.outbox.clone();
+    let id = params.id;
+    match deferred_work(backend, &params.command, arguments) {
+        Err(err) => outbox.error(id, err.code.code(), &err.message),
+        Ok(work) => {
+            tokio::spawn(async move {
+                match work.await {
+                    Ok(value) => outbox.result(id, value),
+                    Err(err) => outbox.error(id, err.code.code(), &err.message),
+                }
+            });
+        }
+    }
+}
+
+/// The work of a deferred command, owning what it needs.
+fn deferred_work(
+    backend: &Backend,
+    command: &str,
+    arguments: Vec<Value>,
+) -> Result<futures::future::BoxFuture<'static, Result<Value>>> {
+    match command {
+        "tokamak.diagnostics" => diagnostics(backend, argument(arguments)?).map(|f| Box::pin(f) as _),
+        "tokamak.checkModel" => Ok(Box::pin(check_model(backend, argument(arguments)?))),
         other => Err(Error::invalid_params(format!("unknown command {other:?}"))),
     }
 }
@@ -73,8 +121,7 @@ fn status(backend: &Backend) -> Value {
 struct DiagnosticsArgs {
     uri: Url,
     /// Run every checker on the current version and wait for all of them (the fix loop's
-    /// "observe" step). Holds the message queue while it waits, so editors should not call
-    /// it on every keystroke.
+    /// "observe" step); answered off the message queue, so keystrokes go on meanwhile.
     #[serde(default)]
     wait: bool,
     #[serde(default = "default_timeout_ms")]
@@ -87,33 +134,40 @@ fn default_timeout_ms() -> u64 {
 
 /// `tokamak.diagnostics {uri, wait?, timeout_ms?}`: every source's diagnostics for the
 /// document (the editor's own included), with which sources failed or did not answer.
-async fn diagnostics(backend: &Backend, args: DiagnosticsArgs) -> Result<Value> {
+fn diagnostics(
+    backend: &Backend,
+    args: DiagnosticsArgs,
+) -> Result<impl std::future::Future<Output = Result<Value>> + Send + 'static> {
     let observer = backend.observer().ok_or_else(Error::internal_error)?.clone();
     let snapshot = backend
         .workspace()
         .snapshot(&args.uri)
         .ok_or_else(|| Error::invalid_params(format!("{} is not open", args.uri)))?;
-    let (diagnostics, failures, missing) = if args.wait {
-        let settled = observer
-            .settled(&args.uri, snapshot.version, Duration::from_millis(args.timeout_ms))
-            .await
-            .map_err(|err| Error::invalid_params(err.to_string()))?;
-        (settled.diagnostics, settled.failures, settled.missing)
-    } else {
-        (observer.diagnostics(&args.uri), Vec::new(), Vec::new())
-    };
     let encoding = backend.encoding();
-    let diagnostics: Vec<_> =
-        diagnostics.iter().map(|d| convert::diagnostic(&snapshot.rope, d, encoding)).collect();
-    let failures: Vec<_> =
-        failures.into_iter().map(|(source, reason)| json!({"source": source, "reason": reason})).collect();
-    Ok(json!({
-        "uri": args.uri,
-        "version": snapshot.version,
-        "diagnostics": diagnostics,
-        "failures": failures,
-        "missing": missing,
-    }))
+    Ok(async move {
+        let (diagnostics, failures, missing) = if args.wait {
+            let settled = observer
+                .settled(&args.uri, snapshot.version, Duration::from_millis(args.timeout_ms))
+                .await
+                .map_err(|err| Error::invalid_params(err.to_string()))?;
+            (settled.diagnostics, settled.failures, settled.missing)
+        } else {
+            (observer.diagnostics(&args.uri), Vec::new(), Vec::new())
+        };
+        let diagnostics: Vec<_> =
+            diagnostics.iter().map(|d| convert::diagnostic(&snapshot.rope, d, encoding)).collect();
+        let failures: Vec<_> = failures
+            .into_iter()
+            .map(|(source, reason)| json!({"source": source, "reason": reason}))
+            .collect();
+        Ok(json!({
+            "uri": args.uri,
+            "version": snapshot.version,
+            "diagnostics": diagnostics,
+            "failures": failures,
+            "missing": missing,
+        }))
+    })
 }
 
 #[derive(Deserialize, Default)]
@@ -127,9 +181,16 @@ struct CheckModelArgs {
 /// `{ok: true, provider, endpoint, model, latency_ms, prompt_tokens, completion_tokens,
 /// estimated, reply}` or `{ok: false, error}` (a model that cannot be reached is an answer,
 /// not a protocol error).
-async fn check_model(backend: &Backend, args: Option<CheckModelArgs>) -> Result<Value> {
+fn check_model(
+    backend: &Backend,
+    args: Option<CheckModelArgs>,
+) -> impl std::future::Future<Output = Result<Value>> + Send + 'static {
     let args = args.unwrap_or_default();
     let choice = crate::sync::lock(&backend.models).clone();
+    async move { check_model_with(choice, args).await }
+}
+
+async fn check_model_with(choice: super::ModelChoice, args: CheckModelArgs) -> Result<Value> {
     let env = |name: &str| std::env::var(name).ok();
     let config = ModelConfig::resolve(&choice.model, &choice.profiles, args.role.as_deref(), &env);
     let result = match config {

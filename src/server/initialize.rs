@@ -151,7 +151,7 @@ pub async fn initialized(backend: &Backend) {
         queue.forward(backend.client.clone());
     }
     if backend.client_configuration.get() == Some(&true) {
-        super::configuration::read_client_configuration(backend).await;
+        super::configuration::read_client_configuration(backend);
     }
     tracing::info!("tokamak {} ready", env!("CARGO_PKG_VERSION"));
 }

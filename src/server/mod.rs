@@ -47,9 +47,11 @@ pub struct Backend {
     observer: OnceLock<Arc<Observer>>,
     /// `[model]` and `[profiles]`: from `tokamak.toml` and `initializationOptions`, then
     /// overlaid by `workspace/configuration` when the client answers it.
-    models: Mutex<ModelChoice>,
+    models: Arc<Mutex<ModelChoice>>,
     /// What `tokamak.toml` and `initializationOptions` say, before the editor's settings.
-    base_models: Mutex<ModelChoice>,
+    base_models: Arc<Mutex<ModelChoice>>,
+    /// Answers written without tower-lsp (deferred requests).
+    outbox: transport::Outbox,
     /// The client answers `workspace/configuration` requests.
     client_configuration: OnceLock<bool>,
     /// What the client supports (progress, versioned edits), from `initialize`.
@@ -79,14 +81,15 @@ pub struct ModelChoice {
 }
 
 impl Backend {
-    fn new(client: Client, log_queue: Option<LogMessageQueue>) -> Backend {
+    fn new(client: Client, log_queue: Option<LogMessageQueue>, outbox: transport::Outbox) -> Backend {
         Backend {
             client,
             encoding: OnceLock::new(),
             workspace: Arc::new(Mutex::new(Workspace::default())),
             observer: OnceLock::new(),
-            models: Mutex::new(ModelChoice::default()),
-            base_models: Mutex::new(ModelChoice::default()),
+            models: Arc::new(Mutex::new(ModelChoice::default())),
+            base_models: Arc::new(Mutex::new(ModelChoice::default())),
+            outbox,
             client_configuration: OnceLock::new(),
             support: OnceLock::new(),
             root: OnceLock::new(),
@@ -138,21 +141,32 @@ impl Backend {
     }
 }
 
-/// Serves LSP on stdin/stdout until the client says `exit` or closes the stream.
-pub async fn run_stdio(log_queue: Option<LogMessageQueue>) {
-    let (service, socket) = LspService::build(|client| Backend::new(client, log_queue))
+/// Serves LSP on stdin/stdout until the client says `exit` or closes the stream; then the
+/// process ends (status 0 after `shutdown`, 1 without), its child processes with it.
+pub async fn run_stdio(log_queue: Option<LogMessageQueue>) -> ! {
+    let (stdout, outbox) = transport::output(tokio::io::stdout());
+    let lifecycle = Arc::new(transport::Lifecycle::default());
+    let for_backend = outbox.clone();
+    let (service, socket) = LspService::build(move |client| Backend::new(client, log_queue, for_backend))
         .custom_method(client_diagnostics::METHOD, Backend::client_diagnostics)
         .custom_method(runs::CANCEL_PROGRESS, Backend::work_done_progress_cancel)
+        .custom_method(transport::DEFERRED_METHOD, Backend::deferred)
         .finish();
-    let stdin = transport::checked_input(tokio::io::stdin());
-    let stdout = tokio::io::stdout();
+    let stdin = transport::checked_input(tokio::io::stdin(), outbox.clone(), Arc::clone(&lifecycle));
     Server::new(stdin, stdout, socket).concurrency_level(1).serve(transport::Hygiene::new(service)).await;
+    outbox.exit(lifecycle.exit_code());
+    // the writer ends the process once what is queued is written
+    std::future::pending().await
 }
 
 impl Backend {
     async fn client_diagnostics(&self, params: client_diagnostics::ClientDiagnosticsParams) {
         guard::notification(client_diagnostics::METHOD, client_diagnostics::client_diagnostics(self, params))
             .await;
+    }
+
+    async fn deferred(&self, params: execute_command::DeferredParams) {
+        guard::notification(transport::DEFERRED_METHOD, execute_command::deferred(self, params)).await;
     }
 
     async fn work_done_progress_cancel(&self, params: WorkDoneProgressCancelParams) {

@@ -1,55 +1,318 @@
-//! The connection: reads LSP frames from stdin ourselves so that a malformed message is
-//! answered with a JSON-RPC error instead of ending the session, and accepts
-//! `"params": null`.
+//! The connection: Tokamak frames stdin and stdout itself, with tower-lsp between them.
 //!
-//! tower-lsp 0.20 stops reading for good at the first frame it cannot decode (invalid JSON,
-//! a batch array, a missing `jsonrpc`), which to the user looks like a crashed server. So
-//! every frame is checked here first: a good one is passed on byte for byte; a bad one is
-//! replaced by a request to [`INVALID_METHOD`], which [`Hygiene`] answers with the error
-//! the JSON-RPC specification prescribes (`-32700` parse error or `-32600` invalid request,
-//! with the offending `id` or `null`).
+//! Reading: tower-lsp 0.20 stops reading for good at the first frame it cannot decode
+//! (invalid JSON, a batch array, a missing `jsonrpc`), and a `Content-Length` it believes
+//! (10¹² bytes, say) makes any reader deaf. So every frame is read here first: junk before a
+//! header is reported and skipped, an absurd length is answered at once and the reader
+//! resynchronises on the next header, and a malformed message gets the JSON-RPC error the
+//! specification prescribes (`-32700` parse error, `-32600` invalid request) — all answered
+//! here, through the [`Outbox`], without tower-lsp. Requests whose method starts with `$/`
+//! get MethodNotFound as LSP requires (tower-lsp would drop the answer). `shutdown` and
+//! `exit` are seen here too ([`Lifecycle`]): `exit` ends the process at once (status 0 after
+//! `shutdown`, 1 without), and so does the end of the input, after a short grace.
+//!
+//! Writing: tower-lsp writes into a pipe whose frames are copied whole to stdout, between
+//! the frames Tokamak sends itself ([`Outbox`]: answers to malformed and deferred
+//! requests), so the two never interleave and tower-lsp never blocks on an editor that is
+//! slow to read.
 //!
 //! Several clients (Eglot, LSP4IJ, some Neovim versions) send `"params": null` for methods
 //! whose params are void, `shutdown` and `exit` above all; tower-lsp answers those with
-//! "Unexpected params: null" and the editor never gets a clean shutdown. [`Hygiene`] drops a
-//! `null` `params` before tower-lsp sees it.
+//! "Unexpected params: null". [`Hygiene`] drops a `null` `params` before tower-lsp sees it.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
+use std::time::Duration;
 
-use futures::future::{Either, Ready, ready};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader, DuplexStream};
-use tower_lsp::jsonrpc::{Error, ErrorCode, Request, Response};
+use tokio::io::{
+    AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream,
+};
+use tokio::sync::mpsc;
+use tower_lsp::jsonrpc::{ErrorCode, Request, Response};
 use tower_service::Service;
 
-/// The method a malformed frame is turned into; never sent by a real client.
-pub const INVALID_METHOD: &str = "$/tokamak/invalidMessage";
-
-/// Frames larger than this are refused (and skipped) rather than buffered: 256 MiB.
+/// Frames larger than this are refused rather than buffered: 256 MiB.
 const MAX_FRAME_BYTES: usize = 256 * 1024 * 1024;
-
 /// Header lines longer than this are not headers.
 const MAX_HEADER_LINE: usize = 8 * 1024;
+/// After the input ends, how long handlers and runs get to finish before the process ends.
+const GRACE_AFTER_EOF: Duration = Duration::from_secs(2);
 
-/// Reads frames from `input`, checks them, and hands tower-lsp a stream of frames it can
-/// always decode. Ends when `input` ends.
-pub fn checked_input<R>(input: R) -> DuplexStream
+/// What one read of the input gives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Frame {
+    Body(Vec<u8>),
+    /// Something that is not a message, said in one sentence; reading goes on.
+    Bad(String),
+}
+
+/// Reads frames, resynchronising after anything that is not one.
+struct FrameReader<R> {
+    input: BufReader<R>,
+    /// A header line already read, which starts the next frame.
+    pending: Option<Vec<u8>>,
+    /// Skipping the body of a frame that was refused: what comes before the next header is
+    /// not reported again.
+    resyncing: bool,
+}
+
+impl<R: AsyncRead + Unpin> FrameReader<R> {
+    fn new(input: R) -> FrameReader<R> {
+        FrameReader { input: BufReader::new(input), pending: None, resyncing: false }
+    }
+
+    async fn line(&mut self) -> std::io::Result<Option<Vec<u8>>> {
+        if let Some(line) = self.pending.take() {
+            return Ok(Some(line));
+        }
+        let mut line = Vec::new();
+        let read = (&mut self.input).take(MAX_HEADER_LINE as u64).read_until(b'\n', &mut line).await?;
+        Ok((read > 0).then_some(line))
+    }
+
+    /// The next frame; `None` at the end of the input.
+    async fn next(&mut self) -> std::io::Result<Option<Frame>> {
+        let mut junk = 0usize;
+        let mut first_junk = String::new();
+        let mut length: Option<usize> = None;
+        let mut saw_header = false;
+        let mut problem: Option<String> = None;
+        loop {
+            let Some(line) = self.line().await? else {
+                if junk > 0 && !std::mem::take(&mut self.resyncing) {
+                    return Ok(Some(Frame::Bad(format!("{junk} stray bytes at the end of the input"))));
+                }
+                return Ok(None);
+            };
+            let text = String::from_utf8_lossy(&line);
+            let trimmed = text.trim_end_matches(['\r', '\n']);
+            if trimmed.is_empty() {
+                if saw_header {
+                    break;
+                }
+                if junk > 0 && !self.resyncing {
+                    // junk that ends like a header block: report it now, not with the next frame
+                    return Ok(Some(Frame::Bad(format!(
+                        "{junk} bytes that are not a message were skipped (starting {first_junk:?})"
+                    ))));
+                }
+                continue; // blank lines between frames are harmless
+            }
+            let lower = trimmed.to_ascii_lowercase();
+            if let Some(at) = lower.find("content-length:") {
+                if !saw_header && (junk > 0 || at > 0) {
+                    // junk before this frame: report it, then read the frame from its header
+                    let skipped = junk + at;
+                    self.pending = Some(line[at..].to_vec());
+                    if std::mem::take(&mut self.resyncing) {
+                        junk = 0;
+                        continue;
+                    }
+                    return Ok(Some(Frame::Bad(format!(
+                        "{skipped} stray bytes before a message were skipped (a Content-Length counted wrong?)"
+                    ))));
+                }
+                self.resyncing = false;
+                saw_header = true;
+                let value = trimmed[at + "content-length:".len()..].trim();
+                match value.parse::<usize>() {
+                    Ok(n) => length = Some(n),
+                    Err(_) => problem = Some(format!("bad Content-Length header {value:?}")),
+                }
+                continue;
+            }
+            if saw_header {
+                if !trimmed.contains(':') {
+                    problem = Some(format!("a header line that is not a header: {:?}", shorten(trimmed)));
+                }
+                continue; // Content-Type and other headers
+            }
+            if junk == 0 && is_header_name(trimmed) {
+                saw_header = true; // a Content-Type before the Content-Length
+                continue;
+            }
+            if junk == 0 {
+                first_junk = shorten(trimmed);
+            }
+            junk += line.len();
+        }
+        if let Some(problem) = problem {
+            // skip the body when its length is believable, so the next frame is read from
+            // its start; otherwise resynchronise on the next header
+            match length.filter(|&n| n <= MAX_FRAME_BYTES) {
+                Some(length) => self.skip(length).await?,
+                None => self.resyncing = true,
+            }
+            return Ok(Some(Frame::Bad(problem)));
+        }
+        let Some(length) = length else {
+            return Ok(Some(Frame::Bad("a message without a Content-Length header".to_string())));
+        };
+        if length > MAX_FRAME_BYTES {
+            self.resyncing = true;
+            return Ok(Some(Frame::Bad(format!(
+                "a message of {length} bytes is larger than the {MAX_FRAME_BYTES}-byte limit; it was skipped up to the next header"
+            ))));
+        }
+        let mut body = vec![0; length];
+        self.input.read_exact(&mut body).await?;
+        Ok(Some(Frame::Body(body)))
+    }
+
+    async fn skip(&mut self, length: usize) -> std::io::Result<()> {
+        tokio::io::copy(&mut (&mut self.input).take(length as u64), &mut tokio::io::sink()).await?;
+        Ok(())
+    }
+}
+
+/// `Name: value`, with a name of letters and dashes.
+fn is_header_name(line: &str) -> bool {
+    line.split_once(':').is_some_and(|(name, _)| {
+        !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+    })
+}
+
+fn shorten(text: &str) -> String {
+    text.chars().take(60).collect()
+}
+
+/// What goes to the writer.
+enum Out {
+    Frame(Vec<u8>),
+    Exit(i32),
+}
+
+/// Messages Tokamak sends itself, written whole between tower-lsp's frames.
+#[derive(Clone)]
+pub struct Outbox {
+    sender: mpsc::UnboundedSender<Out>,
+}
+
+impl Outbox {
+    fn frame(&self, body: Vec<u8>) {
+        let _ = self.sender.send(Out::Frame(body));
+    }
+
+    /// Answers request `id` with a result.
+    pub fn result(&self, id: Value, result: Value) {
+        self.frame(json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string().into_bytes());
+    }
+
+    /// Answers request `id` with an error.
+    pub fn error(&self, id: Value, code: i64, message: &str) {
+        let error = json!({"code": code, "message": message});
+        self.frame(json!({"jsonrpc": "2.0", "id": id, "error": error}).to_string().into_bytes());
+    }
+
+    /// Ends the process once everything before is written: children killed, status `code`.
+    pub fn exit(&self, code: i32) {
+        let _ = self.sender.send(Out::Exit(code));
+    }
+}
+
+/// Whether the editor asked to shut down, and what the process's status is when it ends.
+#[derive(Default)]
+pub struct Lifecycle {
+    shutdown: AtomicBool,
+}
+
+impl Lifecycle {
+    /// LSP 3.17: 0 after `shutdown`, 1 without.
+    pub fn exit_code(&self) -> i32 {
+        if self.shutdown.load(Ordering::SeqCst) { 0 } else { 1 }
+    }
+}
+
+/// Writes to `stdout`: returns the pipe tower-lsp writes into and the [`Outbox`].
+pub fn output<W>(stdout: W) -> (DuplexStream, Outbox)
+where
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let (sender, mut receiver) = mpsc::unbounded_channel::<Out>();
+    let outbox = Outbox { sender };
+    let (server_side, ours) = tokio::io::duplex(64 * 1024);
+    // tower-lsp's frames, copied whole into the queue
+    let copier = outbox.clone();
+    tokio::spawn(async move {
+        let mut frames = FrameReader::new(ours);
+        while let Ok(Some(frame)) = frames.next().await {
+            if let Frame::Body(body) = frame {
+                copier.frame(body);
+            }
+        }
+    });
+    tokio::spawn(async move {
+        let mut stdout = stdout;
+        while let Some(out) = receiver.recv().await {
+            match out {
+                Out::Frame(body) => {
+                    let header = format!("Content-Length: {}\r\n\r\n", body.len());
+                    let written = async {
+                        stdout.write_all(header.as_bytes()).await?;
+                        stdout.write_all(&body).await?;
+                        stdout.flush().await
+                    };
+                    if written.await.is_err() {
+                        // the editor is gone
+                        end(1);
+                    }
+                }
+                Out::Exit(code) => {
+                    let _ = stdout.flush().await;
+                    end(code);
+                }
+            }
+        }
+    });
+    (server_side, outbox)
+}
+
+/// Ends the process: every child process group killed first.
+fn end(code: i32) -> ! {
+    let killed = crate::process::kill_all();
+    if killed > 0 {
+        tracing::info!("stopped {killed} child process group(s)");
+    }
+    tracing::info!("exiting with status {code}");
+    std::process::exit(code)
+}
+
+/// `workspace/executeCommand` requests for these commands are answered off tower-lsp's
+/// one-at-a-time queue ([`DEFERRED_METHOD`]): they wait on checkers or the model.
+pub const DEFERRED_COMMANDS: &[&str] = &["tokamak.diagnostics", "tokamak.checkModel"];
+
+/// The notification a deferred request is turned into: `{id, command, arguments}`.
+pub const DEFERRED_METHOD: &str = "$/tokamak/deferred";
+
+/// Reads frames from `input`, checks them, answers what tower-lsp cannot, and hands
+/// tower-lsp a stream of frames it can always decode.
+pub fn checked_input<R>(input: R, outbox: Outbox, lifecycle: Arc<Lifecycle>) -> DuplexStream
 where
     R: AsyncRead + Unpin + Send + 'static,
 {
     let (mut writer, reader) = tokio::io::duplex(64 * 1024);
     tokio::spawn(async move {
-        let mut input = BufReader::new(input);
+        let mut frames = FrameReader::new(input);
         loop {
-            let body = match read_frame(&mut input).await {
-                Ok(Some(Ok(body))) => check(body),
-                Ok(Some(Err(problem))) => invalid(ErrorCode::ParseError, &problem, Value::Null),
+            let frame = match frames.next().await {
+                Ok(Some(frame)) => frame,
                 Ok(None) => break,
                 Err(err) => {
                     tracing::error!("cannot read from the editor: {err}");
                     break;
                 }
             };
+            let body = match frame {
+                Frame::Bad(problem) => {
+                    tracing::warn!("malformed input from the editor: {problem}");
+                    outbox.error(Value::Null, ErrorCode::ParseError.code(), &problem);
+                    continue;
+                }
+                Frame::Body(body) => body,
+            };
+            let Some(body) = route(body, &outbox, &lifecycle) else { continue };
             let header = format!("Content-Length: {}\r\n\r\n", body.len());
             let written = async {
                 writer.write_all(header.as_bytes()).await?;
@@ -60,95 +323,65 @@ where
                 break; // the server stopped reading: it is shutting down
             }
         }
+        // the editor is gone: give what is in flight a moment, then end
+        drop(writer);
+        tokio::time::sleep(GRACE_AFTER_EOF).await;
+        tracing::info!("the editor closed the connection");
+        outbox.exit(lifecycle.exit_code());
     });
     reader
 }
 
-/// One frame's body; `Some(Err(problem))` for a frame that cannot be read as one; `None` at
-/// the end of the input.
-async fn read_frame<R: AsyncRead + Unpin>(
-    input: &mut BufReader<R>,
-) -> std::io::Result<Option<Result<Vec<u8>, String>>> {
-    let mut length: Option<usize> = None;
-    let mut saw_header = false;
-    let mut problem: Option<String> = None;
-    loop {
-        let mut line = Vec::new();
-        let read = (&mut *input).take(MAX_HEADER_LINE as u64).read_until(b'\n', &mut line).await?;
-        if read == 0 {
-            return Ok(None);
-        }
-        let text = String::from_utf8_lossy(&line);
-        let text = text.trim_end_matches(['\r', '\n']);
-        if text.is_empty() {
-            if !saw_header {
-                continue; // stray blank line between frames
-            }
-            break;
-        }
-        saw_header = true;
-        // The header is found anywhere on the line: a client that counted characters instead
-        // of bytes leaves the end of its last body in front of the next header, and reading
-        // the length from there brings the stream back in step.
-        let lower = text.to_ascii_lowercase();
-        match lower.rfind("content-length:") {
-            Some(at) => {
-                let value = text[at + "content-length:".len()..].trim();
-                match value.parse::<usize>() {
-                    Ok(n) => length = Some(n),
-                    Err(_) => problem = Some(format!("bad Content-Length header {value:?}")),
-                }
-                if at > 0 {
-                    problem =
-                        Some(format!("{at} stray bytes before a header (a Content-Length counted wrong?)"));
-                }
-            }
-            None if text.contains(':') => {} // Content-Type and other headers
-            None => problem = Some(format!("a header line that is not a header: {:?}", shorten(text))),
-        }
-    }
-    if let Some(problem) = problem {
-        // skip the body when its length is known, so the next frame is read from its start
-        if let Some(length) = length.filter(|&n| n <= MAX_FRAME_BYTES) {
-            let mut skipped = vec![0; length];
-            input.read_exact(&mut skipped).await?;
-        }
-        return Ok(Some(Err(problem)));
-    }
-    let Some(length) = length else {
-        return Ok(Some(Err("a message without a Content-Length header".to_string())));
-    };
-    if length > MAX_FRAME_BYTES {
-        tokio::io::copy(&mut (&mut *input).take(length as u64), &mut tokio::io::sink()).await?;
-        return Ok(Some(Err(format!(
-            "a message of {length} bytes is larger than the {MAX_FRAME_BYTES}-byte limit"
-        ))));
-    }
-    let mut body = vec![0; length];
-    input.read_exact(&mut body).await?;
-    Ok(Some(Ok(body)))
-}
-
-/// Passes a well-formed message on unchanged; turns anything else into [`INVALID_METHOD`].
-fn check(body: Vec<u8>) -> Vec<u8> {
+/// What to do with one well-framed message: `Some(body)` to pass to tower-lsp (perhaps
+/// rewritten), `None` when it was answered or acted on here.
+fn route(body: Vec<u8>, outbox: &Outbox, lifecycle: &Lifecycle) -> Option<Vec<u8>> {
     let value: Value = match serde_json::from_slice(&body) {
         Ok(value) => value,
         Err(err) => {
-            return invalid(ErrorCode::ParseError, &format!("the message is not JSON: {err}"), Value::Null);
+            let problem = format!("the message is not JSON: {err}");
+            tracing::warn!("malformed message from the editor: {problem}");
+            outbox.error(Value::Null, ErrorCode::ParseError.code(), &problem);
+            return None;
         }
     };
-    let problem = shape_problem(&value).or_else(|| decodes(&body));
-    match problem {
-        None => body,
-        Some(problem) => {
-            // a malformed *response* gets a null id: its own could be one of the client's
-            let id = value
-                .get("id")
-                .filter(|id| (id.is_string() || id.is_i64()) && value.get("method").is_some())
-                .cloned();
-            invalid(ErrorCode::InvalidRequest, problem, id.unwrap_or(Value::Null))
-        }
+    if let Some(problem) = shape_problem(&value).or_else(|| decodes(&body)) {
+        tracing::warn!("malformed message from the editor: {problem}");
+        // a malformed *response* gets a null id: its own could be one of the client's
+        let id = value
+            .get("id")
+            .filter(|id| (id.is_string() || id.is_i64()) && value.get("method").is_some())
+            .cloned()
+            .unwrap_or(Value::Null);
+        outbox.error(id, ErrorCode::InvalidRequest.code(), problem);
+        return None;
     }
+    let method = value.get("method").and_then(Value::as_str);
+    let id = value.get("id").filter(|id| !id.is_null());
+    match (method, id) {
+        (Some("shutdown"), Some(_)) => lifecycle.shutdown.store(true, Ordering::SeqCst),
+        (Some("exit"), None) => {
+            tracing::info!("exit: ending the process");
+            outbox.exit(lifecycle.exit_code());
+            return None;
+        }
+        (Some(method), Some(id)) if method.starts_with("$/") => {
+            outbox.error(id.clone(), ErrorCode::MethodNotFound.code(), &format!("unknown method {method}"));
+            return None;
+        }
+        (Some("workspace/executeCommand"), Some(id))
+            if value["params"]["command"].as_str().is_some_and(|c| DEFERRED_COMMANDS.contains(&c)) =>
+        {
+            let params = json!({
+                "id": id,
+                "command": value["params"]["command"],
+                "arguments": value["params"].get("arguments").cloned().unwrap_or(Value::Null),
+            });
+            let notification = json!({"jsonrpc": "2.0", "method": DEFERRED_METHOD, "params": params});
+            return Some(notification.to_string().into_bytes());
+        }
+        _ => {}
+    }
+    Some(body)
 }
 
 /// Whether tower-lsp itself can decode the message (it stops reading at the first it cannot):
@@ -187,22 +420,7 @@ fn shape_problem(value: &Value) -> Option<&'static str> {
     }
 }
 
-fn invalid(code: ErrorCode, problem: &str, id: Value) -> Vec<u8> {
-    tracing::warn!("malformed message from the editor: {problem}");
-    let request = json!({
-        "jsonrpc": "2.0",
-        "id": id,
-        "method": INVALID_METHOD,
-        "params": {"code": code.code(), "message": problem},
-    });
-    request.to_string().into_bytes()
-}
-
-fn shorten(text: &str) -> String {
-    text.chars().take(60).collect()
-}
-
-/// Wraps the LSP service: answers [`INVALID_METHOD`] with its error and drops `null` params.
+/// Wraps the LSP service: drops `null` params.
 pub struct Hygiene<S> {
     inner: S,
 }
@@ -219,25 +437,14 @@ where
 {
     type Response = Option<Response>;
     type Error = S::Error;
-    type Future = Either<S::Future, Ready<Result<Option<Response>, S::Error>>>;
+    type Future = S::Future;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
     }
 
     fn call(&mut self, request: Request) -> Self::Future {
-        if request.method() == INVALID_METHOD {
-            let (_, id, params) = request.into_parts();
-            let params = params.unwrap_or_default();
-            let error = Error {
-                code: ErrorCode::from(params["code"].as_i64().unwrap_or(-32600)),
-                message: params["message"].as_str().unwrap_or("invalid message").to_string().into(),
-                data: None,
-            };
-            let response = id.map(|id| Response::from_error(id, error));
-            return Either::Right(ready(Ok(response)));
-        }
-        Either::Left(self.inner.call(without_null_params(request)))
+        self.inner.call(without_null_params(request))
     }
 }
 
@@ -257,23 +464,45 @@ fn without_null_params(request: Request) -> Request {
 mod tests {
     use super::*;
 
-    async fn frames(input: &[u8]) -> Vec<Result<Vec<u8>, String>> {
-        let mut reader = BufReader::new(input);
+    async fn frames(input: &[u8]) -> Vec<Frame> {
+        let mut reader = FrameReader::new(input);
         let mut out = Vec::new();
-        while let Some(frame) = read_frame(&mut reader).await.unwrap() {
+        while let Some(frame) = reader.next().await.unwrap() {
             out.push(frame);
         }
         out
     }
 
+    fn bad(frame: &Frame) -> &str {
+        match frame {
+            Frame::Bad(problem) => problem,
+            Frame::Body(body) => panic!("a frame, not a problem: {}", String::from_utf8_lossy(body)),
+        }
+    }
+
+    fn body(text: &str) -> Frame {
+        Frame::Body(text.as_bytes().to_vec())
+    }
+
     #[tokio::test]
     async fn reads_frames_and_reports_bad_headers() {
-        let input = b"Content-Length: 2\r\n\r\n{}\n\r\nContent-Type: x\r\ncontent-length:3\r\n\r\n[1]garbage\r\n\r\nContent-Length: nope\r\n\r\n";
+        let input = b"Content-Length: 2\r\n\r\n{}\n\r\nContent-Type: x\r\ncontent-length:3\r\n\r\n[1]Content-Length: 2\r\nnot a header\r\n\r\n{}Content-Length: nope\r\n\r\n";
         let got = frames(input).await;
-        assert_eq!(got[0], Ok(b"{}".to_vec()));
-        assert_eq!(got[1], Ok(b"[1]".to_vec()));
-        assert!(got[2].as_ref().unwrap_err().contains("not a header"), "{got:?}");
-        assert!(got[3].as_ref().unwrap_err().contains("bad Content-Length"), "{got:?}");
+        assert_eq!(got[0], body("{}"));
+        assert_eq!(got[1], body("[1]"));
+        assert!(bad(&got[2]).contains("not a header"), "{got:?}");
+        assert!(bad(&got[3]).contains("bad Content-Length"), "{got:?}");
+        assert_eq!(got.len(), 4, "{got:?}");
+    }
+
+    #[tokio::test]
+    async fn junk_before_a_frame_is_reported_and_the_frame_kept() {
+        let input = b"garbage\r\nmore garbage\r\nContent-Length: 2\r\n\r\n{}xxContent-Length: 2\r\n\r\n[]";
+        let got = frames(input).await;
+        assert!(bad(&got[0]).contains("23 stray bytes"), "{got:?}");
+        assert_eq!(got[1], body("{}"));
+        assert!(bad(&got[2]).contains("2 stray bytes"), "{got:?}");
+        assert_eq!(got[3], body("[]"));
         assert_eq!(got.len(), 4);
     }
 
@@ -282,21 +511,66 @@ mod tests {
         // "é" is two bytes; the client said 13 for a 14-byte body
         let input = "Content-Length: 13\r\n\r\n{\"x\":\"é\",\"y\":1}Content-Length: 2\r\n\r\n{}Content-Length: 2\r\n\r\n[]".as_bytes();
         let got = frames(input).await;
-        assert!(matches!(&got[0], Ok(body) if body.len() == 13), "{got:?}");
-        assert!(got[1].as_ref().unwrap_err().contains("stray bytes"), "{got:?}");
-        assert_eq!(got[2], Ok(b"[]".to_vec()), "back in step: {got:?}");
+        assert!(matches!(&got[0], Frame::Body(body) if body.len() == 13), "{got:?}");
+        assert!(bad(&got[1]).contains("3 stray bytes"), "{got:?}");
+        assert_eq!(got[2], body("{}"), "back in step: {got:?}");
+        assert_eq!(got[3], body("[]"));
+    }
+
+    #[tokio::test]
+    async fn an_absurd_length_is_refused_at_once_and_reading_resumes_at_the_next_header() {
+        let input =
+            b"Content-Length: 1000000000000\r\n\r\n{\"jsonrpc\":\"2.0\"}\r\nContent-Length: 2\r\n\r\n{}";
+        let got = frames(input).await;
+        assert!(bad(&got[0]).contains("larger than the"), "{got:?}");
+        assert_eq!(got[1], body("{}"), "the skipped body is not reported again: {got:?}");
+        assert_eq!(got.len(), 2);
     }
 
     #[test]
-    fn messages_tower_lsp_cannot_decode_are_refused() {
+    fn messages_are_routed() {
+        let (sender, mut receiver) = mpsc::unbounded_channel();
+        let outbox = Outbox { sender };
+        let lifecycle = Lifecycle::default();
+        let mut answered = || match receiver.try_recv() {
+            Ok(Out::Frame(body)) => serde_json::from_slice::<Value>(&body).unwrap(),
+            Ok(Out::Exit(code)) => json!({"exit": code}),
+            Err(_) => Value::Null,
+        };
+        // tower-lsp cannot decode these: answered here
         for body in
             [r#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#, r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"x"}"#]
         {
-            let checked = String::from_utf8(check(body.as_bytes().to_vec())).unwrap();
-            assert!(checked.contains(INVALID_METHOD), "{body} passed as {checked}");
+            assert!(route(body.as_bytes().to_vec(), &outbox, &lifecycle).is_none(), "{body}");
+            assert_eq!(answered()["error"]["code"], -32600);
         }
-        let good = r#"{"jsonrpc":"2.0","id":"a","method":"x","params":{}}"#;
-        assert_eq!(check(good.as_bytes().to_vec()), good.as_bytes());
+        assert!(route(b"{nope".to_vec(), &outbox, &lifecycle).is_none());
+        assert_eq!(answered()["error"]["code"], -32700);
+        // a `$/` request
+        assert!(
+            route(br#"{"jsonrpc":"2.0","id":7,"method":"$/custom"}"#.to_vec(), &outbox, &lifecycle).is_none()
+        );
+        let answer = answered();
+        assert_eq!((answer["id"].clone(), answer["error"]["code"].clone()), (json!(7), json!(-32601)));
+        // a `$/` notification passes
+        let cancel = br#"{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":1}}"#.to_vec();
+        assert_eq!(route(cancel.clone(), &outbox, &lifecycle), Some(cancel));
+        // a deferred command becomes a notification
+        let deferred = route(
+            br#"{"jsonrpc":"2.0","id":9,"method":"workspace/executeCommand","params":{"command":"tokamak.checkModel","arguments":[{}]}}"#.to_vec(),
+            &outbox,
+            &lifecycle,
+        )
+        .unwrap();
+        let deferred: Value = serde_json::from_slice(&deferred).unwrap();
+        assert_eq!(deferred["method"], DEFERRED_METHOD);
+        assert_eq!(deferred["params"], json!({"id": 9, "command": "tokamak.checkModel", "arguments": [{}]}));
+        // exit without shutdown: status 1; after shutdown: 0
+        assert!(route(br#"{"jsonrpc":"2.0","method":"exit"}"#.to_vec(), &outbox, &lifecycle).is_none());
+        assert_eq!(answered(), json!({"exit": 1}));
+        let shutdown = br#"{"jsonrpc":"2.0","id":3,"method":"shutdown"}"#.to_vec();
+        assert_eq!(route(shutdown.clone(), &outbox, &lifecycle), Some(shutdown));
+        assert_eq!(lifecycle.exit_code(), 0);
     }
 
     #[test]

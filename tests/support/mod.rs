@@ -30,6 +30,8 @@ pub struct LspClient {
     editor: Option<EditorState>,
     /// The server's own user settings and cache folders.
     pub user: UserDirs,
+    /// Requests from the server that are never answered, by method.
+    unanswered: std::collections::HashSet<String>,
 }
 
 /// A user's settings folder (`XDG_CONFIG_HOME`) and cache folder (`XDG_CACHE_HOME`) of
@@ -160,7 +162,31 @@ impl LspClient {
             answers: Default::default(),
             editor: None,
             user,
+            unanswered: Default::default(),
         }
+    }
+
+    /// From now on, never answer the server's `method` requests (an editor that hangs).
+    pub fn never_answer(&mut self, method: &str) {
+        self.unanswered.insert(method.to_string());
+    }
+
+    /// Waits for the process to end by itself (stdin stays open); `None` if it did not
+    /// within `timeout`.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
+    /// Closes the server's stdin (the editor went away) without waiting.
+    pub fn close_stdin(&mut self) {
+        self.stdin.take();
     }
 
     /// From now on, answer the server's `method` requests with `result`.
@@ -227,7 +253,9 @@ impl LspClient {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.incoming.recv_timeout(left) {
                 Ok(message) => {
-                    if let (Some(method), Some(id)) = (message["method"].as_str(), message.get("id")) {
+                    if let (Some(method), Some(id)) = (message["method"].as_str(), message.get("id"))
+                        && !self.unanswered.contains(method)
+                    {
                         let result = if method == "workspace/applyEdit" && self.editor.is_some() {
                             self.apply_workspace_edit(&message["params"])
                         } else {
