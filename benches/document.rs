@@ -46,7 +46,9 @@ fn bench_open(c: &mut Criterion) {
 
 /// Types one character in the middle of the file and deletes it again, alternately, so the
 /// document stays the same size; each step is one `didChange` up to diagnostics.
-fn bench_keystroke(c: &mut Criterion, name: &str, text: &str, character: &str) {
+/// `column` 12 is inside `self` of `        self.name = name`; 8 is where the indentation ends,
+/// which tree-sitter-python's scanner handles by reparsing the rest of the file.
+fn bench_keystroke(c: &mut Criterion, name: &str, text: &str, column: u32, character: &str) {
     let uri = Url::parse("file:///bench/big.py").unwrap();
     let mut workspace = Workspace::default();
     workspace.open(uri.clone(), "python", 0, text);
@@ -55,7 +57,7 @@ fn bench_keystroke(c: &mut Criterion, name: &str, text: &str, character: &str) {
     let line = (middle..)
         .find(|&n| text.lines().nth(n).is_some_and(|l| l.starts_with("        self.name")))
         .unwrap_or(middle) as u32;
-    let at = LineCol::new(line, 8);
+    let at = LineCol::new(line, column);
     let mut version = 0;
     c.bench_function(name, |b| {
         b.iter(|| {
@@ -63,7 +65,7 @@ fn bench_keystroke(c: &mut Criterion, name: &str, text: &str, character: &str) {
             let change = if version % 2 == 1 {
                 TextChange { range: Some((at, at)), text: character.to_string() }
             } else {
-                TextChange { range: Some((at, LineCol::new(line, 9))), text: String::new() }
+                TextChange { range: Some((at, LineCol::new(line, column + 1))), text: String::new() }
             };
             let (snapshot, _) = workspace.change(&uri, version, &[change], PositionEncoding::Utf16).unwrap();
             black_box(syntax_diagnostics(&snapshot))
@@ -71,14 +73,75 @@ fn bench_keystroke(c: &mut Criterion, name: &str, text: &str, character: &str) {
     });
 }
 
+/// The same keystroke (inside an identifier) with tree-sitter alone: the part of a keystroke
+/// that is the parser's, for comparison.
+fn bench_bare_reparse(c: &mut Criterion, label: &str, text: &str) {
+    use tree_sitter::{InputEdit, Parser, Point};
+    let mut text = text.to_string();
+    let middle = text.lines().count() / 2;
+    let line = (middle..)
+        .find(|&n| text.lines().nth(n).is_some_and(|l| l.starts_with("        self.name")))
+        .unwrap_or(middle);
+    let offset: usize = text.lines().take(line).map(|l| l.len() + 1).sum::<usize>() + 12;
+    let mut parser = Parser::new();
+    parser.set_language(&tree_sitter_python::LANGUAGE.into()).unwrap();
+    let mut tree = parser.parse(&text, None).unwrap();
+    let (at, after) = (Point::new(line, 12), Point::new(line, 13));
+    let mut typed = false;
+    c.bench_function(&format!("keystroke in a {label} python file, tree-sitter's reparse alone"), |b| {
+        b.iter(|| {
+            let edit = if typed {
+                text.remove(offset);
+                InputEdit {
+                    start_byte: offset,
+                    old_end_byte: offset + 1,
+                    new_end_byte: offset,
+                    start_position: at,
+                    old_end_position: after,
+                    new_end_position: at,
+                }
+            } else {
+                text.insert(offset, 'x');
+                InputEdit {
+                    start_byte: offset,
+                    old_end_byte: offset,
+                    new_end_byte: offset + 1,
+                    start_position: at,
+                    old_end_position: at,
+                    new_end_position: after,
+                }
+            };
+            typed = !typed;
+            tree.edit(&edit);
+            tree = parser.parse(&text, Some(&tree)).unwrap();
+            black_box(&tree);
+        })
+    });
+}
+
 fn bench_keystrokes(c: &mut Criterion) {
     let text = ten_thousand_lines();
-    bench_keystroke(c, "keystroke in 10k-line python file (identifier char)", &text, "x");
-    bench_keystroke(c, "keystroke in 10k-line python file (breaks syntax)", &text, "(");
+    bench_keystroke(c, "keystroke in 10k-line python file (identifier char)", &text, 12, "x");
+    bench_keystroke(c, "keystroke in 10k-line python file (breaks syntax)", &text, 12, "(");
     for (megabytes, label) in [(1, "1 MB"), (5, "5 MB")] {
         let text = of_size(megabytes * 1024 * 1024);
-        bench_keystroke(c, &format!("keystroke in a {label} python file (identifier char)"), &text, "x");
-        bench_keystroke(c, &format!("keystroke in a {label} python file (breaks syntax)"), &text, "(");
+        bench_keystroke(c, &format!("keystroke in a {label} python file (identifier char)"), &text, 12, "x");
+        bench_keystroke(c, &format!("keystroke in a {label} python file (breaks syntax)"), &text, 12, "(");
+        bench_keystroke(
+            c,
+            &format!("keystroke in a {label} python file (at the indentation)"),
+            &text,
+            8,
+            "x",
+        );
+        bench_keystroke(
+            c,
+            &format!("keystroke in a {label} python file (breaks syntax at the indentation)"),
+            &text,
+            8,
+            "(",
+        );
+        bench_bare_reparse(c, label, &text);
     }
 }
 

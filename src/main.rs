@@ -373,6 +373,10 @@ async fn run_check(paths: &[PathBuf], format: Format, options: &CheckOptions) ->
     for (path, reason) in &report.skipped {
         eprintln!("{}: not checked: {reason}", path.display());
     }
+    if report.checked == 0 && !report.skipped.is_empty() {
+        eprintln!("tokamak: nothing was checked: every file was skipped");
+        return ExitCode::from(USAGE);
+    }
     match format {
         Format::Text => {
             for finding in &report.findings {
@@ -398,6 +402,10 @@ async fn run_fix(paths: &[PathBuf], format: Format, options: &FixOptions) -> Exi
             return ExitCode::from(USAGE);
         }
     };
+    if results.is_empty() {
+        eprintln!("tokamak: nothing was fixed: no file given could be read as source text");
+        return ExitCode::from(USAGE);
+    }
     match format {
         Format::Text => {
             for result in &results {

@@ -1,6 +1,7 @@
 //! Child processes Tokamak starts (checkers, the agent's commands and tests): each leads a
 //! process group of its own, which is killed whole when its run is cancelled or too slow, and
-//! every group still alive is killed when Tokamak exits — nothing outlives the editor.
+//! every group still alive is killed when Tokamak exits — nothing outlives the editor. And
+//! what they print, made fit to show (`clean_output`).
 
 use std::collections::BTreeSet;
 use std::sync::Mutex;
@@ -69,9 +70,42 @@ pub fn kill_all() -> usize {
     groups.len()
 }
 
+/// Output as text the model can read: invalid UTF-8 replaced, terminal control sequences
+/// and other control characters (but tabs and line breaks) removed.
+pub fn clean_output(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\u{1b}' => {
+                // CSI: ESC [ … final byte in @–~
+                if chars.peek() == Some(&'[') {
+                    chars.next();
+                    for c in chars.by_ref() {
+                        if ('@'..='~').contains(&c) {
+                            break;
+                        }
+                    }
+                }
+            }
+            '\r' if chars.peek() == Some(&'\n') => {}
+            '\n' | '\t' => out.push(c),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_characters_are_removed() {
+        assert_eq!(clean_output(b"a\x1b[1;31mb\x1b[0m\r\nc\x07\td\xff"), "ab\nc\td\u{fffd}");
+    }
     use std::os::unix::process::CommandExt;
 
     #[test]

@@ -150,3 +150,17 @@ fn bad_settings_and_unknown_checkers_exit_two() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(stderr(&bad).contains("tokamak.toml is not valid TOML"), "{}", stderr(&bad));
 }
+
+#[test]
+fn nothing_checked_is_not_success() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("blob.py"), b"\x00\x01binary").unwrap();
+    std::fs::write(dir.path().join("latin1.py"), b"x = '\xe9'\n").unwrap();
+    let output = tokamak(&["check", "blob.py", "latin1.py"], dir.path());
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("nothing was checked: every file was skipped"), "{}", stderr(&output));
+    let output =
+        support::UserDirs::new().command(&["fix", "blob.py"]).current_dir(dir.path()).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("nothing was fixed"), "{output:?}");
+}

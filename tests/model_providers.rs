@@ -291,7 +291,7 @@ async fn a_reply_that_never_ends_times_out() {
     let err = result.unwrap_err();
     assert_eq!(
         err.to_string(),
-        format!("the model at {}/v1/chat/completions did not finish within 0 s", server.url())
+        format!("the model at {}/v1/chat/completions did not finish within 0.5 s", server.url())
     );
     assert!(matches!(err, ModelError::Timeout { .. }));
 }
@@ -319,4 +319,23 @@ async fn nothing_listening_says_what_to_set() {
             .contains(&format!("cannot reach the model at http://127.0.0.1:{port}/v1/chat/completions")),
         "{err}"
     );
+}
+
+#[tokio::test]
+async fn a_whole_reply_cut_off_is_not_called_a_stream() {
+    for (provider, reply) in [
+        ("openai", cut(openai_chat("a reply that will not arrive whole"), 40)),
+        ("anthropic", cut(anthropic_message("a reply that will not arrive whole"), 40)),
+        ("ollama", cut(ollama_chat("a reply that will not arrive whole"), 40)),
+    ] {
+        let server = ModelServer::start(vec![reply]);
+        let model = model::connect(config(&server, provider, |s| s.max_retries = Some(0))).expect("connect");
+        let err = model.send(&chat(), &CallOptions::default()).await.unwrap_err();
+        assert!(matches!(err, ModelError::BodyCut { .. }), "{provider}: {err:?}");
+        let said = err.to_string();
+        assert!(
+            said.contains("cut its reply off before it was complete") && !said.contains("stream"),
+            "{said}"
+        );
+    }
 }

@@ -64,13 +64,35 @@ fn a_checker_that_hangs_is_stopped_at_its_timeout() {
 }
 
 #[test]
+fn a_checker_that_leaves_a_child_holding_its_output_is_reported_as_that() {
+    let (project, path) = notes("x\n");
+    // prints a finding and exits, but a background child keeps stdout open for 30 s
+    let options = generic("leaky", "sh", &["-c", "sleep 30 & echo 1:found"], json!({"timeout_ms": 20000}));
+    let mut client = LspClient::for_project(project.path(), options);
+    client.open_file(&path, "plaintext");
+    let message = show_message(&mut client, "leaky");
+    assert!(message.contains("left a process running that held its output open"), "{message}");
+    assert!(!message.contains("timed out"), "{message}");
+}
+
+#[test]
 fn a_checker_that_fails_with_garbage_is_reported_once() {
     let (project, path) = notes("x\n");
-    let options = generic("broken", "sh", &["-c", "echo 'this is garbage' >&2; exit 3"], json!({}));
+    // with terminal colours, which the user must not see as escape codes
+    let options = generic(
+        "broken",
+        "sh",
+        &["-c", "printf '\\033[31mthis is garbage\\033[0m\\n' >&2; exit 3"],
+        json!({}),
+    );
     let mut client = LspClient::for_project(project.path(), options);
     let uri = client.open_file(&path, "plaintext");
     let message = show_message(&mut client, "broken failed");
     assert!(message.contains("exit status 3") && message.contains("this is garbage"), "{message}");
+    assert!(
+        !message.contains('\u{1b}') && !message.contains("[31m"),
+        "control characters shown: {message:?}"
+    );
     // again on save: logged, not shown again
     client.notify("textDocument/didSave", json!({"textDocument": {"uri": uri}}));
     let observed = client.observer_diagnostics(&uri, true);

@@ -76,6 +76,8 @@ pub struct Report {
     pub skipped: Vec<(PathBuf, String)>,
     /// What the Observer told the user (a missing or failing checker), once each.
     pub messages: Vec<String>,
+    /// Files that were read and checked.
+    pub checked: usize,
 }
 
 impl Report {
@@ -141,6 +143,7 @@ pub async fn check(paths: &[PathBuf], options: &CheckOptions) -> anyhow::Result<
         let uri = Url::from_file_path(&absolute)
             .map_err(|()| anyhow::anyhow!("cannot make a file URI of {}", absolute.display()))?;
         let snapshot = observer.open(uri.clone(), "", 0, &text).await;
+        report.checked += 1;
         if let Some(reason) = &snapshot.syntax_skipped {
             report.skipped.push((path.clone(), reason.clone()));
         }

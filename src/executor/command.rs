@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::output::cut;
 use crate::history::audit::is_secret_name;
-use crate::process::ProcessGroup;
+use crate::process::{ProcessGroup, clean_output};
 
 /// Output read from a command before the rest is drained unread (per stream).
 const MAX_CAPTURE: usize = 8 * 1024 * 1024;
@@ -131,8 +131,8 @@ pub async fn run(spec: CommandSpec<'_>, cancel: &CancellationToken) -> std::io::
         status: status.code(),
         timed_out,
         cancelled,
-        stdout: cut(&clean(&stdout), half),
-        stderr: cut(&clean(&stderr), half),
+        stdout: cut(&clean_output(&stdout), half),
+        stderr: cut(&clean_output(&stderr), half),
         elapsed,
     })
 }
@@ -147,34 +147,6 @@ async fn read_capped(stream: Option<impl AsyncRead + Unpin>) -> Vec<u8> {
     // keep draining so the command is not blocked on a full pipe until the timeout
     let mut rest = limited.into_inner();
     let _ = tokio::io::copy(&mut rest, &mut tokio::io::sink()).await;
-    out
-}
-
-/// Output as text the model can read: invalid UTF-8 replaced, terminal control sequences
-/// and other control characters (but tabs and line breaks) removed.
-pub fn clean(bytes: &[u8]) -> String {
-    let text = String::from_utf8_lossy(bytes);
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\u{1b}' => {
-                // CSI: ESC [ … final byte in @–~
-                if chars.peek() == Some(&'[') {
-                    chars.next();
-                    for c in chars.by_ref() {
-                        if ('@'..='~').contains(&c) {
-                            break;
-                        }
-                    }
-                }
-            }
-            '\r' if chars.peek() == Some(&'\n') => {}
-            '\n' | '\t' => out.push(c),
-            c if c.is_control() => {}
-            c => out.push(c),
-        }
-    }
     out
 }
 
@@ -227,10 +199,5 @@ mod tests {
         assert!(
             run(spec(&missing, dir.path(), Duration::from_secs(1)), &CancellationToken::new()).await.is_err()
         );
-    }
-
-    #[test]
-    fn control_characters_are_removed() {
-        assert_eq!(clean(b"a\x1b[1;31mb\x1b[0m\r\nc\x07\td\xff"), "ab\nc\td\u{fffd}");
     }
 }

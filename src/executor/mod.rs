@@ -31,7 +31,6 @@ use tokio_util::sync::CancellationToken;
 use url::Url;
 
 pub use action::{ACTION_NAMES, Action, ActionKind, ActionResult};
-pub use command::clean as clean_output;
 pub use confine::{Access, Confined, Confinement, Refused};
 pub use document::{DocumentEditError, apply_to_document};
 pub use output::cut;
@@ -44,6 +43,7 @@ use crate::edit::{Block, apply_blocks, minimal_edits, parse_reply};
 use crate::editor::{EditOutcome, Editor, FileOperation, MessageLevel};
 use crate::history::{History, Journal};
 use crate::observer::Observer;
+use crate::process::clean_output;
 use crate::sync::lock;
 use crate::workspace::{read_text, write_if_unchanged};
 

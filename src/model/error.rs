@@ -27,7 +27,9 @@ pub enum ModelError {
     BadReply { endpoint: String, detail: String },
     #[error("the model at {endpoint} cut its streamed reply off after {received} characters: {detail}")]
     StreamCut { endpoint: String, received: usize, detail: String },
-    #[error("the model at {endpoint} did not finish within {} s", .after.as_secs())]
+    #[error("the model at {endpoint} cut its reply off before it was complete: {detail}")]
+    BodyCut { endpoint: String, detail: String },
+    #[error("the model at {endpoint} did not finish within {}", seconds(*.after))]
     Timeout { endpoint: String, after: Duration },
     #[error("the model call to {endpoint} was cancelled")]
     Cancelled { endpoint: String },
@@ -41,8 +43,30 @@ impl ModelError {
             ModelError::RateLimited { .. }
                 | ModelError::Server { .. }
                 | ModelError::StreamCut { .. }
+                | ModelError::BodyCut { .. }
                 | ModelError::Timeout { .. }
                 | ModelError::Unreachable { .. }
         )
+    }
+}
+
+/// A duration as a person says it: "2 s", "2.5 s", "0.25 s".
+pub fn seconds(duration: Duration) -> String {
+    let text = format!("{:.3}", duration.as_secs_f64());
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    format!("{text} s")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_are_said_exactly() {
+        assert_eq!(seconds(Duration::from_millis(2500)), "2.5 s");
+        assert_eq!(seconds(Duration::from_secs(2)), "2 s");
+        assert_eq!(seconds(Duration::from_millis(250)), "0.25 s");
+        let timeout = ModelError::Timeout { endpoint: "http://x".into(), after: Duration::from_millis(2500) };
+        assert_eq!(timeout.to_string(), "the model at http://x did not finish within 2.5 s");
     }
 }

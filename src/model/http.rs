@@ -173,11 +173,10 @@ impl Client {
 
     /// Reads a whole JSON body.
     pub async fn json(&self, path: &str, response: reqwest::Response) -> Result<Value, ModelError> {
-        let text = response.text().await.map_err(|err| ModelError::StreamCut {
-            endpoint: self.endpoint(path),
-            received: 0,
-            detail: root_cause(&err),
-        })?;
+        let text = response
+            .text()
+            .await
+            .map_err(|err| ModelError::BodyCut { endpoint: self.endpoint(path), detail: root_cause(&err) })?;
         serde_json::from_str(&text).map_err(|err| ModelError::BadReply {
             endpoint: self.endpoint(path),
             detail: format!("{err} in {:?}", self.redact(&shorten(&text))),

@@ -28,6 +28,9 @@ pub enum Scripted {
     Endless { content_type: String, piece: String, pause: Duration },
     /// Wait, then reply.
     Delayed(Duration, Box<Scripted>),
+    /// A whole response's head (with the full `content-length`), then only the first `sent`
+    /// bytes of its body before the connection closes.
+    Truncated { content_type: String, body: String, sent: usize },
 }
 
 /// A request the server received.
@@ -182,6 +185,17 @@ fn respond(writer: &mut TcpStream, reply: Scripted, disconnects: &AtomicUsize) -
                 .and_then(|_| writer.write_all(body.as_bytes()))
                 .and_then(|_| writer.flush())
                 .is_ok()
+        }
+        Scripted::Truncated { content_type, body, sent } => {
+            let head = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n\r\n",
+                body.len()
+            );
+            let _ = writer.write_all(head.as_bytes());
+            let _ = writer.write_all(&body.as_bytes()[..sent.min(body.len())]);
+            let _ = writer.flush();
+            let _ = writer.shutdown(Shutdown::Both);
+            false
         }
         Scripted::Stream { content_type, pieces, cut_after, pause } => {
             if write_stream_head(writer, &content_type).is_err() {
@@ -405,12 +419,13 @@ pub fn ollama_stream(pieces: &[&str]) -> Scripted {
     }
 }
 
-/// `reply` (a stream) cut off after `pieces` pieces.
+/// `reply` cut off: a stream after `pieces` pieces, a whole body after `pieces` bytes.
 pub fn cut(reply: Scripted, pieces: usize) -> Scripted {
     match reply {
         Scripted::Stream { content_type, pieces: all, pause, .. } => {
             Scripted::Stream { content_type, pieces: all, cut_after: Some(pieces), pause }
         }
+        Scripted::Body { content_type, body, .. } => Scripted::Truncated { content_type, body, sent: pieces },
         other => other,
     }
 }

@@ -20,6 +20,8 @@ use crate::workspace::DocumentSnapshot;
 const MAX_STDOUT: usize = 32 * 1024 * 1024;
 /// Enough of stderr to explain a failure.
 const MAX_STDERR: usize = 64 * 1024;
+/// After the tool exits, how long its output may take to end.
+const LEFT_BEHIND_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 /// Most diagnostics kept from one run of one checker on one file.
 const MAX_DIAGNOSTICS: usize = 5_000;
 
@@ -37,6 +39,10 @@ pub enum RunError {
     TooMuchOutput { name: String },
     #[error("{name}: {reason}")]
     Unreadable { name: String, reason: String },
+    #[error(
+        "{name} exited but left a process running that held its output open; that process was stopped and the run not used"
+    )]
+    LeftBehind { name: String },
     /// The tool runs but the project has not set it up (eslint without an
     /// `eslint.config.*`): not a failure of the tool.
     #[error("{name} is not configured for this project: {detail}")]
@@ -84,12 +90,20 @@ pub async fn run(checker: &Checker, input: RunInput<'_>) -> Result<Vec<Diagnosti
     }
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
+    // the output is read to its end while the tool runs; when the tool has exited and the
+    // output still has not ended, a process it left behind holds it open
+    let reading = async { tokio::join!(read_capped(stdout, MAX_STDOUT), read_capped(stderr, MAX_STDERR)) };
+    tokio::pin!(reading);
     let collect = async {
-        let (out, err) = tokio::join!(read_capped(stdout, MAX_STDOUT), read_capped(stderr, MAX_STDERR));
-        let status = child.wait().await;
-        (out, err, status)
+        tokio::select! {
+            output = &mut reading => (Some(output), child.wait().await),
+            status = child.wait() => match tokio::time::timeout(LEFT_BEHIND_GRACE, &mut reading).await {
+                Ok(output) => (Some(output), status),
+                Err(_) => (None, status),
+            },
+        }
     };
-    let (stdout, stderr, status) = match tokio::time::timeout(checker.timeout, collect).await {
+    let (output, status) = match tokio::time::timeout(checker.timeout, collect).await {
         Ok(done) => done,
         Err(_) => return Err(RunError::Timeout { name, after: checker.timeout }),
     };
@@ -98,13 +112,18 @@ pub async fn run(checker: &Checker, input: RunInput<'_>) -> Result<Vec<Diagnosti
         program: input.program.display().to_string(),
         reason,
     })?;
+    let Some((stdout, stderr)) = output else {
+        group.kill();
+        return Err(RunError::LeftBehind { name });
+    };
     group.disarm();
     let (stdout, truncated) = stdout;
     if truncated {
         return Err(RunError::TooMuchOutput { name });
     }
     let stdout = String::from_utf8_lossy(&stdout);
-    let stderr = String::from_utf8_lossy(&stderr.0);
+    // what a tool says goes to the user: without terminal colours or other control characters
+    let stderr = crate::process::clean_output(&stderr.0);
     let code = status.code();
     let status_text = code.map_or_else(|| "killed by a signal".to_string(), |c| format!("exit status {c}"));
     let failed = |detail: &str| RunError::Failed {
