@@ -48,6 +48,10 @@ fn bench_open(c: &mut Criterion) {
 /// document stays the same size; each step is one `didChange` up to diagnostics.
 /// `column` 12 is inside `self` of `        self.name = name`; 8 is where the indentation ends,
 /// which tree-sitter-python's scanner handles by reparsing the rest of the file.
+///
+/// A file over `syntax.background_parse_bytes` (256 KiB) is not reparsed on the keystroke:
+/// this measures what the editor waits for; [`bench_background_parse`] what follows once
+/// typing pauses.
 fn bench_keystroke(c: &mut Criterion, name: &str, text: &str, column: u32, character: &str) {
     let uri = Url::parse("file:///bench/big.py").unwrap();
     let mut workspace = Workspace::default();
@@ -119,6 +123,39 @@ fn bench_bare_reparse(c: &mut Criterion, label: &str, text: &str) {
     });
 }
 
+/// The background parse that follows a pause in typing in a large file: one keystroke's
+/// edit, then the parse of the pending tree (off the keystroke, on a blocking thread).
+fn bench_background_parse(c: &mut Criterion, label: &str, text: &str) {
+    let uri = Url::parse("file:///bench/big.py").unwrap();
+    let mut workspace = Workspace::default();
+    workspace.open(uri.clone(), "python", 0, text);
+    let middle = text.lines().count() / 2;
+    let line = (middle..)
+        .find(|&n| text.lines().nth(n).is_some_and(|l| l.starts_with("        self.name")))
+        .unwrap_or(middle) as u32;
+    let mut version = 0;
+    c.bench_function(&format!("background parse after a keystroke in a {label} python file"), |b| {
+        b.iter(|| {
+            version += 1;
+            let change = if version % 2 == 1 {
+                TextChange {
+                    range: Some((LineCol::new(line, 12), LineCol::new(line, 12))),
+                    text: "x".to_string(),
+                }
+            } else {
+                TextChange {
+                    range: Some((LineCol::new(line, 12), LineCol::new(line, 13))),
+                    text: String::new(),
+                }
+            };
+            workspace.change(&uri, version, &[change], PositionEncoding::Utf16).unwrap();
+            let job = workspace.parse_job(&uri).expect("a pending parse");
+            let tree = job.parse().unwrap();
+            black_box(syntax_diagnostics(&workspace.finish_parse(&job, tree).unwrap()))
+        })
+    });
+}
+
 fn bench_keystrokes(c: &mut Criterion) {
     let text = ten_thousand_lines();
     bench_keystroke(c, "keystroke in 10k-line python file (identifier char)", &text, 12, "x");
@@ -142,6 +179,7 @@ fn bench_keystrokes(c: &mut Criterion) {
             "(",
         );
         bench_bare_reparse(c, label, &text);
+        bench_background_parse(c, label, &text);
     }
 }
 

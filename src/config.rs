@@ -32,11 +32,22 @@ pub enum ConfigError {
 pub struct SyntaxSettings {
     /// `syntax.max_file_bytes`: larger documents get no syntax tree, diagnostics or symbols.
     pub max_file_bytes: usize,
+    /// `syntax.background_parse_bytes`: documents larger than this are reparsed off the
+    /// keystroke, in the background once typing pauses (tree-sitter's reparse of a large file
+    /// can take tens of milliseconds). Smaller documents are too once a reparse of theirs
+    /// took more than a few milliseconds.
+    pub background_parse_bytes: usize,
 }
+
+/// Documents over this size are reparsed in the background (1 MiB).
+pub const DEFAULT_BACKGROUND_PARSE_BYTES: usize = 1024 * 1024;
 
 impl Default for SyntaxSettings {
     fn default() -> Self {
-        SyntaxSettings { max_file_bytes: DEFAULT_MAX_PARSE_BYTES }
+        SyntaxSettings {
+            max_file_bytes: DEFAULT_MAX_PARSE_BYTES,
+            background_parse_bytes: DEFAULT_BACKGROUND_PARSE_BYTES,
+        }
     }
 }
 

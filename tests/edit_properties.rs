@@ -1,8 +1,11 @@
 //! Property: any sequence of incremental edits leaves the rope equal to the same edits made
-//! on a `String`, and the incrementally reparsed tree equal to a fresh parse.
+//! on a `String`, and the incrementally reparsed tree equal to a fresh parse — also when the
+//! document is reparsed in the background, after several edits, as large documents are:
+//! then the syntax problems and symbols derived from it equal a fresh derivation.
 
 use proptest::prelude::*;
-use tokamak::syntax::SyntaxTree;
+use tokamak::config::SyntaxSettings;
+use tokamak::syntax::{SyntaxTree, document_symbols, syntax_problems};
 use tokamak::text::{Language, LineCol, PositionEncoding, TextChange};
 use tokamak::workspace::Workspace;
 
@@ -74,14 +77,41 @@ proptest! {
 
     #[test]
     fn incremental_edits_match_a_string_and_a_fresh_parse(initial in text(), edits in prop::collection::vec(edit(), 1..20)) {
+        edits_match_a_fresh_parse(&initial, &edits, Workspace::default(), |_| true)?;
+    }
+
+    /// Every document is "large": edits only tell the tree, and a background parse now and
+    /// then (after a random number of edits) brings it up to date.
+    #[test]
+    fn background_parses_match_a_fresh_parse(
+        initial in text(),
+        edits in prop::collection::vec(edit(), 1..20),
+        parse_after in prop::collection::vec(any::<bool>(), 20),
+    ) {
+        let settings = SyntaxSettings { background_parse_bytes: 0, ..SyntaxSettings::default() };
+        edits_match_a_fresh_parse(&initial, &edits, Workspace::new(settings), |n| parse_after[n])?;
+    }
+}
+
+/// Makes `edits` in a workspace and, after each edit `n` for which `parse_now(n)` (and always
+/// after the last), checks the tree, problems and symbols against a fresh parse.
+fn edits_match_a_fresh_parse(
+    initial: &str,
+    edits: &[Edit],
+    mut workspace: Workspace,
+    parse_now: impl Fn(usize) -> bool,
+) -> Result<(), TestCaseError> {
+    {
         let uri = url::Url::parse("file:///prop/test.py").unwrap();
-        let mut workspace = Workspace::default();
-        workspace.open(uri.clone(), "python", 0, &initial);
-        let mut expected = initial.clone();
+        workspace.open(uri.clone(), "python", 0, initial);
+        let mut expected = initial.to_string();
         for (version, edit) in edits.iter().enumerate() {
             let chars: Vec<char> = expected.chars().collect();
             let start = position_index(&chars, (edit.start * chars.len() as f64) as usize);
-            let end = position_index(&chars, (start + (edit.length * chars.len() as f64) as usize).min(chars.len()));
+            let end = position_index(
+                &chars,
+                (start + (edit.length * chars.len() as f64) as usize).min(chars.len()),
+            );
             let change = TextChange {
                 range: Some((
                     reference_position(&chars, start, edit.encoding),
@@ -89,9 +119,8 @@ proptest! {
                 )),
                 text: edit.insert.clone(),
             };
-            let (snapshot, report) = workspace
-                .change(&uri, version as i32 + 1, &[change], edit.encoding)
-                .expect("change applies");
+            let (snapshot, report) =
+                workspace.change(&uri, version as i32 + 1, &[change], edit.encoding).expect("change applies");
             prop_assert_eq!(report.clamped_edits, 0);
 
             let mut next: String = chars[..start].iter().collect();
@@ -100,11 +129,32 @@ proptest! {
             expected = next;
             prop_assert_eq!(snapshot.rope.to_string(), expected.clone());
 
-            let incremental = snapshot.tree.expect("a tree").root_node().to_sexp();
+            let last = version + 1 == edits.len();
+            let snapshot = if snapshot.syntax_pending {
+                if !parse_now(version) && !last {
+                    prop_assert!(snapshot.tree.is_none(), "a pending tree is not shown");
+                    continue;
+                }
+                let job = workspace.parse_job(&uri).expect("a pending parse");
+                let tree = job.parse().expect("parses");
+                workspace.finish_parse(&job, tree).expect("installed")
+            } else {
+                snapshot
+            };
+            let tree = snapshot.tree.expect("a tree");
             let fresh = SyntaxTree::parse(Language::Python, &snapshot.rope).unwrap().unwrap();
-            prop_assert_eq!(incremental, fresh.tree().root_node().to_sexp());
+            prop_assert_eq!(tree.root_node().to_sexp(), fresh.tree().root_node().to_sexp());
+            prop_assert_eq!(
+                syntax_problems(&tree, &snapshot.rope, Language::Python),
+                syntax_problems(fresh.tree(), &snapshot.rope, Language::Python)
+            );
+            prop_assert_eq!(
+                document_symbols(&tree, &snapshot.rope, Language::Python),
+                document_symbols(fresh.tree(), &snapshot.rope, Language::Python)
+            );
         }
     }
+    Ok(())
 }
 
 /// Pieces model replies are made of: markers, fences, file names, diff lines and code.

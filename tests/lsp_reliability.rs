@@ -162,3 +162,41 @@ fn framing_recovers_from_absurd_lengths_junk_and_dollar_requests() {
         client.request("workspace/executeCommand", json!({"command": "tokamak.status", "arguments": [{}]}));
     assert!(answer["result"]["version"].is_string(), "{answer}");
 }
+
+#[test]
+fn keystrokes_in_a_large_file_wait_for_no_parse_and_its_syntax_follows() {
+    let mut client = LspClient::initialized(&["utf-16"]);
+    let uri = support::uri("big.py");
+    let mut text = String::new();
+    let mut n = 0;
+    while text.len() < 1100 * 1024 {
+        text.push_str(&format!("def function_{n}(value):\n    return value + {n}\n\n"));
+        n += 1;
+    }
+    client.open(&uri, "python", 1, &text);
+    let lines = text.lines().count() as u32;
+    // twenty keystrokes at the end, the last leaving a call unclosed
+    let mut version = 1;
+    let (mut line, mut column) = (lines, 0);
+    for character in "def typed(x):\n    f(".chars() {
+        version += 1;
+        let at = support::range((line, column), (line, column));
+        client.change(&uri, version, json!([{"range": at, "text": character.to_string()}]));
+        if character == '\n' {
+            (line, column) = (line + 1, 0);
+        } else {
+            column += 1;
+        }
+    }
+    // the settled syntax is for the last version and finds the unclosed call
+    let settled = client.observer_diagnostics(&uri, true);
+    assert_eq!(settled["version"], version, "{settled}");
+    let syntax: Vec<&serde_json::Value> =
+        settled["diagnostics"].as_array().unwrap().iter().filter(|d| d["source"] == "tokamak").collect();
+    assert!(!syntax.is_empty(), "the unclosed call is found: {settled}");
+    let symbols = client.request("textDocument/documentSymbol", json!({"textDocument": {"uri": uri}}));
+    let names: Vec<&str> =
+        symbols["result"].as_array().unwrap().iter().filter_map(|s| s["name"].as_str()).collect();
+    assert_eq!(names.len(), n + 1, "every function and the typed one");
+    assert!(names.contains(&"typed"), "{:?}", &names[names.len() - 3..]);
+}

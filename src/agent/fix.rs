@@ -539,7 +539,12 @@ async fn observe(context: &FixContext, uri: &Url) -> Result<(DocumentSnapshot, V
                 if !settled.missing.is_empty() {
                     tracing::warn!("{uri}: going on without {}", settled.missing.join(", "));
                 }
-                return Ok((snapshot.clone(), context.observer.diagnostics_at(uri, snapshot.version)));
+                // a large document's tree comes with its settled syntax: take it now
+                let Some(now) = context.observer.snapshot(uri).filter(|now| now.version == snapshot.version)
+                else {
+                    continue;
+                };
+                return Ok((now, context.observer.diagnostics_at(uri, snapshot.version)));
             }
             Err(SettleError::Changed { .. }) => tokio::time::sleep(Duration::from_millis(100)).await,
             Err(SettleError::NotOpen(_)) => return Err(closed(uri)),

@@ -42,6 +42,8 @@ pub const SYNTAX_CODE: &str = "syntax";
 pub const CLIENT_SOURCE: &str = "client";
 /// The store key of diagnostics seen in `codeAction` contexts.
 pub const CODE_ACTION_SOURCE: &str = "code-action";
+/// How long typing must pause before a large document is reparsed in the background.
+const PARSE_PAUSE: Duration = Duration::from_millis(30);
 
 /// Why a document is being checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -160,10 +162,17 @@ impl Observer {
             let mut state = lock(&self.state);
             let file = state.files.entry(uri.clone()).or_default();
             file.shift(&report.applied);
-            file.set(SOURCE, syntax_entry(&snapshot));
+            // a large document's syntax waits for its background parse; until then its
+            // earlier syntax diagnostics stay, moved along with the edit
+            if !snapshot.syntax_pending {
+                file.set(SOURCE, syntax_entry(&snapshot));
+            }
         }
         self.after_change(&snapshot).await;
         drop(publishing);
+        if snapshot.syntax_pending {
+            self.schedule_parse(&snapshot);
+        }
         self.check(&snapshot, Trigger::Change);
         Ok((snapshot, report))
     }
@@ -242,6 +251,26 @@ impl Observer {
     }
 
     /// The document as it is now, if open.
+    /// The document with its tree up to date (parsed now if its background parse is still
+    /// pending): for what needs the tree at once.
+    pub async fn parsed_snapshot(&self, uri: &Url) -> Option<DocumentSnapshot> {
+        let Some(job) = lock(&self.workspace).parse_job(uri) else {
+            return self.snapshot(uri);
+        };
+        let parsed = tokio::task::spawn_blocking(move || {
+            let tree = job.parse();
+            (job, tree)
+        })
+        .await;
+        if let Ok((job, Ok(tree))) = parsed
+            && let Some(snapshot) = lock(&self.workspace).finish_parse(&job, tree)
+        {
+            return Some(snapshot);
+        }
+        // the document changed meanwhile (or the parse failed): what there is now
+        self.snapshot(uri)
+    }
+
     /// Every open document's current snapshot.
     pub fn open_documents(&self) -> Vec<DocumentSnapshot> {
         lock(&self.workspace).snapshots()
@@ -362,6 +391,36 @@ impl Observer {
 
     /// Publishes the document's merged diagnostics and wakes `settled` waiters. Called with
     /// `publishing` held.
+    /// Reparses a large document off the keystroke once typing pauses, then publishes its
+    /// syntax diagnostics for that version. A version the document has left is not parsed:
+    /// the newer change scheduled its own.
+    fn schedule_parse(self: &Arc<Self>, snapshot: &DocumentSnapshot) {
+        let observer = Arc::clone(self);
+        let (uri, version) = (snapshot.uri.clone(), snapshot.version);
+        tokio::spawn(async move {
+            tokio::time::sleep(PARSE_PAUSE).await;
+            let Some(job) = lock(&observer.workspace).parse_job(&uri) else { return };
+            if job.version != version {
+                return;
+            }
+            let parsed = tokio::task::spawn_blocking(move || {
+                let tree = job.parse();
+                (job, tree)
+            })
+            .await;
+            let (job, tree) = match parsed {
+                Ok((job, Ok(tree))) => (job, tree),
+                Ok((_, Err(err))) => return tracing::warn!("{uri}: {err}"),
+                Err(err) => return tracing::error!("{uri}: the background parse failed: {err}"),
+            };
+            let publishing = observer.publishing.lock().await;
+            let Some(snapshot) = lock(&observer.workspace).finish_parse(&job, tree) else { return };
+            lock(&observer.state).files.entry(uri).or_default().set(SOURCE, syntax_entry(&snapshot));
+            observer.after_change(&snapshot).await;
+            drop(publishing);
+        });
+    }
+
     async fn after_change(&self, snapshot: &DocumentSnapshot) {
         self.changed.notify_waiters();
         self.publish(snapshot).await;

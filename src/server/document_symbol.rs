@@ -11,7 +11,14 @@ pub async fn document_symbol(
     params: DocumentSymbolParams,
 ) -> Result<Option<DocumentSymbolResponse>> {
     let uri = params.text_document.uri;
-    let snapshot = backend.workspace().read(&uri).map_err(|err| Error::invalid_params(err.to_string()))?;
+    let parsed = match backend.observer() {
+        Some(observer) => observer.parsed_snapshot(&uri).await,
+        None => None,
+    };
+    let snapshot = match parsed {
+        Some(snapshot) => snapshot,
+        None => backend.workspace().read(&uri).map_err(|err| Error::invalid_params(err.to_string()))?,
+    };
     let Some(tree) = &snapshot.tree else {
         return Ok(Some(DocumentSymbolResponse::Nested(Vec::new())));
     };

@@ -8,4 +8,4 @@ mod tree;
 pub use errors::{SyntaxErrorKind, SyntaxProblem, syntax_problems};
 pub use grammar::grammar;
 pub use symbols::{Symbol, SymbolKind, document_symbols, enclosing_symbol, outline};
-pub use tree::{SyntaxError, SyntaxTree};
+pub use tree::{SyntaxError, SyntaxTree, reparse_detached};

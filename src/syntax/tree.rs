@@ -64,6 +64,11 @@ impl SyntaxTree {
         });
     }
 
+    /// Takes a tree parsed elsewhere (in the background) for the text as it is now.
+    pub fn set_tree(&mut self, tree: Tree) {
+        self.tree = tree;
+    }
+
     /// Reparses `rope` reusing the edited tree; only the edited regions are parsed again.
     pub fn reparse(&mut self, rope: &Rope) -> Result<(), SyntaxError> {
         let tree = parse_rope(&mut self.parser, rope, Some(&self.tree))
@@ -71,6 +76,17 @@ impl SyntaxTree {
         self.tree = tree;
         Ok(())
     }
+}
+
+/// Parses `rope` with a parser of its own (off the document's lock), reusing `old_tree`,
+/// which must have been told of every edit between its text and `rope`.
+pub fn reparse_detached(language: Language, rope: &Rope, old_tree: &Tree) -> Result<Tree, SyntaxError> {
+    let grammar = grammar(language).ok_or(SyntaxError::ParseFailed { language })?;
+    let mut parser = Parser::new();
+    parser
+        .set_language(&grammar)
+        .map_err(|err| SyntaxError::Grammar { language, reason: err.to_string() })?;
+    parse_rope(&mut parser, rope, Some(old_tree)).ok_or(SyntaxError::ParseFailed { language })
 }
 
 /// Tree-sitter counts rows by `\n` and columns in bytes; our `(line, byte column)` points

@@ -31,6 +31,9 @@ pub struct DocumentSnapshot {
     pub tree: Option<Tree>,
     /// Why the document has no tree although its language is parsed.
     pub syntax_skipped: Option<String>,
+    /// A large document's tree is being brought up to date in the background: `tree` is
+    /// `None` until then (see [`Workspace::parse_job`]).
+    pub syntax_pending: bool,
 }
 
 impl DocumentSnapshot {
@@ -45,6 +48,23 @@ impl DocumentSnapshot {
     /// The file system path, for `file:` URIs.
     pub fn path(&self) -> Option<PathBuf> {
         self.uri.to_file_path().ok()
+    }
+}
+
+/// A pending reparse of a large document, done off the workspace's lock.
+pub struct ParseJob {
+    pub uri: Url,
+    pub version: Option<i32>,
+    pub language: Language,
+    pub rope: Rope,
+    /// The document's tree, told of every edit since it was parsed.
+    pub old_tree: Tree,
+}
+
+impl ParseJob {
+    /// Parses (tens of milliseconds for a large file: run it off the async threads).
+    pub fn parse(&self) -> Result<Tree, crate::syntax::SyntaxError> {
+        crate::syntax::reparse_detached(self.language, &self.rope, &self.old_tree)
     }
 }
 
@@ -70,11 +90,21 @@ struct OpenDocument {
     text: TextDocument,
     syntax: Option<SyntaxTree>,
     syntax_skipped: Option<String>,
+    /// The tree has been told of the latest edits but not reparsed yet (a large document,
+    /// reparsed in the background).
+    parse_pending: bool,
+    /// A reparse on a keystroke took too long once: this document is reparsed in the
+    /// background from now on.
+    slow_to_parse: bool,
 }
+
+/// A reparse on a keystroke may take this long before the document's later ones are done in
+/// the background.
+const KEYSTROKE_PARSE_BUDGET: std::time::Duration = std::time::Duration::from_millis(4);
 
 impl OpenDocument {
     fn new(text: TextDocument) -> OpenDocument {
-        OpenDocument { text, syntax: None, syntax_skipped: None }
+        OpenDocument { text, syntax: None, syntax_skipped: None, parse_pending: false, slow_to_parse: false }
     }
 
     fn snapshot(&self, uri: Url) -> DocumentSnapshot {
@@ -83,8 +113,9 @@ impl OpenDocument {
             version: self.text.version(),
             language: self.text.language(),
             rope: self.text.rope().clone(),
-            tree: self.syntax.as_ref().map(|s| s.tree().clone()),
+            tree: self.syntax.as_ref().filter(|_| !self.parse_pending).map(|s| s.tree().clone()),
             syntax_skipped: self.syntax_skipped.clone(),
+            syntax_pending: self.parse_pending,
         }
     }
 
@@ -107,6 +138,7 @@ impl OpenDocument {
         self.syntax_skipped = skip_reason(rope, settings, scan_for_nul);
         if self.syntax_skipped.is_some() {
             self.syntax = None;
+            self.parse_pending = false;
             return;
         }
         let full = edits.iter().any(|e| matches!(e, AppliedChange::Full));
@@ -116,11 +148,29 @@ impl OpenDocument {
                     syntax.edit(edit);
                 }
             }
+            // a keystroke must not wait for tree-sitter's reparse of a large file: the edited
+            // tree waits for a background parse (`Workspace::parse_job`)
+            if incremental && (self.slow_to_parse || rope.len_bytes() > settings.background_parse_bytes) {
+                self.parse_pending = true;
+                return;
+            }
+            let started = std::time::Instant::now();
             match syntax.reparse(rope) {
-                Ok(()) => return,
+                Ok(()) => {
+                    self.parse_pending = false;
+                    if incremental && started.elapsed() > KEYSTROKE_PARSE_BUDGET {
+                        tracing::debug!(
+                            "a reparse took {:?}: reparsing in the background from now on",
+                            started.elapsed()
+                        );
+                        self.slow_to_parse = true;
+                    }
+                    return;
+                }
                 Err(err) => tracing::warn!("incremental reparse failed, parsing afresh: {err}"),
             }
         }
+        self.parse_pending = false;
         self.syntax = match SyntaxTree::parse(language, rope) {
             Ok(tree) => tree,
             Err(err) => {
@@ -254,6 +304,34 @@ impl Workspace {
         Ok(DocumentSnapshot::detached(uri.clone(), &text, &self.settings))
     }
 
+    /// What a background reparse of `uri` needs, when its tree waits for one.
+    pub fn parse_job(&self, uri: &Url) -> Option<ParseJob> {
+        let document = self.documents.get(uri).filter(|d| d.parse_pending)?;
+        let syntax = document.syntax.as_ref()?;
+        Some(ParseJob {
+            uri: uri.clone(),
+            version: document.text.version(),
+            language: document.text.language(),
+            rope: document.text.rope().clone(),
+            old_tree: syntax.tree().clone(),
+        })
+    }
+
+    /// Installs the tree a background parse made for `job`, unless the document changed
+    /// since (then a newer job will come). Returns the document's snapshot when installed.
+    pub fn finish_parse(&mut self, job: &ParseJob, tree: Tree) -> Option<DocumentSnapshot> {
+        let document = self.documents.get_mut(&job.uri)?;
+        if document.text.version() != job.version {
+            return None;
+        }
+        // (parsed meanwhile by a request that needed the tree at once: that tree is as good)
+        if document.parse_pending {
+            document.syntax.as_mut()?.set_tree(tree);
+            document.parse_pending = false;
+        }
+        Some(document.snapshot(job.uri.clone()))
+    }
+
     pub fn open_documents(&self) -> usize {
         self.documents.len()
     }
@@ -293,7 +371,8 @@ mod tests {
 
     #[test]
     fn large_and_binary_documents_keep_text_but_no_tree() {
-        let mut workspace = Workspace::new(SyntaxSettings { max_file_bytes: 10 });
+        let mut workspace =
+            Workspace::new(SyntaxSettings { max_file_bytes: 10, ..SyntaxSettings::default() });
         let snapshot = workspace.open(uri("big.py"), "python", 1, "x = 1\ny = 2\nz = 3\n");
         assert!(snapshot.tree.is_none());
         assert!(snapshot.syntax_skipped.unwrap().contains("syntax.max_file_bytes"));
