@@ -200,3 +200,15 @@ fn keystrokes_in_a_large_file_wait_for_no_parse_and_its_syntax_follows() {
     assert_eq!(names.len(), n + 1, "every function and the typed one");
     assert!(names.contains(&"typed"), "{:?}", &names[names.len() - 3..]);
 }
+
+#[test]
+fn closing_stdin_while_the_server_waits_on_the_editor_ends_it() {
+    let mut client = LspClient::start();
+    client.never_answer("workspace/configuration");
+    initialize_with_configuration(&mut client, None);
+    client.notify("initialized", json!({}));
+    client.wait_for("the server's question", |m| m["method"] == "workspace/configuration");
+    client.close_stdin();
+    let status = client.wait_exit(Duration::from_secs(10)).expect("the process ended with its question pending");
+    assert_eq!(status.code(), Some(1));
+}
