@@ -26,12 +26,18 @@ struct Stub(String);
 #[async_trait]
 impl Model for Stub {
     fn info(&self) -> ModelInfo {
-        ModelInfo { provider: Provider::OpenAi, model: "stub".into(), endpoint: "in-process".into() }
+        ModelInfo {
+            provider: Provider::OpenAi,
+            model: "stub".into(),
+            endpoint: "in-process".into(),
+            tools: tokamak::model::ToolsMode::Text,
+        }
     }
 
     async fn send(&self, _: &Request, _: &CallOptions) -> Result<Reply, ModelError> {
         Ok(Reply {
             text: self.0.clone(),
+            tool_calls: Vec::new(),
             usage: Usage::default(),
             finish: FinishReason::Stop,
             model: "stub".into(),

@@ -221,7 +221,7 @@ fn what_the_model_must_not_do_is_refused_and_the_run_goes_on() {
         "the workspace root itself",
         "inside .git",
         "there is no action \"fly\"",
-        "no action",
+        "called no tool",
         "x = 1",
     ];
     assert_eq!(told.len(), expected.len(), "{told:#?}");
@@ -423,4 +423,78 @@ fn git_commit_commits_only_the_runs_files_and_only_when_allowed() {
     assert_eq!(git(root, &["log", "--format=%s"]).trim(), "Bump x\nstart");
     assert_eq!(git(root, &["show", "--name-only", "--format=", "HEAD"]).trim(), "app.py\nnew.py");
     assert_eq!(git(root, &["status", "--porcelain"]).trim(), "M other.py", "the user's change is left alone");
+}
+
+#[test]
+fn native_tool_calls_drive_a_run_in_every_provider_format() {
+    use support::model_server::{anthropic_tool_use, ollama_tool_calls, openai_tool_calls};
+    for provider in ["openai", "anthropic", "ollama"] {
+        let dir = project(&[("app.py", "x = 1\n")]);
+        let calls = |name: &str, args: Value| -> Scripted {
+            let call = [(name, args)];
+            match provider {
+                "openai" => openai_tool_calls("", &call),
+                "anthropic" => anthropic_tool_use("", &call),
+                _ => ollama_tool_calls(&call),
+            }
+        };
+        let model = ModelServer::start(vec![
+            calls("read", json!({"path": "app.py"})),
+            calls(
+                "edit",
+                json!({"path": "app.py", "blocks": "<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n"}),
+            ),
+            calls("read", json!({"path": "../outside.py"})),
+            calls("edit", json!({"path": 7})),
+            calls("done", json!({"summary": "x is 2"})),
+        ]);
+        let user = UserDirs::new();
+        let output = user
+            .command(&[
+                "run",
+                "make x 2",
+                "--provider",
+                provider,
+                "--model-url",
+                &model.url(),
+                "--model",
+                "scripted",
+            ])
+            .current_dir(dir.path())
+            .env("ANTHROPIC_API_KEY", KEY)
+            .output()
+            .unwrap();
+        let stdout = text(&output.stdout);
+        assert_eq!(output.status.code(), Some(0), "{provider}: {stdout}{}", text(&output.stderr));
+        assert!(stdout.contains("[done] x is 2."), "{provider}: {stdout}");
+        assert_eq!(std::fs::read_to_string(dir.path().join("app.py")).unwrap(), "x = 2\n", "{provider}");
+        let requests = model.requests();
+        assert_eq!(requests.len(), 5, "{provider}");
+        let sent = requests[4].body["messages"].to_string();
+        assert!(sent.contains("edited app.py (+1 -1 lines)"), "{provider}: the results went back: {sent}");
+        assert!(sent.contains("`..` leads outside"), "{provider}: a refusal is a tool result");
+        assert!(sent.contains("bad arguments for edit"), "{provider}: malformed arguments are a tool result");
+        assert!(!requests[0].body["tools"].as_array().unwrap().is_empty(), "{provider}: tools offered");
+    }
+}
+
+#[test]
+fn a_server_that_refuses_tools_gets_the_text_protocol_and_the_user_is_told() {
+    let dir = project(&[("app.py", "x = 1\n")]);
+    let model = ModelServer::start(vec![
+        support::model_server::error(400, "tools param requires --jinja flag"),
+        action(json!({"action": "read", "path": "app.py"})),
+        done("read it"),
+    ]);
+    let output = run(&UserDirs::new(), dir.path(), &model, "read the app");
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let stderr = text(&output.stderr);
+    assert_eq!(stderr.matches("refused tool calls").count(), 1, "{stderr}");
+    let requests = model.requests();
+    assert!(requests[0].body.get("tools").is_some());
+    assert!(requests[1].body.get("tools").is_none(), "the text protocol from then on");
+    assert!(
+        requests[1].body["messages"][0]["content"].as_str().unwrap().contains("```json"),
+        "it is explained"
+    );
 }

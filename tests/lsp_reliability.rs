@@ -209,6 +209,7 @@ fn closing_stdin_while_the_server_waits_on_the_editor_ends_it() {
     client.notify("initialized", json!({}));
     client.wait_for("the server's question", |m| m["method"] == "workspace/configuration");
     client.close_stdin();
-    let status = client.wait_exit(Duration::from_secs(10)).expect("the process ended with its question pending");
+    let status =
+        client.wait_exit(Duration::from_secs(10)).expect("the process ended with its question pending");
     assert_eq!(status.code(), Some(1));
 }

@@ -339,3 +339,106 @@ async fn a_whole_reply_cut_off_is_not_called_a_stream() {
         );
     }
 }
+
+fn with_tools(messages: Vec<Message>) -> Request {
+    let tool = tokamak::model::Tool {
+        name: "read".to_string(),
+        description: "Read a file.".to_string(),
+        parameters: serde_json::json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
+    };
+    Request { tools: vec![tool], ..Request::chat(messages) }
+}
+
+#[tokio::test]
+async fn tool_calls_in_every_wire_format_streamed_and_not() {
+    let calls: Vec<Call> = vec![
+        ("read", serde_json::json!({"path": "src/app.py"})),
+        ("read", serde_json::json!({"path": "한글.py"})),
+    ];
+    for (provider, reply, stream) in [
+        ("openai", openai_tool_calls("Looking.", &calls), false),
+        ("openai", openai_tool_calls_stream(&calls), true),
+        ("anthropic", anthropic_tool_use("Looking.", &calls), false),
+        ("anthropic", anthropic_tool_use_stream(&calls), true),
+        ("ollama", ollama_tool_calls(&calls), false),
+        ("ollama", ollama_tool_calls_stream(&calls), true),
+    ] {
+        let server = ModelServer::start(vec![reply]);
+        let model = connect(&server, provider);
+        let request = with_tools(vec![Message::system("Act."), Message::user("Read the app.")]);
+        let reply = if stream {
+            streamed(model.as_ref(), &request).await.0
+        } else {
+            model.send(&request, &CallOptions::default()).await
+        }
+        .unwrap_or_else(|err| panic!("{provider} (streamed: {stream}): {err}"));
+        let got: Vec<(String, serde_json::Value)> = reply
+            .tool_calls
+            .iter()
+            .map(|c| (c.name.clone(), serde_json::from_str(&c.arguments).expect("JSON arguments")))
+            .collect();
+        let expected: Vec<(String, serde_json::Value)> =
+            calls.iter().map(|(n, a)| (n.to_string(), a.clone())).collect();
+        assert_eq!(got, expected, "{provider} (streamed: {stream})");
+        assert!(reply.tool_calls.iter().all(|c| !c.id.is_empty()), "{provider}: ids");
+        // the tools went out in the provider's own shape
+        let body = &server.requests()[0].body;
+        let tool = &body["tools"][0];
+        match provider {
+            "anthropic" => assert_eq!(tool["input_schema"]["required"][0], "path", "{body}"),
+            _ => assert_eq!(tool["function"]["name"], "read", "{body}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn tool_results_go_back_in_every_wire_format() {
+    let call = tokamak::model::ToolCall {
+        id: "call_7".into(),
+        name: "read".into(),
+        arguments: r#"{"path":"a.py"}"#.into(),
+    };
+    let messages = vec![
+        Message::system("Act."),
+        Message::user("Read a.py."),
+        Message::assistant_calls("", vec![call.clone()]),
+        Message::tool_result(&call, "a.py (1 lines):\nx = 1\n"),
+    ];
+    for (provider, reply) in [
+        ("openai", openai_chat("done")),
+        ("anthropic", anthropic_message("done")),
+        ("ollama", ollama_chat("done")),
+    ] {
+        let server = ModelServer::start(vec![reply]);
+        connect(&server, provider)
+            .send(&with_tools(messages.clone()), &CallOptions::default())
+            .await
+            .expect(provider);
+        let sent = &server.requests()[0].body["messages"];
+        let sent = sent.as_array().expect("messages");
+        match provider {
+            "openai" => {
+                assert_eq!(sent[2]["tool_calls"][0]["id"], "call_7");
+                assert_eq!(sent[2]["tool_calls"][0]["function"]["arguments"], r#"{"path":"a.py"}"#);
+                assert_eq!(
+                    (sent[3]["role"].as_str(), sent[3]["tool_call_id"].as_str()),
+                    (Some("tool"), Some("call_7"))
+                );
+            }
+            "anthropic" => {
+                // the system prompt apart; the call a tool_use block, its result a tool_result
+                assert_eq!(sent[1]["content"][0]["type"], "tool_use");
+                assert_eq!(sent[1]["content"][0]["input"]["path"], "a.py");
+                assert_eq!(sent[2]["role"], "user");
+                assert_eq!(sent[2]["content"][0]["tool_use_id"], "call_7");
+            }
+            _ => {
+                assert_eq!(sent[2]["tool_calls"][0]["function"]["arguments"]["path"], "a.py");
+                assert_eq!(
+                    (sent[3]["role"].as_str(), sent[3]["tool_name"].as_str()),
+                    (Some("tool"), Some("read"))
+                );
+            }
+        }
+    }
+}

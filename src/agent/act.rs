@@ -1,21 +1,32 @@
-//! One tool-using loop: the model gets a goal and the actions, answers with one action at a
-//! time, gets each action's result from the executor, and goes on until it says the goal is
-//! done or a guard stops it. Malformed replies, unknown actions and refusals go back to the
-//! model as errors; they never end the loop by themselves — the limits do, and so does the
-//! same action on the same state coming back a third time (SPEC G2).
+//! One tool-using loop: the model gets a goal and the actions, answers with actions — native
+//! tool calls where the server takes tools, else one JSON action per reply (`protocol.rs`) —
+//! gets each action's result from the executor, and goes on until it says the goal is done
+//! or a guard stops it. Malformed arguments, unknown tools, refusals and replies without an
+//! action go back to the model as errors; they never end the loop by themselves — the limits
+//! do, and so does the same action on the same state coming back a third time (SPEC G2).
+//! With `model.tools = "auto"`, a server that refuses tools gets the text protocol from then
+//! on, and the user is told once.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
 
+use serde_json::json;
 use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
-use super::protocol::{self, Reply};
+use super::protocol::{self, Reply as TextReply};
 use super::report::{ExitReason, Tokens};
-use crate::executor::{Executor, LimitHit};
-use crate::model::{CallOptions, Message, Model, ModelError, Request};
+use super::tools::{self, Called};
+use crate::editor::MessageLevel;
+use crate::executor::{Action, Executor, LimitHit};
+use crate::model::{CallOptions, Message, Model, ModelError, Reply, Request, ToolsMode};
+use crate::sync::lock;
 
 /// The third visit to the same (action, result) is a loop.
 const REPEATS: usize = 3;
+
+/// Endpoints that refused native tools in this process: they get the text protocol.
+static REFUSED_TOOLS: Mutex<Option<HashSet<String>>> = Mutex::new(None);
 
 /// What the loop works on.
 pub struct ActRequest<'a> {
@@ -38,6 +49,12 @@ pub struct ActOutcome {
     pub turns: u32,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Protocol {
+    Native,
+    Text,
+}
+
 /// Runs the loop to its end. `report` hears one line per action, for progress.
 pub async fn act(
     executor: &Executor,
@@ -46,8 +63,15 @@ pub async fn act(
     cancel: &CancellationToken,
     report: &(dyn Fn(String) + Send + Sync),
 ) -> ActOutcome {
+    let info = model.info();
+    let refused_before = lock(&REFUSED_TOOLS).as_ref().is_some_and(|set| set.contains(&info.endpoint));
+    let mut protocol = match info.tools {
+        ToolsMode::Text => Protocol::Text,
+        ToolsMode::Auto if refused_before => Protocol::Text,
+        _ => Protocol::Native,
+    };
     let mut messages = vec![
-        Message::system(format!("{}\n\n{}", request.system, protocol::TOOLS)),
+        Message::system(system_prompt(request.system, protocol)),
         Message::user(format!("{}\n\nGoal: {}", request.context, request.goal)),
     ];
     let mut tokens = Tokens::default();
@@ -79,11 +103,25 @@ pub async fn act(
                 turns,
             );
         }
-        let options = CallOptions { deltas: None, cancel: cancel.child_token() };
-        let reply = match model.send(&Request::chat(messages.clone()), &options).await {
+        let reply = match ask(model, &messages, protocol, cancel).await {
             Ok(reply) => reply,
             Err(ModelError::Cancelled { .. }) => {
                 return end(ExitReason::Cancelled, "Cancelled".to_string(), tokens, turns);
+            }
+            Err(err)
+                if protocol == Protocol::Native && info.tools == ToolsMode::Auto && refuses_tools(&err) =>
+            {
+                lock(&REFUSED_TOOLS).get_or_insert_with(HashSet::new).insert(info.endpoint.clone());
+                let notice = format!(
+                    "Tokamak: the model server at {} refused tool calls ({err}); using the text protocol instead (set model.tools = \"text\" to skip trying).",
+                    info.endpoint
+                );
+                // logged at debug: the message itself reaches the user (and the editor's log)
+                tracing::debug!("{notice}");
+                executor.context().editor.show_message(MessageLevel::Warning, notice).await;
+                protocol = Protocol::Text;
+                messages[0] = Message::system(system_prompt(request.system, protocol));
+                continue;
             }
             Err(err) => {
                 return end(ExitReason::Failed, format!("the model could not be used: {err}"), tokens, turns);
@@ -92,47 +130,123 @@ pub async fn act(
         turns += 1;
         executor.record(
             "prompt",
-            serde_json::json!({
+            json!({
                 "turn": turns,
                 "messages": messages.len(),
                 "prompt_tokens": reply.usage.prompt_tokens,
                 "completion_tokens": reply.usage.completion_tokens,
                 "estimated": reply.usage.estimated,
+                "tool_calls": reply.tool_calls.len(),
             }),
         );
         tokens.prompt = tokens.prompt.saturating_add(reply.usage.prompt_tokens);
         tokens.completion = tokens.completion.saturating_add(reply.usage.completion_tokens);
+
+        if !reply.tool_calls.is_empty() {
+            messages.push(Message::assistant_calls(reply.text.clone(), reply.tool_calls.clone()));
+            for call in &reply.tool_calls {
+                let (key, answer) = match tools::read_call(call) {
+                    Ok(Called::Done(summary)) => return end(ExitReason::Done, summary, tokens, turns),
+                    Ok(Called::Act(action)) => match take(executor, &action, report).await {
+                        Ok(taken) => taken,
+                        Err(hit) => return end(limit_reason(hit), hit.to_string(), tokens, turns),
+                    },
+                    Err(reason) => {
+                        report(format!("a tool call was not usable: {reason}"));
+                        (fingerprint(&["unusable", &call.name, &call.arguments]), format!("Error: {reason}"))
+                    }
+                };
+                messages.push(Message::tool_result(call, answer));
+                if repeated(&mut seen, key) {
+                    return end(ExitReason::RepeatedState, repeated_sentence(), tokens, turns);
+                }
+            }
+            continue;
+        }
+
+        // no tool call: the text protocol (also what a model without tools falls back to)
         messages.push(Message::assistant(reply.text.clone()));
         let (key, answer) = match protocol::parse(&reply.text) {
+            Ok(TextReply::Done(summary)) => return end(ExitReason::Done, summary, tokens, turns),
+            Ok(TextReply::Act(action)) => match take(executor, &action, report).await {
+                Ok(taken) => taken,
+                Err(hit) => return end(limit_reason(hit), hit.to_string(), tokens, turns),
+            },
             Err(reason) => {
                 report(format!("the reply had no usable action: {reason}"));
+                let reason = if protocol == Protocol::Native && reason.starts_with("your reply had no action")
+                {
+                    "your reply called no tool: call one of the tools to act, or done when the goal is reached".to_string()
+                } else {
+                    reason
+                };
                 (fingerprint(&["unparsed", &reason]), format!("Error: {reason}"))
             }
-            Ok(Reply::Done(summary)) => return end(ExitReason::Done, summary, tokens, turns),
-            Ok(Reply::Act(action)) => {
-                let result = match executor.execute(&action).await {
-                    Ok(result) => result,
-                    Err(hit) => return end(limit_reason(hit), hit.to_string(), tokens, turns),
-                };
-                report(result.summary.clone());
-                let arguments = serde_json::to_string(&action).unwrap_or_default();
-                let key = fingerprint(&[&arguments, &result.text]);
-                let label = if result.ok { "Result" } else { "Refused" };
-                (key, format!("{label} of {}:\n{}", action.name(), result.text))
-            }
         };
-        let visits = seen.entry(key).or_insert(0);
-        *visits += 1;
-        if *visits >= REPEATS {
-            return end(
-                ExitReason::RepeatedState,
-                "stopped: the same action came back with the same result three times".to_string(),
-                tokens,
-                turns,
-            );
-        }
         messages.push(Message::user(answer));
+        if repeated(&mut seen, key) {
+            return end(ExitReason::RepeatedState, repeated_sentence(), tokens, turns);
+        }
     }
+}
+
+async fn ask(
+    model: &dyn Model,
+    messages: &[Message],
+    protocol: Protocol,
+    cancel: &CancellationToken,
+) -> Result<Reply, ModelError> {
+    let mut request = Request::chat(messages.to_vec());
+    if protocol == Protocol::Native {
+        request.tools = tools::tools();
+    }
+    let options = CallOptions { deltas: None, cancel: cancel.child_token() };
+    model.send(&request, &options).await
+}
+
+fn system_prompt(role: &str, protocol: Protocol) -> String {
+    match protocol {
+        Protocol::Native => format!(
+            "{role}\n\nAct with the tools, one step at a time; after each you get its result. Paths are relative to the workspace root. When the goal is reached, or cannot be, call {}.",
+            tools::DONE
+        ),
+        Protocol::Text => format!("{role}\n\n{}", protocol::TOOLS),
+    }
+}
+
+/// Takes one action: `(state key, the text the model gets)`.
+async fn take(
+    executor: &Executor,
+    action: &Action,
+    report: &(dyn Fn(String) + Send + Sync),
+) -> Result<([u8; 32], String), LimitHit> {
+    let result = executor.execute(action).await?;
+    report(result.summary.clone());
+    let arguments = serde_json::to_string(action).unwrap_or_default();
+    let key = fingerprint(&[&arguments, &result.text]);
+    let label = if result.ok { "Result" } else { "Refused" };
+    Ok((key, format!("{label} of {}:\n{}", action.name(), result.text)))
+}
+
+/// Whether an error of a request that offered tools means the server does not take them
+/// (llama.cpp without `--jinja`, older vLLM and Ollama versions, proxies): it refused the
+/// request itself, not the key or the rate.
+fn refuses_tools(err: &ModelError) -> bool {
+    match err {
+        ModelError::Rejected { status, .. } => !matches!(status, 401 | 403 | 429),
+        ModelError::Server { detail, .. } => detail.to_ascii_lowercase().contains("tool"),
+        _ => false,
+    }
+}
+
+fn repeated(seen: &mut HashMap<[u8; 32], usize>, key: [u8; 32]) -> bool {
+    let visits = seen.entry(key).or_insert(0);
+    *visits += 1;
+    *visits >= REPEATS
+}
+
+fn repeated_sentence() -> String {
+    "stopped: the same action came back with the same result three times".to_string()
 }
 
 fn limit_reason(hit: LimitHit) -> ExitReason {
@@ -150,4 +264,24 @@ fn fingerprint(parts: &[&str]) -> [u8; 32] {
         hasher.update([0]);
     }
     hasher.finalize().into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_server_that_refuses_the_request_refuses_tools() {
+        let rejected = |status| ModelError::Rejected { endpoint: "e".into(), status, detail: "d".into() };
+        assert!(refuses_tools(&rejected(400)) && refuses_tools(&rejected(422)));
+        assert!(!refuses_tools(&rejected(401)) && !refuses_tools(&rejected(429)));
+        let server = |detail: &str| ModelError::Server {
+            endpoint: "e".into(),
+            status: 500,
+            attempts: 1,
+            detail: detail.into(),
+        };
+        assert!(refuses_tools(&server("tools param requires --jinja flag")));
+        assert!(!refuses_tools(&server("out of memory")));
+    }
 }

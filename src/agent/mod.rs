@@ -13,6 +13,7 @@ mod report;
 mod runs;
 mod targets;
 mod task;
+mod tools;
 
 pub use fix::{FixContext, FixRequest, display_path, fix};
 

@@ -1,6 +1,9 @@
 //! The Anthropic Messages API: `x-api-key` and `anthropic-version` headers, the system prompt
 //! apart from the messages, streamed as typed SSE events (`message_start`,
-//! `content_block_delta`, `message_delta`, `message_stop`, `error`).
+//! `content_block_start`, `content_block_delta`, `message_delta`, `message_stop`, `error`).
+//! Tools go as `tools` with an `input_schema`; calls come back as `tool_use` blocks (streamed:
+//! a block start with the name, then `input_json_delta` pieces), and their results go back
+//! as `tool_result` blocks in the next user message.
 
 use std::time::Instant;
 
@@ -10,7 +13,10 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 
 use super::http::{self, Client};
-use super::{CallOptions, FinishReason, Input, Model, ModelError, ModelInfo, Reply, Request, Role, Usage};
+use super::{
+    CallOptions, FinishReason, Input, Message, Model, ModelError, ModelInfo, Reply, Request, Role, ToolCall,
+    Usage, written_text,
+};
 
 const MESSAGES: &str = "/v1/messages";
 const VERSION: &str = "2023-06-01";
@@ -30,12 +36,7 @@ impl Anthropic {
             Input::Chat(messages) => {
                 let system =
                     messages.iter().filter(|m| m.role == Role::System).map(|m| m.content.as_str()).collect();
-                let rest = messages
-                    .iter()
-                    .filter(|m| m.role != Role::System)
-                    .map(|m| json!({"role": m.role.as_str(), "content": m.content}))
-                    .collect();
-                (system, rest)
+                (system, conversation(messages))
             }
             // no completion endpoint: a prompt is one user message
             Input::Prompt(prompt) => (Vec::new(), vec![json!({"role": "user", "content": prompt})]),
@@ -53,6 +54,13 @@ impl Anthropic {
         if !request.stop.is_empty() {
             body["stop_sequences"] = json!(request.stop);
         }
+        if !request.tools.is_empty() {
+            body["tools"] = request
+                .tools
+                .iter()
+                .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
+                .collect();
+        }
         body
     }
 
@@ -65,10 +73,48 @@ impl Anthropic {
     }
 }
 
+/// The messages as the API takes them: tool calls as `tool_use` blocks of the assistant's
+/// turn, their results as `tool_result` blocks of the next user turn (turns of one role in a
+/// row are merged: the API wants them alternating).
+fn conversation(messages: &[Message]) -> Vec<Value> {
+    let mut out: Vec<(&'static str, Vec<Value>)> = Vec::new();
+    for m in messages.iter().filter(|m| m.role != Role::System) {
+        let (role, blocks) = match m.role {
+            Role::Tool => (
+                "user",
+                vec![json!({
+                    "type": "tool_result",
+                    "tool_use_id": m.answers.as_ref().map(|c| c.id.as_str()).unwrap_or_default(),
+                    "content": m.content,
+                })],
+            ),
+            Role::Assistant => {
+                let mut blocks = Vec::new();
+                if !m.content.is_empty() {
+                    blocks.push(json!({"type": "text", "text": m.content}));
+                }
+                for call in &m.tool_calls {
+                    let input: Value = serde_json::from_str(&call.arguments).unwrap_or_else(|_| json!({}));
+                    blocks
+                        .push(json!({"type": "tool_use", "id": call.id, "name": call.name, "input": input}));
+                }
+                ("assistant", blocks)
+            }
+            _ => ("user", vec![json!({"type": "text", "text": m.content})]),
+        };
+        match out.last_mut() {
+            Some((last, existing)) if *last == role => existing.extend(blocks),
+            _ => out.push((role, blocks)),
+        }
+    }
+    out.into_iter().map(|(role, content)| json!({"role": role, "content": content})).collect()
+}
+
 fn finish(reason: Option<&str>) -> FinishReason {
     match reason {
         Some("end_turn") | Some("stop_sequence") | None => FinishReason::Stop,
         Some("max_tokens") => FinishReason::Length,
+        Some("tool_use") => FinishReason::ToolCalls,
         Some(other) => FinishReason::Other(other.to_string()),
     }
 }
@@ -98,13 +144,24 @@ impl Model for Anthropic {
                         .as_array()
                         .ok_or_else(|| client.bad_reply(MESSAGES, "no content in the reply"))?;
                     let text: String = blocks.iter().filter_map(|b| b["text"].as_str()).collect();
+                    let calls: Vec<ToolCall> = blocks
+                        .iter()
+                        .filter(|b| b["type"] == "tool_use")
+                        .map(|b| ToolCall {
+                            id: b["id"].as_str().unwrap_or_default().to_string(),
+                            name: b["name"].as_str().unwrap_or_default().to_string(),
+                            arguments: b["input"].to_string(),
+                        })
+                        .collect();
                     let usage = &json["usage"];
+                    let written = written_text(&text, &calls);
                     return Ok(Reply {
+                        tool_calls: calls,
                         usage: Usage::reported_or_estimated(
                             tokens(&usage["input_tokens"]),
                             tokens(&usage["output_tokens"]),
                             &prompt_text,
-                            &text,
+                            &written,
                         ),
                         finish: finish(json["stop_reason"].as_str()),
                         model: json["model"].as_str().unwrap_or(&client.config.model).to_string(),
@@ -114,6 +171,8 @@ impl Model for Anthropic {
                 }
                 let mut events = http::bytes(response).eventsource();
                 let mut text = String::new();
+                // tool_use blocks by their index: (index, call)
+                let mut calls: Vec<(u64, ToolCall)> = Vec::new();
                 let (mut input_tokens, mut output_tokens, mut stop_reason, mut model) =
                     (None, None, None::<String>, None::<String>);
                 let mut stopped = false;
@@ -133,10 +192,27 @@ impl Model for Anthropic {
                             output_tokens = tokens(&message["usage"]["output_tokens"]);
                             model = message["model"].as_str().map(str::to_string);
                         }
+                        "content_block_start" if data["content_block"]["type"] == "tool_use" => {
+                            let block = &data["content_block"];
+                            calls.push((
+                                data["index"].as_u64().unwrap_or(0),
+                                ToolCall {
+                                    id: block["id"].as_str().unwrap_or_default().to_string(),
+                                    name: block["name"].as_str().unwrap_or_default().to_string(),
+                                    arguments: String::new(),
+                                },
+                            ));
+                        }
                         "content_block_delta" => {
                             if let Some(delta) = data["delta"]["text"].as_str() {
                                 text.push_str(delta);
                                 options.emit(delta);
+                            }
+                            if let Some(piece) = data["delta"]["partial_json"].as_str() {
+                                let index = data["index"].as_u64().unwrap_or(0);
+                                if let Some((_, call)) = calls.iter_mut().find(|(i, _)| *i == index) {
+                                    call.arguments.push_str(piece);
+                                }
                             }
                         }
                         "message_delta" => {
@@ -171,8 +247,20 @@ impl Model for Anthropic {
                         "the stream ended without message_stop",
                     ));
                 }
+                let calls: Vec<ToolCall> = calls
+                    .into_iter()
+                    .map(|(_, mut call)| {
+                        // a call without arguments streams none
+                        if call.arguments.trim().is_empty() {
+                            call.arguments = "{}".to_string();
+                        }
+                        call
+                    })
+                    .collect();
+                let written = written_text(&text, &calls);
                 Ok(Reply {
-                    usage: Usage::reported_or_estimated(input_tokens, output_tokens, &prompt_text, &text),
+                    tool_calls: calls,
+                    usage: Usage::reported_or_estimated(input_tokens, output_tokens, &prompt_text, &written),
                     finish: finish(stop_reason.as_deref()),
                     model: model.unwrap_or_else(|| client.config.model.clone()),
                     latency: started.elapsed(),

@@ -87,6 +87,9 @@ pub struct ModelSettings {
     pub timeout_ms: Option<u64>,
     pub max_retries: Option<u32>,
     pub retry_base_ms: Option<u64>,
+    /// How the agent calls tools: `auto` (native, falling back to text once if the server
+    /// refuses tools), `native` or `text` (one JSON action per reply).
+    pub tools: Option<String>,
 }
 
 impl ModelSettings {
@@ -103,6 +106,7 @@ impl ModelSettings {
             timeout_ms: top.timeout_ms.or(self.timeout_ms),
             max_retries: top.max_retries.or(self.max_retries),
             retry_base_ms: top.retry_base_ms.or(self.retry_base_ms),
+            tools: top.tools.clone().or_else(|| self.tools.clone()),
         }
     }
 }
@@ -130,6 +134,18 @@ pub struct ModelConfig {
     pub retry_base: Duration,
     /// Nothing was configured: the error for an unreachable server says what to set.
     pub defaulted: bool,
+    /// How the agent calls tools.
+    pub tools: ToolsMode,
+}
+
+/// `model.tools`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolsMode {
+    /// Native tool calls; if the server refuses them, the text protocol (said once).
+    Auto,
+    Native,
+    /// One JSON action per reply, in a fenced block.
+    Text,
 }
 
 impl ModelConfig {
@@ -186,14 +202,23 @@ impl ModelConfig {
             Provider::Anthropic => Some("ANTHROPIC_API_KEY".to_string()),
             _ => None,
         });
-        // FIXME: a project's own tokamak.toml can name base_url and api_key_env, so opening an
-        // untrusted repository could send a key to its host. Needs a workspace-trust setting
-        // (user-level settings only for keys and non-loopback URLs); see the closing note.
+        // (a project's own base_url and api_key_env reach here only from a trusted folder:
+        // see trust.rs)
         let api_key = key_var.as_deref().and_then(env).filter(|k| !k.is_empty()).map(Secret::new);
         if provider == Provider::Anthropic && api_key.is_none() {
             let var = key_var.as_deref().unwrap_or("ANTHROPIC_API_KEY");
             return Err(ModelError::Config { reason: format!("the Anthropic API needs a key: set {var}") });
         }
+        let tools = match settings.tools.as_deref() {
+            None | Some("auto") => ToolsMode::Auto,
+            Some("native") => ToolsMode::Native,
+            Some("text") => ToolsMode::Text,
+            Some(other) => {
+                return Err(ModelError::Config {
+                    reason: format!("model.tools {other:?} is not one of \"auto\", \"native\", \"text\""),
+                });
+            }
+        };
         let millis =
             |value: Option<u64>, default: u64| Duration::from_millis(value.unwrap_or(default).max(1));
         Ok(ModelConfig {
@@ -209,6 +234,7 @@ impl ModelConfig {
             max_retries: settings.max_retries.unwrap_or(3),
             retry_base: millis(settings.retry_base_ms, 500),
             defaulted,
+            tools,
         })
     }
 

@@ -43,6 +43,7 @@ impl Client {
             provider: self.config.provider,
             model: self.config.model.clone(),
             endpoint: self.endpoint(path),
+            tools: self.config.tools,
         }
     }
 

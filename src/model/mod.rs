@@ -19,7 +19,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
 pub use check::{ModelCheck, probe, run_check};
-pub use config::{ModelConfig, ModelSettings, Provider, Secret};
+pub use config::{ModelConfig, ModelSettings, Provider, Secret, ToolsMode};
 pub use error::ModelError;
 pub use usage::{Usage, UsageMeter, estimate_tokens};
 
@@ -28,6 +28,8 @@ pub enum Role {
     System,
     User,
     Assistant,
+    /// The result of a tool call, for the assistant's next turn.
+    Tool,
 }
 
 impl Role {
@@ -36,6 +38,7 @@ impl Role {
             Role::System => "system",
             Role::User => "user",
             Role::Assistant => "assistant",
+            Role::Tool => "tool",
         }
     }
 }
@@ -44,20 +47,57 @@ impl Role {
 pub struct Message {
     pub role: Role,
     pub content: String,
+    /// An assistant's tool calls (native tool calling).
+    pub tool_calls: Vec<ToolCall>,
+    /// A tool result: the call it answers (its id, and its name for providers that key by it).
+    pub answers: Option<ToolCall>,
 }
 
 impl Message {
+    fn of(role: Role, content: impl Into<String>) -> Message {
+        Message { role, content: content.into(), tool_calls: Vec::new(), answers: None }
+    }
+
     pub fn system(content: impl Into<String>) -> Message {
-        Message { role: Role::System, content: content.into() }
+        Message::of(Role::System, content)
     }
 
     pub fn user(content: impl Into<String>) -> Message {
-        Message { role: Role::User, content: content.into() }
+        Message::of(Role::User, content)
     }
 
     pub fn assistant(content: impl Into<String>) -> Message {
-        Message { role: Role::Assistant, content: content.into() }
+        Message::of(Role::Assistant, content)
     }
+
+    /// An assistant's turn that called tools.
+    pub fn assistant_calls(content: impl Into<String>, calls: Vec<ToolCall>) -> Message {
+        Message { tool_calls: calls, ..Message::of(Role::Assistant, content) }
+    }
+
+    /// The result of `call`.
+    pub fn tool_result(call: &ToolCall, content: impl Into<String>) -> Message {
+        Message { answers: Some(call.clone()), ..Message::of(Role::Tool, content) }
+    }
+}
+
+/// A tool the model may call (native tool calling): a name, what it does, and its
+/// arguments as a JSON Schema object.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tool {
+    pub name: String,
+    pub description: String,
+    pub parameters: serde_json::Value,
+}
+
+/// A tool call the model made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolCall {
+    /// The provider's id for it (made up for providers without ids).
+    pub id: String,
+    pub name: String,
+    /// The arguments as the model wrote them: JSON text, perhaps malformed.
+    pub arguments: String,
 }
 
 /// What to ask. `None` fields take the configured defaults.
@@ -67,6 +107,8 @@ pub struct Request {
     pub temperature: Option<f32>,
     pub max_tokens: Option<u32>,
     pub stop: Vec<String>,
+    /// Tools the model may call natively (empty: none offered).
+    pub tools: Vec<Tool>,
 }
 
 /// A chat, or a plain text prompt for base models that only continue text (OpenAI-compatible
@@ -96,7 +138,15 @@ impl Request {
     fn input_text(&self) -> String {
         match &self.input {
             Input::Chat(messages) => {
-                messages.iter().map(|m| m.content.as_str()).collect::<Vec<_>>().join("\n")
+                let mut text: Vec<&str> = Vec::new();
+                for message in messages {
+                    text.push(&message.content);
+                    text.extend(message.tool_calls.iter().map(|c| c.arguments.as_str()));
+                }
+                let tools: Vec<String> =
+                    self.tools.iter().map(|t| format!("{} {}", t.description, t.parameters)).collect();
+                text.extend(tools.iter().map(String::as_str));
+                text.join("\n")
             }
             Input::Prompt(prompt) => prompt.clone(),
         }
@@ -109,6 +159,8 @@ pub enum FinishReason {
     Stop,
     /// `max_tokens` was reached: the text is cut.
     Length,
+    /// The model called tools and waits for their results.
+    ToolCalls,
     Other(String),
 }
 
@@ -117,6 +169,7 @@ impl FinishReason {
         match reason {
             Some("stop") | Some("eos") | None => FinishReason::Stop,
             Some("length") => FinishReason::Length,
+            Some("tool_calls") | Some("function_call") => FinishReason::ToolCalls,
             Some(other) => FinishReason::Other(other.to_string()),
         }
     }
@@ -126,6 +179,8 @@ impl FinishReason {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Reply {
     pub text: String,
+    /// Tools it called (native tool calling), in order.
+    pub tool_calls: Vec<ToolCall>,
     pub usage: Usage,
     pub finish: FinishReason,
     /// The model that answered, as the server names it.
@@ -156,6 +211,8 @@ pub struct ModelInfo {
     pub provider: Provider,
     pub model: String,
     pub endpoint: String,
+    /// How the agent calls this model's tools (`model.tools`).
+    pub tools: ToolsMode,
 }
 
 /// The one interface the agent uses.
@@ -165,6 +222,16 @@ pub trait Model: Send + Sync {
 
     /// Sends `request`, streaming when `options.deltas` is set.
     async fn send(&self, request: &Request, options: &CallOptions) -> Result<Reply, ModelError>;
+}
+
+/// Everything a reply wrote (its text and its calls' arguments), for estimating its tokens.
+fn written_text(text: &str, calls: &[ToolCall]) -> String {
+    let mut written = text.to_string();
+    for call in calls {
+        written.push_str(&call.name);
+        written.push_str(&call.arguments);
+    }
+    written
 }
 
 /// The provider for a configuration.

@@ -1,5 +1,7 @@
 //! Ollama's own API: `/api/chat` (and `/api/generate` for a plain prompt), streamed as one
-//! JSON object a line until `"done": true`.
+//! JSON object a line until `"done": true`. Tools go as `tools` (type `function`); calls come
+//! back in `message.tool_calls` with their arguments as an object and no id (Tokamak numbers
+//! them), and results go back as `tool` messages naming the tool.
 
 use std::time::Instant;
 
@@ -10,7 +12,10 @@ use tokio_util::codec::{FramedRead, LinesCodec};
 use tokio_util::io::StreamReader;
 
 use super::http::{self, Client};
-use super::{CallOptions, FinishReason, Input, Model, ModelError, ModelInfo, Reply, Request, Usage};
+use super::{
+    CallOptions, FinishReason, Input, Message, Model, ModelError, ModelInfo, Reply, Request, Role, ToolCall,
+    Usage, written_text,
+};
 
 const CHAT: &str = "/api/chat";
 const GENERATE: &str = "/api/generate";
@@ -39,8 +44,16 @@ impl Ollama {
         let mut body = json!({"model": config.model, "stream": stream, "options": options});
         match &request.input {
             Input::Chat(messages) => {
-                body["messages"] =
-                    messages.iter().map(|m| json!({"role": m.role.as_str(), "content": m.content})).collect();
+                body["messages"] = messages.iter().map(message).collect();
+                if !request.tools.is_empty() {
+                    body["tools"] = request
+                        .tools
+                        .iter()
+                        .map(|t| {
+                            json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}})
+                        })
+                        .collect();
+                }
                 (CHAT, body)
             }
             Input::Prompt(prompt) => {
@@ -50,6 +63,45 @@ impl Ollama {
             }
         }
     }
+}
+
+fn message(m: &Message) -> Value {
+    match m.role {
+        Role::Tool => json!({
+            "role": "tool",
+            "content": m.content,
+            "tool_name": m.answers.as_ref().map(|c| c.name.as_str()).unwrap_or_default(),
+        }),
+        Role::Assistant if !m.tool_calls.is_empty() => json!({
+            "role": "assistant",
+            "content": m.content,
+            "tool_calls": m.tool_calls.iter().map(|c| {
+                let arguments: Value = serde_json::from_str(&c.arguments).unwrap_or_else(|_| json!({}));
+                json!({"function": {"name": c.name, "arguments": arguments}})
+            }).collect::<Vec<_>>(),
+        }),
+        _ => json!({"role": m.role.as_str(), "content": m.content}),
+    }
+}
+
+/// The tool calls in a chat line's message, numbered from `first`.
+fn tool_calls(line: &Value, first: usize) -> Vec<ToolCall> {
+    let Some(calls) = line["message"]["tool_calls"].as_array() else {
+        return Vec::new();
+    };
+    calls
+        .iter()
+        .enumerate()
+        .map(|(n, call)| ToolCall {
+            id: call["id"].as_str().map_or_else(|| format!("call_{}", first + n), str::to_string),
+            name: call["function"]["name"].as_str().unwrap_or_default().to_string(),
+            arguments: match &call["function"]["arguments"] {
+                Value::String(text) => text.clone(),
+                Value::Null => "{}".to_string(),
+                other => other.to_string(),
+            },
+        })
+        .collect()
 }
 
 /// A chat line's `message.content`, or a generate line's `response`.
@@ -84,14 +136,15 @@ impl Model for Ollama {
                 let started = Instant::now();
                 let response = client.post(path, &body, &[], &options.cancel).await?;
                 let prompt_text = request.input_text();
-                let reply = |text: String, last: &Value| Reply {
+                let reply = |text: String, calls: Vec<ToolCall>, last: &Value| Reply {
                     usage: Usage::reported_or_estimated(
                         count(&last["prompt_eval_count"]),
                         count(&last["eval_count"]),
                         &prompt_text,
-                        &text,
+                        &written_text(&text, &calls),
                     ),
-                    finish: finish(last),
+                    finish: if calls.is_empty() { finish(last) } else { FinishReason::ToolCalls },
+                    tool_calls: calls,
                     model: last["model"].as_str().unwrap_or(&client.config.model).to_string(),
                     latency: started.elapsed(),
                     text,
@@ -101,13 +154,15 @@ impl Model for Ollama {
                     let text = piece(&json)
                         .ok_or_else(|| client.bad_reply(path, "no message in the reply"))?
                         .to_string();
-                    return Ok(reply(text, &json));
+                    let calls = tool_calls(&json, 0);
+                    return Ok(reply(text, calls, &json));
                 }
                 let reader = StreamReader::new(
                     http::bytes(response).map(|chunk| chunk.map_err(std::io::Error::other)),
                 );
                 let mut lines = FramedRead::new(reader, LinesCodec::new_with_max_length(MAX_LINE));
                 let mut text = String::new();
+                let mut calls: Vec<ToolCall> = Vec::new();
                 // a line that is not JSON is a bad reply if more follows, and a cut stream if
                 // it was the end (the server closed the connection in the middle of a line)
                 let mut unreadable: Option<String> = None;
@@ -137,8 +192,10 @@ impl Model for Ollama {
                         text.push_str(delta);
                         options.emit(delta);
                     }
+                    let more = tool_calls(&json, calls.len());
+                    calls.extend(more);
                     if json["done"].as_bool() == Some(true) {
-                        return Ok(reply(text, &json));
+                        return Ok(reply(text, calls, &json));
                     }
                 }
                 Err(client.stream_cut(path, text.len(), "the stream ended before \"done\": true"))

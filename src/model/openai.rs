@@ -1,5 +1,7 @@
 //! OpenAI-compatible servers: `/v1/chat/completions` and, for base models that only continue
-//! text, `/v1/completions`; streamed as SSE `data:` lines ending with `[DONE]`.
+//! text, `/v1/completions`; streamed as SSE `data:` lines ending with `[DONE]`. Tools go as
+//! `tools` (type `function`) with `tool_choice: "auto"`; calls come back as `tool_calls`, whole
+//! or, streamed, as deltas keyed by `index` whose `arguments` arrive in pieces.
 
 use std::time::Instant;
 
@@ -9,7 +11,10 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 
 use super::http::{self, Client};
-use super::{CallOptions, FinishReason, Input, Model, ModelError, ModelInfo, Reply, Request, Usage};
+use super::{
+    CallOptions, FinishReason, Input, Message, Model, ModelError, ModelInfo, Reply, Request, Role, ToolCall,
+    Usage, written_text,
+};
 
 const CHAT: &str = "/v1/chat/completions";
 const COMPLETIONS: &str = "/v1/completions";
@@ -39,8 +44,17 @@ impl OpenAi {
         }
         match &request.input {
             Input::Chat(messages) => {
-                body["messages"] =
-                    messages.iter().map(|m| json!({"role": m.role.as_str(), "content": m.content})).collect();
+                body["messages"] = messages.iter().map(message).collect();
+                if !request.tools.is_empty() {
+                    body["tools"] = request
+                        .tools
+                        .iter()
+                        .map(|t| {
+                            json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}})
+                        })
+                        .collect();
+                    body["tool_choice"] = json!("auto");
+                }
                 (CHAT, body)
             }
             Input::Prompt(prompt) => {
@@ -54,6 +68,82 @@ impl OpenAi {
         match &self.client.config.api_key {
             Some(key) => vec![("authorization", format!("Bearer {}", key.expose()))],
             None => Vec::new(),
+        }
+    }
+}
+
+/// A message as the chat API takes it: tool calls on the assistant's turn, a tool result
+/// keyed by the call's id.
+fn message(m: &Message) -> Value {
+    match m.role {
+        Role::Tool => json!({
+            "role": "tool",
+            "tool_call_id": m.answers.as_ref().map(|c| c.id.as_str()).unwrap_or_default(),
+            "content": m.content,
+        }),
+        Role::Assistant if !m.tool_calls.is_empty() => json!({
+            "role": "assistant",
+            "content": if m.content.is_empty() { Value::Null } else { json!(m.content) },
+            "tool_calls": m.tool_calls.iter().map(|c| json!({
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": c.arguments},
+            })).collect::<Vec<_>>(),
+        }),
+        _ => json!({"role": m.role.as_str(), "content": m.content}),
+    }
+}
+
+/// The tool calls of a whole reply's message.
+fn tool_calls(message: &Value) -> Vec<ToolCall> {
+    let Some(calls) = message["tool_calls"].as_array() else {
+        return Vec::new();
+    };
+    calls
+        .iter()
+        .enumerate()
+        .map(|(index, call)| ToolCall {
+            id: call["id"].as_str().map_or_else(|| format!("call_{index}"), str::to_string),
+            name: call["function"]["name"].as_str().unwrap_or_default().to_string(),
+            arguments: arguments_text(&call["function"]["arguments"]),
+        })
+        .collect()
+}
+
+/// Arguments as JSON text: servers send a string, a few an object.
+fn arguments_text(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// Streamed tool-call deltas, gathered by their `index`.
+#[derive(Default)]
+struct StreamedCalls(Vec<ToolCall>);
+
+impl StreamedCalls {
+    fn add(&mut self, deltas: &Value) {
+        let Some(deltas) = deltas.as_array() else { return };
+        for delta in deltas {
+            let index = delta["index"].as_u64().map_or(self.0.len().saturating_sub(1), |i| i as usize);
+            while self.0.len() <= index {
+                let n = self.0.len();
+                self.0.push(ToolCall {
+                    id: format!("call_{n}"),
+                    name: String::new(),
+                    arguments: String::new(),
+                });
+            }
+            let call = &mut self.0[index];
+            if let Some(id) = delta["id"].as_str() {
+                call.id = id.to_string();
+            }
+            if let Some(name) = delta["function"]["name"].as_str() {
+                call.name.push_str(name);
+            }
+            call.arguments.push_str(&arguments_text(&delta["function"]["arguments"]));
         }
     }
 }
@@ -93,8 +183,11 @@ impl Model for OpenAi {
                         .ok_or_else(|| client.bad_reply(path, "no choices in the reply"))?;
                     let text = choice_text(choice).unwrap_or_default().to_string();
                     let (prompt, completion) = usage_numbers(&json["usage"]);
+                    let calls = tool_calls(&choice["message"]);
+                    let written = written_text(&text, &calls);
                     return Ok(Reply {
-                        usage: Usage::reported_or_estimated(prompt, completion, &prompt_text, &text),
+                        tool_calls: calls,
+                        usage: Usage::reported_or_estimated(prompt, completion, &prompt_text, &written),
                         finish: FinishReason::from_openai(choice["finish_reason"].as_str()),
                         model: json["model"].as_str().unwrap_or(&client.config.model).to_string(),
                         latency: started.elapsed(),
@@ -103,6 +196,7 @@ impl Model for OpenAi {
                 }
                 let mut events = http::bytes(response).eventsource();
                 let mut text = String::new();
+                let mut calls = StreamedCalls::default();
                 let (mut finish, mut model, mut usage) = (None::<String>, None::<String>, (None, None));
                 let mut done = false;
                 while let Some(event) = events.next().await {
@@ -131,6 +225,7 @@ impl Model for OpenAi {
                             text.push_str(delta);
                             options.emit(delta);
                         }
+                        calls.add(&choice["delta"]["tool_calls"]);
                         if let Some(reason) = choice["finish_reason"].as_str() {
                             finish = Some(reason.to_string());
                         }
@@ -145,8 +240,10 @@ impl Model for OpenAi {
                 if !done && finish.is_none() {
                     return Err(client.stream_cut(path, text.len(), "the stream ended without [DONE]"));
                 }
+                let written = written_text(&text, &calls.0);
                 Ok(Reply {
-                    usage: Usage::reported_or_estimated(usage.0, usage.1, &prompt_text, &text),
+                    tool_calls: calls.0,
+                    usage: Usage::reported_or_estimated(usage.0, usage.1, &prompt_text, &written),
                     finish: FinishReason::from_openai(finish.as_deref()),
                     model: model.unwrap_or_else(|| client.config.model.clone()),
                     latency: started.elapsed(),

@@ -438,3 +438,151 @@ pub fn endless_openai_stream() -> Scripted {
     );
     Scripted::Endless { content_type: "text/event-stream".into(), piece, pause: Duration::from_millis(20) }
 }
+
+// ---- tool calls in each provider's wire format ----
+
+/// A tool call: its name and arguments.
+pub type Call<'a> = (&'a str, Value);
+
+fn split_in_two(text: &str) -> (String, String) {
+    let cut = (0..=text.len() / 2).rev().find(|&at| text.is_char_boundary(at)).unwrap_or(0);
+    (text[..cut].to_string(), text[cut..].to_string())
+}
+
+/// OpenAI-compatible: `message.tool_calls`, `finish_reason: "tool_calls"`.
+pub fn openai_tool_calls(text: &str, calls: &[Call]) -> Scripted {
+    let tool_calls: Vec<Value> = calls
+        .iter()
+        .enumerate()
+        .map(|(n, (name, args))| json!({"id": format!("call_{n}"), "type": "function", "function": {"name": name, "arguments": args.to_string()}}))
+        .collect();
+    let content = if text.is_empty() { Value::Null } else { json!(text) };
+    json_reply(
+        200,
+        json!({
+            "id": "chatcmpl-1", "object": "chat.completion", "created": 1_700_000_000, "model": "scripted-model",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content, "tool_calls": tool_calls}, "finish_reason": "tool_calls"}],
+            "usage": {"prompt_tokens": 40, "completion_tokens": 12, "total_tokens": 52},
+        }),
+    )
+}
+
+/// OpenAI-compatible streamed: each call starts with its id and name, its arguments follow in
+/// two pieces, all keyed by `index`.
+pub fn openai_tool_calls_stream(calls: &[Call]) -> Scripted {
+    let chunk = |delta: Value, finish: Value| {
+        format!(
+            "data: {}\n\n",
+            json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1_700_000_000, "model": "scripted-model",
+                   "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+        )
+    };
+    let mut out = vec![chunk(json!({"role": "assistant", "content": null}), Value::Null)];
+    for (n, (name, args)) in calls.iter().enumerate() {
+        out.push(chunk(
+            json!({"tool_calls": [{"index": n, "id": format!("call_{n}"), "type": "function", "function": {"name": name, "arguments": ""}}]}),
+            Value::Null,
+        ));
+        let (first, second) = split_in_two(&args.to_string());
+        for piece in [first, second] {
+            out.push(chunk(
+                json!({"tool_calls": [{"index": n, "function": {"arguments": piece}}]}),
+                Value::Null,
+            ));
+        }
+    }
+    out.push(chunk(json!({}), json!("tool_calls")));
+    out.push("data: [DONE]\n\n".to_string());
+    Scripted::Stream {
+        content_type: "text/event-stream".into(),
+        pieces: out,
+        cut_after: None,
+        pause: Duration::from_millis(2),
+    }
+}
+
+/// Anthropic: `tool_use` blocks, `stop_reason: "tool_use"`.
+pub fn anthropic_tool_use(text: &str, calls: &[Call]) -> Scripted {
+    let mut content = Vec::new();
+    if !text.is_empty() {
+        content.push(json!({"type": "text", "text": text}));
+    }
+    for (n, (name, args)) in calls.iter().enumerate() {
+        content.push(json!({"type": "tool_use", "id": format!("toolu_{n}"), "name": name, "input": args}));
+    }
+    json_reply(
+        200,
+        json!({
+            "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-scripted",
+            "content": content, "stop_reason": "tool_use", "stop_sequence": null,
+            "usage": {"input_tokens": 40, "output_tokens": 12},
+        }),
+    )
+}
+
+/// Anthropic streamed: a `tool_use` block start, then `input_json_delta` pieces.
+pub fn anthropic_tool_use_stream(calls: &[Call]) -> Scripted {
+    let event = |kind: &str, data: Value| format!("event: {kind}\ndata: {data}\n\n");
+    let mut out = vec![event(
+        "message_start",
+        json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-scripted", "content": [], "stop_reason": null, "usage": {"input_tokens": 40, "output_tokens": 1}}}),
+    )];
+    for (n, (name, args)) in calls.iter().enumerate() {
+        out.push(event(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": n, "content_block": {"type": "tool_use", "id": format!("toolu_{n}"), "name": name, "input": {}}}),
+        ));
+        let (first, second) = split_in_two(&args.to_string());
+        for piece in [first, second] {
+            out.push(event(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": n, "delta": {"type": "input_json_delta", "partial_json": piece}}),
+            ));
+        }
+        out.push(event("content_block_stop", json!({"type": "content_block_stop", "index": n})));
+    }
+    out.push(event("message_delta", json!({"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": null}, "usage": {"output_tokens": 12}})));
+    out.push(event("message_stop", json!({"type": "message_stop"})));
+    Scripted::Stream {
+        content_type: "text/event-stream".into(),
+        pieces: out,
+        cut_after: None,
+        pause: Duration::from_millis(2),
+    }
+}
+
+/// Ollama: `message.tool_calls` with the arguments as an object and no id.
+pub fn ollama_tool_calls(calls: &[Call]) -> Scripted {
+    let tool_calls: Vec<Value> =
+        calls.iter().map(|(name, args)| json!({"function": {"name": name, "arguments": args}})).collect();
+    json_reply(
+        200,
+        json!({
+            "model": "qwen-scripted", "created_at": "2026-11-22T00:00:00Z",
+            "message": {"role": "assistant", "content": "", "tool_calls": tool_calls},
+            "done_reason": "stop", "done": true, "prompt_eval_count": 40, "eval_count": 12,
+        }),
+    )
+}
+
+/// Ollama streamed: the calls arrive on one line, the counts on the last.
+pub fn ollama_tool_calls_stream(calls: &[Call]) -> Scripted {
+    let tool_calls: Vec<Value> =
+        calls.iter().map(|(name, args)| json!({"function": {"name": name, "arguments": args}})).collect();
+    let out = vec![
+        format!(
+            "{}\n",
+            json!({"model": "qwen-scripted", "created_at": "2026-11-22T00:00:00Z", "message": {"role": "assistant", "content": "", "tool_calls": tool_calls}, "done": false})
+        ),
+        format!(
+            "{}\n",
+            json!({"model": "qwen-scripted", "created_at": "2026-11-22T00:00:00Z", "message": {"role": "assistant", "content": ""}, "done_reason": "stop", "done": true, "prompt_eval_count": 40, "eval_count": 12})
+        ),
+    ];
+    Scripted::Stream {
+        content_type: "application/x-ndjson".into(),
+        pieces: out,
+        cut_after: None,
+        pause: Duration::from_millis(2),
+    }
+}

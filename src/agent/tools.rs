@@ -1,0 +1,129 @@
+//! The executor's actions as the model's tools (native tool calling): each one's JSON
+//! Schema and description, and a tool call read back into an action — or into one sentence
+//! for the model when its arguments are malformed or the tool does not exist.
+
+use serde_json::{Value, json};
+
+use crate::executor::Action;
+use crate::model::{Tool, ToolCall};
+
+/// The tool that ends a step: the goal is reached, or cannot be.
+pub const DONE: &str = "done";
+
+/// What a tool call asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Called {
+    Act(Action),
+    Done(String),
+}
+
+fn object(properties: Value, required: &[&str]) -> Value {
+    json!({"type": "object", "properties": properties, "required": required, "additionalProperties": false})
+}
+
+/// Every action, and `done`.
+pub fn tools() -> Vec<Tool> {
+    let path = json!({"type": "string", "description": "a path relative to the workspace root"});
+    let tool = |name: &str, description: &str, parameters: Value| Tool {
+        name: name.to_string(),
+        description: description.to_string(),
+        parameters,
+    };
+    vec![
+        tool(
+            "read",
+            "Read a file's text, whole or some lines of it.",
+            object(
+                json!({"path": path, "lines": {"type": "string", "description": "1-based lines, as \"10-40\""}}),
+                &["path"],
+            ),
+        ),
+        tool(
+            "list",
+            "List a folder's entries, or with glob the files under it matching the glob (\"**/*.py\").",
+            object(json!({"dir": path, "glob": {"type": "string"}}), &[]),
+        ),
+        tool(
+            "search",
+            "Search the project's files (those .gitignore keeps) for lines matching a regular expression.",
+            object(
+                json!({"pattern": {"type": "string", "description": "a regular expression"}, "glob": {"type": "string", "description": "only files matching this glob"}}),
+                &["pattern"],
+            ),
+        ),
+        tool(
+            "edit",
+            "Change a file with SEARCH/REPLACE blocks: <<<<<<< SEARCH, the exact lines to find, =======, the lines to put there, >>>>>>> REPLACE. Copy the SEARCH lines exactly from the file.",
+            object(json!({"path": path, "blocks": {"type": "string"}}), &["path", "blocks"]),
+        ),
+        tool(
+            "create",
+            "Create a new file with this text.",
+            object(json!({"path": path, "text": {"type": "string"}}), &["path", "text"]),
+        ),
+        tool("delete", "Delete a file.", object(json!({"path": path}), &["path"])),
+        tool("rename", "Move a file.", object(json!({"from": path, "to": path}), &["from", "to"])),
+        tool(
+            "run",
+            "Run a command in the workspace (no shell: no pipes or redirections), such as the tests.",
+            object(
+                json!({"command": {"type": "string"}, "timeout": {"type": "integer", "description": "seconds"}}),
+                &["command"],
+            ),
+        ),
+        tool(
+            "git_commit",
+            "Commit the files this run changed to the project's git, with a message.",
+            object(json!({"message": {"type": "string"}}), &["message"]),
+        ),
+        tool(
+            DONE,
+            "Say the goal is reached (or cannot be), with a short summary of what was done.",
+            object(json!({"summary": {"type": "string"}}), &["summary"]),
+        ),
+    ]
+}
+
+/// Reads a tool call; the error is one sentence for the model (sent back as the call's result).
+pub fn read_call(call: &ToolCall) -> Result<Called, String> {
+    let text = call.arguments.trim();
+    let arguments: Value = if text.is_empty() {
+        json!({})
+    } else {
+        serde_json::from_str(text).map_err(|err| {
+            format!("the arguments of {} are not valid JSON ({err}); send them as one JSON object", call.name)
+        })?
+    };
+    if call.name == DONE {
+        let summary = arguments["summary"].as_str().unwrap_or("done").to_string();
+        return Ok(Called::Done(summary));
+    }
+    Action::from_call(&call.name, arguments).map(Called::Act)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(name: &str, arguments: &str) -> ToolCall {
+        ToolCall { id: "c1".into(), name: name.into(), arguments: arguments.into() }
+    }
+
+    #[test]
+    fn tool_calls_become_actions_or_a_sentence() {
+        assert_eq!(
+            read_call(&call("read", r#"{"path": "a.py", "lines": "2-3"}"#)),
+            Ok(Called::Act(Action::Read { path: "a.py".into(), lines: Some((2, 3)) }))
+        );
+        assert_eq!(read_call(&call("done", r#"{"summary": "ok"}"#)), Ok(Called::Done("ok".into())));
+        assert!(read_call(&call("read", r#"{"path": "a.py""#)).unwrap_err().contains("not valid JSON"));
+        assert!(read_call(&call("teleport", "{}")).unwrap_err().contains("there is no action \"teleport\""));
+        assert!(read_call(&call("read", "{}")).unwrap_err().contains("missing field `path`"));
+        // every tool has an object schema, and every action a tool
+        let tools = tools();
+        for name in crate::executor::ACTION_NAMES {
+            assert!(tools.iter().any(|t| t.name == *name), "{name}");
+        }
+        assert!(tools.iter().all(|t| t.parameters["type"] == "object"));
+    }
+}
