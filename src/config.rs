@@ -139,6 +139,24 @@ pub struct Settings {
     pub limits: LimitSettings,
     /// `[test]`: the project's test command.
     pub test: TestSettings,
+    /// `[plan]`: how plans are made.
+    pub plan: PlanSettings,
+}
+
+/// `[plan]`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PlanSettings {
+    /// The most steps a plan may have.
+    pub max_steps: usize,
+    /// How many times a run may plan again what is left after a step failed.
+    pub max_replans: usize,
+}
+
+impl Default for PlanSettings {
+    fn default() -> Self {
+        PlanSettings { max_steps: 8, max_replans: 1 }
+    }
 }
 
 /// `[commands]` (a trusted setting: a project's own is used only when the folder is trusted).

@@ -101,6 +101,11 @@ pub trait Editor: Send + Sync {
         let _ = (run_id, progress);
     }
 
+    /// A run's plan changed (made, a step's status, a new plan): the whole plan.
+    async fn plan_updated(&self, run_id: &str, plan: &crate::agent::plan::Plan) {
+        let _ = (run_id, plan);
+    }
+
     /// A run ended: its exit reason and summary.
     async fn run_finished(&self, report: &RunReport) {
         let _ = report;

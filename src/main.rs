@@ -58,14 +58,42 @@ enum Command {
         #[arg(long, value_delimiter = ',')]
         checkers: Option<Vec<String>>,
     },
-    /// Carry out a task in the workspace: the agent reads, searches, edits and runs commands
-    /// through the executor; prints progress on stderr, then the diff and the exit reason.
+    /// Make a plan for a goal (numbered steps with their dependencies) without carrying it
+    /// out.
+    Plan {
+        /// What to do, in words (Korean or English).
+        goal: String,
+        /// The workspace (default: the one the current folder is in).
+        #[arg(long)]
+        root: Option<PathBuf>,
+        #[arg(long)]
+        model_url: Option<String>,
+        #[arg(long)]
+        model: Option<String>,
+        #[arg(long)]
+        provider: Option<String>,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Carry out a task in the workspace: plan it, then for each step read, search, edit and
+    /// run commands through the executor, check what the step changed and fix what it broke.
+    /// Progress and the plan on stderr, then the diff and the exit reason. Asks before each
+    /// change on a terminal; without one, --yes allows changes.
     Run {
         /// What to do, in words (Korean or English).
         goal: String,
         /// The workspace (default: the one the current folder is in).
         #[arg(long)]
         root: Option<PathBuf>,
+        /// Apply changes without asking.
+        #[arg(long)]
+        yes: bool,
+        /// Change nothing: carry the task out in a copy of the workspace and print the diff.
+        #[arg(long)]
+        dry_run: bool,
+        /// The project's test command, run after each step (default: [test] command).
+        #[arg(long)]
+        test_command: Option<String>,
         /// The model's base URL (OpenAI-compatible unless --provider says otherwise).
         #[arg(long)]
         model_url: Option<String>,
@@ -208,12 +236,27 @@ fn main() -> ExitCode {
             let options = BenchOptions { filter, max_attempts, model };
             runtime.block_on(run_bench_fix(&dir, format, &options))
         }
-        Command::Run { goal, root, model_url, model, provider, format } => {
+        Command::Run { goal, root, yes, dry_run, test_command, model_url, model, provider, format } => {
+            tokamak::logging::init_cli();
+            let test_command = match test_command.map(|line| shlex::split(&line)) {
+                Some(None) => {
+                    eprintln!("tokamak: --test-command has an unclosed quote");
+                    return ExitCode::from(USAGE);
+                }
+                Some(Some(argv)) if !argv.is_empty() => Some(argv),
+                _ => None,
+            };
+            let model = model_overlay(model_url, model, provider, None);
+            let root = root.unwrap_or_else(|| tokamak::config::find_root(Path::new(".")));
+            let options = RunOptions { model, progress: format == Format::Text, test_command, dry_run, yes };
+            runtime.block_on(run_task(&root, &goal, format, &options))
+        }
+        Command::Plan { goal, root, model_url, model, provider, format } => {
             tokamak::logging::init_cli();
             let model = model_overlay(model_url, model, provider, None);
             let root = root.unwrap_or_else(|| tokamak::config::find_root(Path::new(".")));
-            let options = RunOptions { model, progress: format == Format::Text };
-            runtime.block_on(run_task(&root, &goal, format, &options))
+            let options = RunOptions { model, progress: false, ..RunOptions::default() };
+            runtime.block_on(make_plan(&root, &goal, format, &options))
         }
         Command::Checkpoints { root, format } => {
             tokamak::logging::init_cli();
@@ -288,6 +331,33 @@ async fn run_task(root: &Path, goal: &str, format: Format, options: &RunOptions)
         },
     }
     if tokamak::cli::run::succeeded(&result) { ExitCode::SUCCESS } else { ExitCode::from(1) }
+}
+
+async fn make_plan(root: &Path, goal: &str, format: Format, options: &RunOptions) -> ExitCode {
+    let plan = match tokamak::cli::run::plan(root, goal, options).await {
+        Ok(plan) => plan,
+        Err(err) => {
+            eprintln!("tokamak: {err:#}");
+            return ExitCode::from(1);
+        }
+    };
+    match format {
+        Format::Text => {
+            println!("Plan {} for: {}", plan.plan_id, plan.goal);
+            print!("{}", plan.outline());
+            for repair in &plan.repairs {
+                eprintln!("tokamak: repaired the plan: {repair}");
+            }
+        }
+        Format::Json => match serde_json::to_string_pretty(&plan) {
+            Ok(json) => println!("{json}"),
+            Err(err) => {
+                eprintln!("tokamak: cannot write JSON: {err}");
+                return ExitCode::FAILURE;
+            }
+        },
+    }
+    ExitCode::SUCCESS
 }
 
 async fn list_checkpoints(root: &Path, format: Format) -> ExitCode {

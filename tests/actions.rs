@@ -24,6 +24,11 @@ fn action_with(value: Value, after: &str) -> Scripted {
     openai_chat(&format!("```json\n{value}\n```\n{after}"))
 }
 
+/// The planner's reply: one step.
+fn plan() -> Scripted {
+    openai_chat("1. Carry out the task\n")
+}
+
 fn done(summary: &str) -> Scripted {
     action(json!({"action": "done", "summary": summary}))
 }
@@ -36,6 +41,8 @@ fn project(files: &[(&str, &str)]) -> tempfile::TempDir {
         std::fs::create_dir_all(path.parent().expect("parent")).expect("folders");
         std::fs::write(path, content).expect("write");
     }
+    // the checkers are not what these tests are about
+    std::fs::write(dir.path().join("tokamak.toml"), "[checkers]\nenable = []\n").expect("settings");
     git(dir.path(), &["init", "-q"]);
     git(dir.path(), &["add", "-A"]);
     git(dir.path(), &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start"]);
@@ -50,7 +57,7 @@ fn git(dir: &Path, args: &[&str]) -> String {
 
 /// `tokamak run GOAL` in `root` against `model`, as `user`.
 fn run(user: &UserDirs, root: &Path, model: &ModelServer, goal: &str) -> Output {
-    user.command(&["run", goal, "--root", &root.display().to_string()])
+    user.command(&["run", goal, "--yes", "--root", &root.display().to_string()])
         .current_dir(root)
         .env("TOKAMAK_LLM_URL", model.url())
         .env("TOKAMAK_MODEL", "scripted")
@@ -71,10 +78,11 @@ fn results(model: &ModelServer) -> Vec<String> {
     model
         .requests()
         .iter()
-        .skip(1)
-        .map(|r| {
+        .filter_map(|r| {
             let last = r.body["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or_default();
-            last["content"].as_str().unwrap_or_default().to_string()
+            let content = last["content"].as_str().unwrap_or_default().to_string();
+            let feedback = ["Result of", "Refused of", "Error:"].iter().any(|p| content.starts_with(p));
+            (last["role"] == "tool" || feedback).then_some(content)
         })
         .collect()
 }
@@ -115,6 +123,7 @@ fn every_file_action_works_headless_and_the_model_sees_each_result() {
     ]);
     let root = dir.path();
     let model = ModelServer::start(vec![
+        plan(),
         action(json!({"action": "list", "dir": "src"})),
         action(json!({"action": "search", "pattern": "def login"})),
         action(json!({"action": "read", "path": "src/app.py", "lines": "1-1"})),
@@ -150,7 +159,7 @@ fn every_file_action_works_headless_and_the_model_sees_each_result() {
         "{stdout}"
     );
     assert!(stdout.contains("--- a/src/old.py\n+++ /dev/null"), "{stdout}");
-    assert!(stdout.contains("[done] login strips the user name."), "{stdout}");
+    assert!(stdout.contains("[done] make login strip the name: all 1 step(s) done."), "{stdout}");
     assert!(stdout.contains("Undo with tokamak rollback"), "{stdout}");
 
     let told = results(&model);
@@ -173,7 +182,10 @@ fn every_file_action_works_headless_and_the_model_sees_each_result() {
     assert_eq!(events.first(), Some(&"start"));
     assert_eq!(events.last(), Some(&"exit"));
     assert_eq!(events.iter().filter(|e| **e == "action").count(), 7, "{events:?}");
-    assert_eq!(events.iter().filter(|e| **e == "phase").count(), 2, "{events:?}");
+    let phases: Vec<&str> =
+        lines.iter().filter(|l| l["event"] == "phase").filter_map(|l| l["to"].as_str()).collect();
+    assert_eq!(phases, ["planning", "executing", "observing", "reflecting", "done"], "{events:?}");
+    assert!(!events.contains(&"phase_error"), "{events:?}");
     let prompts: Vec<&Value> = lines.iter().filter(|l| l["event"] == "prompt").collect();
     assert_eq!(prompts.len(), 8, "one per model call");
     assert_eq!(
@@ -194,6 +206,7 @@ fn what_the_model_must_not_do_is_refused_and_the_run_goes_on() {
     let root = dir.path();
     std::os::unix::fs::symlink(outside.path(), root.join("elsewhere")).expect("symlink");
     let model = ModelServer::start(vec![
+        plan(),
         action(json!({"action": "read", "path": "/etc/passwd"})),
         action_with(json!({"action": "create", "path": "../x.py"}), "```\nx\n```\n"),
         action_with(json!({"action": "create", "path": "elsewhere/y.py"}), "```\ny\n```\n"),
@@ -242,6 +255,7 @@ fn what_the_model_must_not_do_is_refused_and_the_run_goes_on() {
 fn limits_end_the_run_and_name_their_setting() {
     let dir = project(&[("a.py", "a = 1\n"), ("b.py", "b = 1\n")]);
     let model = ModelServer::start(vec![
+        plan(),
         action(json!({"action": "read", "path": "a.py"})),
         action(json!({"action": "read", "path": "b.py"})),
         action(json!({"action": "read", "path": "a.py", "lines": "1-1"})),
@@ -256,6 +270,7 @@ fn limits_end_the_run_and_name_their_setting() {
 
     // a model that repeats itself on an unchanged state
     let model = ModelServer::start(vec![
+        plan(),
         action(json!({"action": "search", "pattern": "nothing-here"})),
         action(json!({"action": "search", "pattern": "nothing-here"})),
         action(json!({"action": "search", "pattern": "nothing-here"})),
@@ -271,7 +286,7 @@ fn limits_end_the_run_and_name_their_setting() {
             &format!("<<<<<<< SEARCH\na = {n}\n=======\na = {}\n>>>>>>> REPLACE\n", n + 1),
         )
     };
-    let model = ModelServer::start(vec![edit(1), edit(2), edit(3), done("never reached")]);
+    let model = ModelServer::start(vec![plan(), edit(1), edit(2), edit(3), done("never reached")]);
     let user = UserDirs::new();
     user.write_settings("[limits]\nrevisions = 2\n");
     let output = run(&user, dir.path(), &model, "count up");
@@ -301,6 +316,7 @@ fn checkpoints_roll_a_run_back_byte_for_byte_and_leave_the_projects_git_alone() 
     let before = git_state(root);
     let original = std::fs::read(root.join("app.py")).unwrap();
     let model = ModelServer::start(vec![
+        plan(),
         action_with(
             json!({"action": "edit", "path": "app.py"}),
             "<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n",
@@ -362,6 +378,7 @@ fn old_checkpoints_are_pruned() {
     user.write_settings("[checkpoints]\nkeep_runs = 2\n");
     for n in 0..3 {
         let model = ModelServer::start(vec![
+            plan(),
             action_with(
                 json!({"action": "edit", "path": "a.py"}),
                 &format!("<<<<<<< SEARCH\na = {n}\n=======\na = {}\n>>>>>>> REPLACE\n", n + 1),
@@ -397,6 +414,7 @@ fn git_commit_commits_only_the_runs_files_and_only_when_allowed() {
     std::fs::write(root.join("other.py"), "o = 2\n").unwrap();
     let script = || {
         vec![
+            plan(),
             action_with(
                 json!({"action": "edit", "path": "app.py"}),
                 "<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n",
@@ -427,7 +445,9 @@ fn git_commit_commits_only_the_runs_files_and_only_when_allowed() {
 
 #[test]
 fn native_tool_calls_drive_a_run_in_every_provider_format() {
-    use support::model_server::{anthropic_tool_use, ollama_tool_calls, openai_tool_calls};
+    use support::model_server::{
+        anthropic_message, anthropic_tool_use, ollama_chat, ollama_tool_calls, openai_tool_calls,
+    };
     for provider in ["openai", "anthropic", "ollama"] {
         let dir = project(&[("app.py", "x = 1\n")]);
         let calls = |name: &str, args: Value| -> Scripted {
@@ -439,6 +459,11 @@ fn native_tool_calls_drive_a_run_in_every_provider_format() {
             }
         };
         let model = ModelServer::start(vec![
+            match provider {
+                "openai" => plan(),
+                "anthropic" => anthropic_message("1. Make x 2\n"),
+                _ => ollama_chat("1. Make x 2\n"),
+            },
             calls("read", json!({"path": "app.py"})),
             calls(
                 "edit",
@@ -446,6 +471,7 @@ fn native_tool_calls_drive_a_run_in_every_provider_format() {
             ),
             calls("read", json!({"path": "../outside.py"})),
             calls("edit", json!({"path": 7})),
+            calls("teleport", json!({"to": "mars"})),
             calls("done", json!({"summary": "x is 2"})),
         ]);
         let user = UserDirs::new();
@@ -453,6 +479,7 @@ fn native_tool_calls_drive_a_run_in_every_provider_format() {
             .command(&[
                 "run",
                 "make x 2",
+                "--yes",
                 "--provider",
                 provider,
                 "--model-url",
@@ -466,15 +493,20 @@ fn native_tool_calls_drive_a_run_in_every_provider_format() {
             .unwrap();
         let stdout = text(&output.stdout);
         assert_eq!(output.status.code(), Some(0), "{provider}: {stdout}{}", text(&output.stderr));
-        assert!(stdout.contains("[done] x is 2."), "{provider}: {stdout}");
+        assert!(stdout.contains("[done] make x 2: all 1 step(s) done."), "{provider}: {stdout}");
         assert_eq!(std::fs::read_to_string(dir.path().join("app.py")).unwrap(), "x = 2\n", "{provider}");
         let requests = model.requests();
-        assert_eq!(requests.len(), 5, "{provider}");
-        let sent = requests[4].body["messages"].to_string();
+        assert_eq!(requests.len(), 7, "{provider}: the plan, then six tool calls");
+        let sent = requests[6].body["messages"].to_string();
         assert!(sent.contains("edited app.py (+1 -1 lines)"), "{provider}: the results went back: {sent}");
         assert!(sent.contains("`..` leads outside"), "{provider}: a refusal is a tool result");
         assert!(sent.contains("bad arguments for edit"), "{provider}: malformed arguments are a tool result");
-        assert!(!requests[0].body["tools"].as_array().unwrap().is_empty(), "{provider}: tools offered");
+        assert!(
+            sent.contains("there is no action \\\"teleport\\\""),
+            "{provider}: an unknown tool is a tool result: {sent}"
+        );
+        assert!(requests[0].body.get("tools").is_none(), "{provider}: no tools for planning");
+        assert!(!requests[1].body["tools"].as_array().unwrap().is_empty(), "{provider}: tools offered");
     }
 }
 
@@ -482,6 +514,7 @@ fn native_tool_calls_drive_a_run_in_every_provider_format() {
 fn a_server_that_refuses_tools_gets_the_text_protocol_and_the_user_is_told() {
     let dir = project(&[("app.py", "x = 1\n")]);
     let model = ModelServer::start(vec![
+        plan(),
         support::model_server::error(400, "tools param requires --jinja flag"),
         action(json!({"action": "read", "path": "app.py"})),
         done("read it"),
@@ -491,10 +524,10 @@ fn a_server_that_refuses_tools_gets_the_text_protocol_and_the_user_is_told() {
     let stderr = text(&output.stderr);
     assert_eq!(stderr.matches("refused tool calls").count(), 1, "{stderr}");
     let requests = model.requests();
-    assert!(requests[0].body.get("tools").is_some());
-    assert!(requests[1].body.get("tools").is_none(), "the text protocol from then on");
+    assert!(requests[1].body.get("tools").is_some());
+    assert!(requests[2].body.get("tools").is_none(), "the text protocol from then on");
     assert!(
-        requests[1].body["messages"][0]["content"].as_str().unwrap().contains("```json"),
+        requests[2].body["messages"][0]["content"].as_str().unwrap().contains("```json"),
         "it is explained"
     );
 }

@@ -37,6 +37,7 @@ fn project() -> tempfile::TempDir {
 
 fn script() -> Vec<Scripted> {
     vec![
+        openai_chat("1. Say hello\n"),
         action_with(
             json!({"action": "edit", "path": "app.py"}),
             "<<<<<<< SEARCH\n    return 'hi ' + name\n=======\n    return 'hello ' + name\n>>>>>>> REPLACE\n",

@@ -18,7 +18,8 @@ fn action(value: Value) -> Scripted {
 }
 
 fn run(user: &UserDirs, root: &Path, model: &ModelServer, path: Option<&Path>) -> Output {
-    let mut command = user.command(&["run", "try the commands", "--root", &root.display().to_string()]);
+    let mut command =
+        user.command(&["run", "try the commands", "--yes", "--root", &root.display().to_string()]);
     command
         .current_dir(root)
         .env("TOKAMAK_LLM_URL", model.url())
@@ -35,10 +36,10 @@ fn told(model: &ModelServer) -> Vec<String> {
     model
         .requests()
         .iter()
-        .skip(1)
-        .map(|r| {
+        .filter_map(|r| {
             let last = r.body["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or_default();
-            last["content"].as_str().unwrap_or_default().to_string()
+            let content = last["content"].as_str().unwrap_or_default().to_string();
+            ["Result of", "Refused of", "Error:"].iter().any(|p| content.starts_with(p)).then_some(content)
         })
         .collect()
 }
@@ -47,6 +48,7 @@ fn project() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("temp dir");
     std::fs::create_dir(dir.path().join(".git")).expect(".git");
     std::fs::write(dir.path().join("app.py"), "x = 1\n").expect("write");
+    std::fs::write(dir.path().join("tokamak.toml"), "[checkers]\nenable = []\n").expect("settings");
     dir
 }
 
@@ -67,6 +69,7 @@ fn commands_run_in_a_copy_without_network_or_keys() {
         model.url()
     );
     for reply in [
+        openai_chat("1. Try the commands\n"),
         action(json!({"action": "run", "command": ["python3", "-c", reach]})),
         action(
             json!({"action": "run", "command": ["sh", "-c", "echo changed > app.py; echo new > made.txt; cat app.py"]}),
@@ -113,6 +116,7 @@ fn without_bwrap_commands_run_in_the_workspace_after_a_notice() {
         std::os::unix::fs::symlink(found, bin.path().join(program)).expect("symlink");
     }
     let model = ModelServer::start(vec![
+        openai_chat("1. Try the commands\n"),
         action(json!({"action": "run", "command": ["sh", "-c", "echo made > made.txt"]})),
         action(json!({"action": "run", "command": ["sh", "-c", "echo again >> made.txt"]})),
         action(json!({"action": "done", "summary": "ran"})),
@@ -131,6 +135,7 @@ fn without_bwrap_commands_run_in_the_workspace_after_a_notice() {
 
     // sandbox = "bwrap" without bwrap refuses instead
     let model = ModelServer::start(vec![
+        openai_chat("1. Try the commands\n"),
         action(json!({"action": "run", "command": ["sh", "-c", "echo no > no.txt"]})),
         action(json!({"action": "done", "summary": "refused"})),
     ]);

@@ -7,7 +7,7 @@
 //! With `model.tools = "auto"`, a server that refuses tools gets the text protocol from then
 //! on, and the user is told once.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Mutex;
 
 use serde_json::json;
@@ -22,7 +22,7 @@ use crate::executor::{Action, Executor, LimitHit};
 use crate::model::{CallOptions, Message, Model, ModelError, Reply, Request, ToolsMode};
 use crate::sync::lock;
 
-/// The third visit to the same (action, result) is a loop.
+/// The third visit to the same state (the run's files, an action and its result) is a loop.
 const REPEATS: usize = 3;
 
 /// Endpoints that refused native tools in this process: they get the text protocol.
@@ -76,7 +76,6 @@ pub async fn act(
     ];
     let mut tokens = Tokens::default();
     let mut turns = 0u32;
-    let mut seen: HashMap<[u8; 32], usize> = HashMap::new();
     let tool_call_limit = executor.context().settings.limits.tool_calls;
     let end =
         |exit_reason, summary: String, tokens, turns| ActOutcome { exit_reason, summary, tokens, turns };
@@ -157,7 +156,7 @@ pub async fn act(
                     }
                 };
                 messages.push(Message::tool_result(call, answer));
-                if repeated(&mut seen, key) {
+                if visit(executor, request, &key) >= REPEATS {
                     return end(ExitReason::RepeatedState, repeated_sentence(), tokens, turns);
                 }
             }
@@ -184,7 +183,7 @@ pub async fn act(
             }
         };
         messages.push(Message::user(answer));
-        if repeated(&mut seen, key) {
+        if visit(executor, request, &key) >= REPEATS {
             return end(ExitReason::RepeatedState, repeated_sentence(), tokens, turns);
         }
     }
@@ -239,10 +238,11 @@ fn refuses_tools(err: &ModelError) -> bool {
     }
 }
 
-fn repeated(seen: &mut HashMap<[u8; 32], usize>, key: [u8; 32]) -> bool {
-    let visits = seen.entry(key).or_insert(0);
-    *visits += 1;
-    *visits >= REPEATS
+/// A visit to the run's state, scoped to this loop's goal: a step that comes back to the same
+/// state (through a fix round or a failing test) counts, another step that reads the same
+/// file does not.
+fn visit(executor: &Executor, request: &ActRequest<'_>, key: &[u8; 32]) -> usize {
+    executor.visit(&[request.goal.as_bytes(), &[0], key].concat())
 }
 
 fn repeated_sentence() -> String {

@@ -1,12 +1,16 @@
 //! The agent: runs that change code. The fix loop (`fix.rs`) with its deterministic rung
 //! (`ladder.rs`), prompt (`prompt.rs`) and targets (`targets.rs`); task runs (`task.rs`),
-//! carried out by a tool-using loop (`act.rs`) that reads actions from the model's replies
-//! (`protocol.rs`) and takes them through the executor; the registry of runs (`runs.rs`) and
-//! their reports (`report.rs`). The planner, modes and roles arrive with later issues.
+//! planned (`planner.rs` → `plan.rs`), driven through the phases of `engine.rs`, each step
+//! carried out by a tool-using loop (`act.rs`) that offers the executor's actions as tools
+//! (`tools.rs`) or reads them from the model's replies (`protocol.rs`); the registry of runs
+//! (`runs.rs`) and their reports (`report.rs`). Modes and roles arrive with a later issue.
 
 mod act;
+pub mod engine;
 mod fix;
 pub mod ladder;
+pub mod plan;
+mod planner;
 mod prompt;
 pub mod protocol;
 mod report;
@@ -20,8 +24,9 @@ pub use fix::{FixContext, FixRequest, display_path, fix};
 /// The profile whose model changes code (`[profiles.coder]`, else `[model]`): fixes and
 /// tasks.
 pub const FIX_ROLE: &str = "coder";
+pub use planner::Selection;
 pub use prompt::{SYSTEM as FIX_SYSTEM_PROMPT, focused_context};
 pub use report::{ExitReason, RunReport, Tokens};
 pub use runs::{Busy, RunHandle, Runs};
 pub use targets::{Scope, Signature};
-pub use task::{SYSTEM as TASK_SYSTEM_PROMPT, TaskContext, run_task};
+pub use task::{SYSTEM as TASK_SYSTEM_PROMPT, TaskContext, TaskRequest, plan_goal, run_task};

@@ -1,26 +1,44 @@
-//! A task run: a goal in words, carried out through the executor by one tool-using loop
-//! (`act.rs`), with the run's checkpoint and audit log, progress, a cancel and a wall-time
-//! limit, and a report at the end. The same for the server (`tokamak.run`) and the command
-//! line (`tokamak run`).
+//! A task run (SPEC P1–P5): a goal carried out as a plan. The engine plans (or takes a plan
+//! made earlier), then for each step whose dependencies are done: *Executing* — a tool-using
+//! loop of its own (`act.rs`) with the step's goal, the plan and what earlier steps changed;
+//! *Observing* — the settled diagnostics of every file the step changed, open or not, and the
+//! project's test command; *Reflecting* — done, *Fixing* (the fix loop on the errors the step
+//! introduced), another round for failing tests, or a new plan for what is left (bounded). A
+//! failed step fails its dependants; independent steps still run. Every transition is checked
+//! (`engine.rs`) and audited; the plan goes to the editor on every change; the run ends with
+//! an exit reason and a summary. The same for the server (`tokamak.run`, `tokamak.implement`)
+//! and the command line (`tokamak run`).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use async_trait::async_trait;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
 use url::Url;
 
 use super::act::{ActOutcome, ActRequest, act};
+use super::engine::{Engine, Phase};
+use super::fix::{FixContext, FixRequest, fix};
+use super::plan::{Plan, StepStatus};
+use super::planner::{PlanFailure, PlanRequest, Selection, make_plan, project_rules};
 use super::report::{ExitReason, RunReport, Tokens};
-use super::runs::RunHandle;
-use crate::config::LimitSettings;
-use crate::editor::Progress;
-use crate::executor::{Executor, ExecutorContext};
+use super::runs::{RunHandle, Runs};
+use super::targets::{Scope, problems};
+use crate::agent::Signature;
+use crate::config::{FixSettings, LimitSettings, PlanSettings};
+use crate::editor::{DocumentEdit, EditOutcome, Editor, FileOperation, MessageLevel, Progress};
+use crate::executor::{Action, DiskEditor, Executor, ExecutorContext};
 use crate::model::{Model, ModelError};
+use crate::observer::{Diagnostic, Observer, Severity};
+use crate::sync::lock;
+use crate::workspace::DocumentSnapshot;
 
-/// The instructions a task run's model gets.
+/// The instructions a step's model gets.
 pub const SYSTEM: &str = "You are Tokamak, a careful coding agent working inside the user's project. \
-Look before you change: list, search and read the files the goal concerns. Change only what the goal needs, \
-with small SEARCH/REPLACE edits that copy the file's lines exactly. Run the project's tests when there are any. \
-When the goal is reached, or cannot be, say so with the done action.";
+Look before you change: list, search and read the files the step concerns. Change only what the step needs, \
+with small SEARCH/REPLACE edits that copy the file's lines exactly. When the step is done, or cannot be, say so \
+with the done action.";
 
 /// What task runs work with.
 pub struct TaskContext {
@@ -28,72 +46,110 @@ pub struct TaskContext {
     /// The model, or why there is none.
     pub model: Result<Arc<dyn Model>, ModelError>,
     pub limits: LimitSettings,
+    pub plan: PlanSettings,
+    /// For the fix loop on the errors a step introduces.
+    pub fix: FixSettings,
+}
+
+/// What to do.
+#[derive(Debug, Clone, Default)]
+pub struct TaskRequest {
+    pub goal: String,
+    /// A plan made earlier (`tokamak.implement`); `None`: plan first.
+    pub plan: Option<Plan>,
+    /// What the user selected, if anything.
+    pub selection: Option<Selection>,
+    /// The plan's id when the run makes one.
+    pub plan_id: String,
+}
+
+/// Makes a plan without carrying it out (`tokamak.plan`, `tokamak plan`).
+pub async fn plan_goal(
+    context: &TaskContext,
+    goal: &str,
+    selection: Option<Selection>,
+    plan_id: &str,
+    cancel: &CancellationToken,
+) -> Result<(Plan, Tokens), PlanFailure> {
+    let model = context.model.clone().map_err(PlanFailure::Model)?;
+    let request = PlanRequest {
+        goal,
+        root: context.executor.confinement.root(),
+        selection,
+        max_steps: context.plan.max_steps,
+        history: None,
+    };
+    make_plan(model.as_ref(), &request, plan_id, cancel).await
+}
+
+/// How the run stopped, before its summary is written.
+struct Stop {
+    reason: ExitReason,
+    summary: String,
 }
 
 /// Runs one task to its end and reports it (also to the editor).
-pub async fn run_task(context: &TaskContext, goal: &str, run: RunHandle) -> RunReport {
+pub async fn run_task(context: &TaskContext, request: TaskRequest, run: RunHandle) -> RunReport {
     let executor_context = &context.executor;
-    let observer = Arc::clone(&executor_context.observer);
-    let journal = executor_context.history.as_ref().map(|h| h.journal(&run.run_id, goal, observer));
+    let journal = executor_context
+        .history
+        .as_ref()
+        .map(|h| h.journal(&run.run_id, &request.goal, Arc::clone(&executor_context.observer)));
     if let Some(path) = journal.as_ref().and_then(|j| j.audit_path()) {
         run.set_audit(path);
     }
     let editor = Arc::clone(&executor_context.editor);
-    let title: String = goal.chars().take(60).collect();
+    let title: String = request.goal.chars().take(60).collect();
     editor
         .progress(
             &run.run_id,
             Progress::Begin { title: format!("Tokamak: {title}"), message: "starting".into() },
         )
         .await;
+    // the wall-time limit and a cancel both stop the run at its next safe point
+    let stop_token = run.cancel.child_token();
+    let deadline = stop_token.clone();
+    let wall = Duration::from_secs(context.limits.wall_time_s.max(1));
+    let timer = tokio::spawn(async move {
+        tokio::time::sleep(wall).await;
+        deadline.cancel();
+    });
     let executor =
-        Executor::new(Arc::clone(executor_context), &run.run_id, journal.clone(), run.cancel.clone());
-    executor.record("phase", serde_json::json!({"from": "idle", "to": "executing"}));
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(context.limits.wall_time_s.max(1));
-    let outcome = match &context.model {
-        Err(err) => ActOutcome {
-            exit_reason: ExitReason::Failed,
-            summary: format!("no model could be used: {err}"),
-            tokens: Tokens::default(),
-            turns: 0,
-        },
-        Ok(model) => {
-            let context_text = workspace_context(executor_context);
-            let request = ActRequest {
-                system: SYSTEM,
-                goal,
-                context: &context_text,
-                max_tokens: context.limits.tokens,
-            };
-            let progress_editor = Arc::clone(&editor);
-            let run_id = run.run_id.clone();
-            let report = move |line: String| {
-                let editor = Arc::clone(&progress_editor);
-                let run_id = run_id.clone();
-                tokio::spawn(async move {
-                    editor.progress(&run_id, Progress::Report { message: line, percentage: None }).await;
-                });
-            };
-            tokio::select! {
-                outcome = act(&executor, model.as_ref(), &request, &run.cancel, &report) => outcome,
-                () = run.cancel.cancelled() => ActOutcome {
-                    exit_reason: ExitReason::Cancelled,
-                    summary: "Cancelled".into(),
-                    tokens: Tokens::default(),
-                    turns: 0,
-                },
-                () = tokio::time::sleep_until(deadline) => ActOutcome {
-                    exit_reason: ExitReason::TimeLimit,
-                    summary: format!("stopped at the time limit of {} s (limits.wall_time_s)", context.limits.wall_time_s),
-                    tokens: Tokens::default(),
-                    turns: 0,
-                },
-            }
-        }
+        Executor::new(Arc::clone(executor_context), &run.run_id, journal.clone(), stop_token.clone());
+    let mut engine = Runner {
+        context,
+        executor: &executor,
+        run: &run,
+        cancel: stop_token,
+        engine: Engine::default(),
+        tokens: Tokens::default(),
+        turns: 0,
+        iterations: 0,
+        plan: Arc::new(Mutex::new(None)),
     };
+    let stop = engine.drive(&request).await;
+    timer.abort();
+    let stop = if run.cancel.is_cancelled() {
+        Stop { reason: ExitReason::Cancelled, summary: format!("Cancelled. {}", stop.summary) }
+    } else if engine.cancel.is_cancelled() && stop.reason != ExitReason::Done {
+        Stop {
+            reason: ExitReason::TimeLimit,
+            summary: format!(
+                "stopped at the time limit of {} s (limits.wall_time_s)",
+                context.limits.wall_time_s
+            ),
+        }
+    } else {
+        stop
+    };
+    if !matches!(engine.engine.phase(), Phase::Done | Phase::Failed) {
+        let last = if stop.reason == ExitReason::Done { Phase::Done } else { Phase::Failed };
+        engine.go(last, &stop.summary);
+    }
+
     let changed = executor.changed_files();
     let root = executor_context.confinement.root();
-    let mut summary = outcome.summary.trim().to_string();
+    let mut summary = stop.summary.trim().to_string();
     if !summary.ends_with('.') {
         summary.push('.');
     }
@@ -106,18 +162,16 @@ pub async fn run_task(context: &TaskContext, goal: &str, run: RunHandle) -> RunR
     let report = RunReport {
         run_id: run.run_id.clone(),
         uri: Url::from_directory_path(root).unwrap_or_else(|()| placeholder()),
-        exit_reason: outcome.exit_reason,
+        exit_reason: stop.reason,
         summary,
         files_changed: changed.iter().filter_map(|r| Url::from_file_path(root.join(r)).ok()).collect(),
-        tokens: outcome.tokens,
-        attempts: outcome.turns,
+        tokens: engine.tokens,
+        attempts: engine.turns,
         deterministic_fixes: 0,
         targets_before: 0,
         targets_after: 0,
     };
     tracing::info!("{}: {} — {}", run.run_id, report.exit_reason, report.summary);
-    let last = if report.exit_reason == ExitReason::Done { "done" } else { "failed" };
-    executor.record("phase", serde_json::json!({"from": "executing", "to": last}));
     if let Some(journal) = &journal {
         journal.finish(&report).await;
     }
@@ -132,29 +186,527 @@ fn placeholder() -> Url {
     Url::parse("file:///").expect("a constant URL parses")
 }
 
-/// What the model is told about the workspace up front: its name and top-level entries.
-fn workspace_context(context: &ExecutorContext) -> String {
-    let root = context.confinement.root();
-    let mut entries: Vec<String> = std::fs::read_dir(root)
-        .map(|read| {
-            read.flatten()
-                .filter(|e| e.file_name() != ".git")
-                .map(|e| {
-                    let name = e.file_name().to_string_lossy().to_string();
-                    if e.file_type().is_ok_and(|t| t.is_dir()) { format!("{name}/") } else { name }
-                })
-                .collect()
+/// One run's state as the engine drives it.
+struct Runner<'a> {
+    context: &'a TaskContext,
+    executor: &'a Executor,
+    run: &'a RunHandle,
+    cancel: CancellationToken,
+    engine: Engine,
+    tokens: Tokens,
+    turns: u32,
+    /// Rounds of fixing or retrying a step, against `limits.iterations`.
+    iterations: u32,
+    plan: Arc<Mutex<Option<Plan>>>,
+}
+
+/// What observing a step found.
+struct Observation {
+    /// Errors the step introduced, by file.
+    introduced: Vec<(String, Vec<Diagnostic>)>,
+    /// The test command's outcome: passed, and its output.
+    tests: Option<(bool, String)>,
+}
+
+impl Runner<'_> {
+    fn go(&mut self, to: Phase, why: &str) {
+        match self.engine.go(to, why) {
+            Ok(transition) => {
+                self.executor
+                    .record("phase", json!({"from": transition.from, "to": transition.to, "why": why}));
+            }
+            // a bug in the engine, not the run's fault: logged and audited, never ignored silently
+            Err(err) => {
+                tracing::error!("{}: {err} ({why})", self.run.run_id);
+                self.executor.record("phase_error", json!({"error": err.to_string(), "why": why}));
+            }
+        }
+    }
+
+    async fn report(&self, message: String) {
+        self.executor
+            .context()
+            .editor
+            .progress(&self.run.run_id, Progress::Report { message, percentage: None })
+            .await;
+    }
+
+    async fn publish(&self) {
+        let plan = lock(&self.plan).clone();
+        if let Some(plan) = plan {
+            self.executor.context().editor.plan_updated(&self.run.run_id, &plan).await;
+        }
+    }
+
+    fn model(&self) -> Result<Arc<dyn Model>, Stop> {
+        self.context.model.clone().map_err(|err| Stop {
+            reason: ExitReason::Failed,
+            summary: format!("no model could be used: {err}"),
         })
-        .unwrap_or_default();
-    entries.sort();
-    let shown: Vec<&str> = entries.iter().take(60).map(String::as_str).collect();
-    format!(
-        "The workspace is {} ({} entries at its root: {}{}).",
-        root.file_name()
-            .map(|n| n.to_string_lossy().to_string())
-            .unwrap_or_else(|| root.display().to_string()),
-        entries.len(),
-        shown.join(", "),
-        if entries.len() > shown.len() { ", …" } else { "" }
-    )
+    }
+
+    async fn drive(&mut self, request: &TaskRequest) -> Stop {
+        let model = match self.model() {
+            Ok(model) => model,
+            Err(stop) => return stop,
+        };
+        let mut plan = match &request.plan {
+            Some(plan) => {
+                self.go(Phase::Executing, "implementing a plan made earlier");
+                plan.clone()
+            }
+            None => {
+                self.go(Phase::Planning, &request.goal);
+                self.report("planning".to_string()).await;
+                let plan_request = PlanRequest {
+                    goal: &request.goal,
+                    root: self.executor.context().confinement.root(),
+                    selection: request.selection.clone(),
+                    max_steps: self.context.plan.max_steps,
+                    history: None,
+                };
+                match make_plan(model.as_ref(), &plan_request, &request.plan_id, &self.cancel).await {
+                    Ok((plan, tokens)) => {
+                        self.add_tokens(tokens);
+                        plan
+                    }
+                    Err(PlanFailure::Model(ModelError::Cancelled { .. })) => {
+                        return Stop {
+                            reason: ExitReason::Cancelled,
+                            summary: "Cancelled while planning".into(),
+                        };
+                    }
+                    Err(err) => return Stop { reason: ExitReason::Failed, summary: err.to_string() },
+                }
+            }
+        };
+        self.executor
+            .record("plan", json!({"plan_id": plan.plan_id, "steps": plan.steps, "repairs": plan.repairs}));
+        for step in &mut plan.steps {
+            step.status = StepStatus::Pending;
+        }
+        *lock(&self.plan) = Some(plan);
+        self.publish().await;
+        let mut replans = 0usize;
+        loop {
+            if self.cancel.is_cancelled() {
+                return self.stop_with_plan(ExitReason::Cancelled, "stopped between steps");
+            }
+            let next = lock(&self.plan).as_ref().and_then(Plan::next_ready);
+            let Some(index) = next else { break };
+            if self.engine.phase() != Phase::Executing {
+                self.go(Phase::Executing, "the next step");
+            }
+            match self.step(model.as_ref(), index).await {
+                Ok(()) => {}
+                Err(stop) if stop.reason == ExitReason::Failed => {
+                    // the step failed: its dependants with it; perhaps a new plan for the rest
+                    let (failed_now, outline) = {
+                        let mut guard = lock(&self.plan);
+                        let Some(plan) = guard.as_mut() else { break };
+                        plan.steps[index].status = StepStatus::Failed;
+                        plan.steps[index].note = stop.summary.clone();
+                        (plan.fail_dependants(), plan.outline())
+                    };
+                    self.publish().await;
+                    if replans < self.context.plan.max_replans && !failed_now.is_empty() {
+                        replans += 1;
+                        self.go(Phase::Planning, "a step failed; planning what is left");
+                        if let Err(stop) = self.replan(model.as_ref(), request, &outline, replans).await {
+                            return stop;
+                        }
+                        self.go(Phase::Executing, "the new plan");
+                    } else if self.engine.phase() == Phase::Reflecting {
+                        self.go(Phase::Executing, "the next independent step");
+                    }
+                }
+                Err(stop) => {
+                    {
+                        let mut guard = lock(&self.plan);
+                        if let Some(plan) = guard.as_mut()
+                            && plan.steps[index].status == StepStatus::Running
+                        {
+                            plan.steps[index].status = StepStatus::Failed;
+                            plan.steps[index].note = stop.summary.clone();
+                        }
+                    }
+                    self.publish().await;
+                    return stop;
+                }
+            }
+        }
+        let plan = lock(&self.plan).clone();
+        let Some(plan) = plan else {
+            return Stop { reason: ExitReason::Failed, summary: "the plan was lost".into() };
+        };
+        let done = plan.steps.iter().filter(|s| s.status == StepStatus::Done).count();
+        let failed: Vec<String> = plan
+            .steps
+            .iter()
+            .filter(|s| s.status == StepStatus::Failed)
+            .map(|s| format!("step {} ({}): {}", s.id, s.title, s.note))
+            .collect();
+        if self.engine.phase() == Phase::Executing {
+            // the last step failed and nothing was left to run
+            self.go(Phase::Observing, "nothing left to run");
+            self.go(Phase::Reflecting, "nothing left to run");
+        }
+        if failed.is_empty() {
+            self.go(Phase::Done, "every step is done");
+            Stop { reason: ExitReason::Done, summary: format!("{}: all {} step(s) done", plan.goal, done) }
+        } else {
+            Stop {
+                reason: ExitReason::Failed,
+                summary: format!("{done} of {} step(s) done; {}", plan.steps.len(), failed.join("; ")),
+            }
+        }
+    }
+
+    fn stop_with_plan(&self, reason: ExitReason, why: &str) -> Stop {
+        let done = lock(&self.plan)
+            .as_ref()
+            .map_or(0, |p| p.steps.iter().filter(|s| s.status == StepStatus::Done).count());
+        Stop { reason, summary: format!("{why}; {done} step(s) were done") }
+    }
+
+    fn add_tokens(&mut self, tokens: Tokens) {
+        self.tokens.prompt = self.tokens.prompt.saturating_add(tokens.prompt);
+        self.tokens.completion = self.tokens.completion.saturating_add(tokens.completion);
+    }
+
+    /// A new plan for what is left after a step failed: its steps replace the failed and
+    /// pending ones (the done ones stay), with ids that do not clash.
+    async fn replan(
+        &mut self,
+        model: &dyn Model,
+        request: &TaskRequest,
+        outline: &str,
+        round: usize,
+    ) -> Result<(), Stop> {
+        let plan_request = PlanRequest {
+            goal: &request.goal,
+            root: self.executor.context().confinement.root(),
+            selection: request.selection.clone(),
+            max_steps: self.context.plan.max_steps,
+            history: Some(outline.to_string()),
+        };
+        let plan_id = lock(&self.plan).as_ref().map(|p| p.plan_id.clone()).unwrap_or_default();
+        let (mut new, tokens) =
+            make_plan(model, &plan_request, &plan_id, &self.cancel).await.map_err(|err| Stop {
+                reason: ExitReason::Failed,
+                summary: format!("re-planning failed: {err}"),
+            })?;
+        self.add_tokens(tokens);
+        let prefix = format!("r{round}.");
+        for step in &mut new.steps {
+            step.id = format!("{prefix}{}", step.id);
+            step.depends_on = step.depends_on.iter().map(|d| format!("{prefix}{d}")).collect();
+        }
+        {
+            let mut guard = lock(&self.plan);
+            if let Some(plan) = guard.as_mut() {
+                plan.steps.retain(|s| s.status == StepStatus::Done);
+                plan.steps.extend(new.steps);
+                plan.repairs.extend(new.repairs);
+            }
+        }
+        self.executor.record("replan", json!({"round": round, "plan": *lock(&self.plan)}));
+        self.publish().await;
+        Ok(())
+    }
+
+    /// Carries out step `index`: `Ok` when it is done; `Err` with `Failed` when it failed (the
+    /// run goes on), any other reason when the run must stop.
+    async fn step(&mut self, model: &dyn Model, index: usize) -> Result<(), Stop> {
+        let (plan_text, step, total) = {
+            let mut guard = lock(&self.plan);
+            let Some(plan) = guard.as_mut() else {
+                return Err(Stop { reason: ExitReason::Failed, summary: "the plan was lost".into() });
+            };
+            plan.steps[index].status = StepStatus::Running;
+            (plan.outline(), plan.steps[index].clone(), plan.steps.len())
+        };
+        self.publish().await;
+        let name = format!("step {}/{total}: {}", index + 1, step.title);
+        self.report(name.clone()).await;
+        let changed_before = self.executor.changed_files();
+        let rules = project_rules(self.executor.context().confinement.root());
+        let mut goal = step.title.clone();
+        if !step.detail.is_empty() {
+            goal.push_str(&format!("\n{}", step.detail));
+        }
+        let mut feedback = String::new();
+        loop {
+            let mut context_text = String::new();
+            if !rules.is_empty() {
+                context_text.push_str(&format!("The project's rules:\n{rules}\n"));
+            }
+            context_text.push_str(&format!(
+                "The plan for the goal \"{}\" (○ pending, ⚡ this step, ✓ done, ✗ failed):\n{plan_text}\nYou are carrying out step {} only.",
+                lock(&self.plan).as_ref().map(|p| p.goal.clone()).unwrap_or_default(),
+                step.id
+            ));
+            let changed = self.executor.changed_files();
+            if !changed.is_empty() {
+                context_text.push_str(&format!("\nFiles this run changed so far: {}.", changed.join(", ")));
+            }
+            if !feedback.is_empty() {
+                context_text.push_str(&format!("\n\n{feedback}"));
+            }
+            let request = ActRequest {
+                system: SYSTEM,
+                goal: &goal,
+                context: &context_text,
+                max_tokens: self.context.limits.tokens.saturating_sub(self.tokens.total()),
+            };
+            let editor = Arc::clone(&self.executor.context().editor);
+            let run_id = self.run.run_id.clone();
+            let report = move |line: String| {
+                let editor = Arc::clone(&editor);
+                let run_id = run_id.clone();
+                tokio::spawn(async move {
+                    editor.progress(&run_id, Progress::Report { message: line, percentage: None }).await;
+                });
+            };
+            let outcome: ActOutcome = act(self.executor, model, &request, &self.cancel, &report).await;
+            self.add_tokens(outcome.tokens);
+            self.turns += outcome.turns;
+            match outcome.exit_reason {
+                ExitReason::Done => {}
+                ExitReason::Failed => {
+                    return Err(Stop { reason: ExitReason::Failed, summary: outcome.summary });
+                }
+                other => return Err(Stop { reason: other, summary: outcome.summary }),
+            }
+            // observe what the step changed
+            self.go(Phase::Observing, &format!("{name} ended: {}", outcome.summary));
+            let step_files: Vec<String> =
+                self.executor.changed_files().into_iter().filter(|f| !changed_before.contains(f)).collect();
+            let mut observation = self.observe(&step_files).await;
+            self.go(Phase::Reflecting, &observation.describe());
+            // fix what the step broke, within the run's rounds
+            while !observation.introduced.is_empty() {
+                self.iterations += 1;
+                if self.iterations > self.context.limits.iterations {
+                    return Err(Stop {
+                        reason: ExitReason::IterationLimit,
+                        summary: format!(
+                            "stopped after {} rounds of fixing and retrying (limits.iterations)",
+                            self.context.limits.iterations
+                        ),
+                    });
+                }
+                self.go(Phase::Fixing, &observation.describe());
+                let errors: usize = observation.introduced.iter().map(|(_, d)| d.len()).sum();
+                self.report(format!("{name}: fixing {errors} error(s) it introduced")).await;
+                for (file, diagnostics) in std::mem::take(&mut observation.introduced) {
+                    self.fix_file(&file, diagnostics).await;
+                }
+                self.go(Phase::Observing, "fixed");
+                observation = self.observe(&step_files).await;
+                self.go(Phase::Reflecting, &observation.describe());
+                if !observation.introduced.is_empty() && self.iterations >= self.context.limits.iterations {
+                    break;
+                }
+            }
+            if !observation.introduced.is_empty() {
+                let left: Vec<String> =
+                    observation.introduced.iter().map(|(f, d)| format!("{f}: {}", d[0].message)).collect();
+                return Err(Stop {
+                    reason: ExitReason::Failed,
+                    summary: format!("it left errors: {}", left.join("; ")),
+                });
+            }
+            if let Some((false, output)) = &observation.tests {
+                self.iterations += 1;
+                if self.iterations > self.context.limits.iterations {
+                    return Err(Stop {
+                        reason: ExitReason::Failed,
+                        summary: "the tests still fail (limits.iterations rounds were used)".into(),
+                    });
+                }
+                feedback = format!(
+                    "The step's changes are in, but the project's tests fail:\n{output}\nMake them pass."
+                );
+                self.go(Phase::Executing, &format!("{name}: the tests fail"));
+                continue;
+            }
+            {
+                let mut guard = lock(&self.plan);
+                if let Some(plan) = guard.as_mut() {
+                    let step = &mut plan.steps[index];
+                    step.status = StepStatus::Done;
+                    step.note = outcome.summary.clone();
+                    step.files = step_files.clone();
+                }
+            }
+            self.publish().await;
+            return Ok(());
+        }
+    }
+
+    /// The errors the step introduced in `files` (settled diagnostics now against those of
+    /// the text before the run changed them), and the test command's outcome.
+    async fn observe(&self, files: &[String]) -> Observation {
+        let mut introduced = Vec::new();
+        for file in files {
+            let root = self.executor.context().confinement.root();
+            let path = root.join(file);
+            let Ok(uri) = Url::from_file_path(&path) else { continue };
+            let after = match self.diagnostics_now(&uri).await {
+                Some(after) => after,
+                None => continue, // deleted, or not text
+            };
+            let before = match self.executor.original(file).flatten() {
+                Some(text) => self.diagnostics_of_text(&uri, &text).await,
+                None => Vec::new(),
+            };
+            let errors = |list: &[Diagnostic]| {
+                list.iter().filter(|d| d.severity == Severity::Error).cloned().collect::<Vec<_>>()
+            };
+            let (after, before) = (errors(&after), errors(&before));
+            let mut known = problems(&before);
+            let mut new = Vec::new();
+            for diagnostic in after {
+                let signature = Signature::of(&diagnostic);
+                match known.get_mut(&signature) {
+                    Some(count) if *count > 0 => *count -= 1,
+                    _ => new.push(diagnostic),
+                }
+            }
+            if !new.is_empty() {
+                introduced.push((file.clone(), new));
+            }
+        }
+        let tests = match self.executor.context().settings.test_command.clone() {
+            Some(command) if !self.cancel.is_cancelled() => {
+                self.report("running the tests".to_string()).await;
+                match self.executor.execute(&Action::Run { command, timeout: None }).await {
+                    Ok(result) => {
+                        Some((result.exit_status == Some(0), crate::executor::cut(&result.text, 6 * 1024)))
+                    }
+                    Err(hit) => Some((false, hit.to_string())),
+                }
+            }
+            _ => None,
+        };
+        Observation { introduced, tests }
+    }
+
+    /// A file's settled diagnostics: the open document's, else the file's on disk checked by
+    /// an Observer of its own. `None` when it is gone or not text.
+    async fn diagnostics_now(&self, uri: &Url) -> Option<Vec<Diagnostic>> {
+        let observer = &self.executor.context().observer;
+        let timeout = Duration::from_millis(self.context.fix.settle_timeout_ms.max(1));
+        if let Some(snapshot) = observer.snapshot(uri) {
+            return match observer.settled(uri, snapshot.version, timeout).await {
+                Ok(_) => Some(observer.diagnostics_at(uri, snapshot.version)),
+                // the user typed meanwhile: what there is
+                Err(_) => Some(observer.diagnostics(uri)),
+            };
+        }
+        let text = crate::workspace::read_text(&uri.to_file_path().ok()?).ok()?;
+        Some(self.diagnostics_of_text(uri, &text).await)
+    }
+
+    /// The settled diagnostics of `text` as the file `uri`, from an Observer of its own.
+    async fn diagnostics_of_text(&self, uri: &Url, text: &str) -> Vec<Diagnostic> {
+        let context = self.executor.context();
+        let private =
+            context.observer.private(Arc::new(DiskEditor { root: context.confinement.root().to_path_buf() }));
+        let snapshot = private.open(uri.clone(), "", 0, text).await;
+        let timeout = Duration::from_millis(self.context.fix.settle_timeout_ms.max(1));
+        let diagnostics = match private.settled(uri, snapshot.version, timeout).await {
+            Ok(settled) => settled.diagnostics,
+            Err(_) => Vec::new(),
+        };
+        private.close(uri).await;
+        diagnostics
+    }
+
+    /// The fix loop on `diagnostics` in `file`: through the editor when it has the file open,
+    /// else on disk with an Observer of its own.
+    async fn fix_file(&mut self, file: &str, diagnostics: Vec<Diagnostic>) {
+        let context = self.executor.context();
+        let root = context.confinement.root().to_path_buf();
+        let Ok(uri) = Url::from_file_path(root.join(file)) else { return };
+        let open = context.observer.snapshot(&uri).is_some();
+        let (observer, editor): (Arc<Observer>, Arc<dyn Editor>) = if open {
+            (Arc::clone(&context.observer), Arc::new(Nested(Arc::clone(&context.editor))))
+        } else {
+            let disk: Arc<dyn Editor> = Arc::new(DiskEditor { root: root.clone() });
+            (context.observer.private(Arc::clone(&disk)), disk)
+        };
+        if !open {
+            let Ok(text) = crate::workspace::read_text(&root.join(file)) else { return };
+            observer.open(uri.clone(), "", 0, &text).await;
+        }
+        let fix_context = FixContext {
+            observer: Arc::clone(&observer),
+            editor,
+            model: self.context.model.clone(),
+            settings: self.context.fix.clone(),
+            root: Some(root),
+            history: None,
+        };
+        let runs = Runs::default();
+        let Ok(handle) = runs.start(&uri) else { return };
+        let report = fix(
+            &fix_context,
+            &FixRequest { uri: uri.clone(), scope: Scope::Diagnostics(diagnostics) },
+            handle,
+        )
+        .await;
+        self.add_tokens(report.tokens);
+        self.executor.record(
+            "fix",
+            json!({"file": file, "exit_reason": report.exit_reason, "summary": report.summary, "tokens": report.tokens}),
+        );
+        if !open {
+            observer.close(&uri).await;
+        }
+    }
+}
+
+impl Observation {
+    fn describe(&self) -> String {
+        let errors: usize = self.introduced.iter().map(|(_, d)| d.len()).sum();
+        let tests = match &self.tests {
+            None => String::new(),
+            Some((true, _)) => "; the tests pass".to_string(),
+            Some((false, _)) => "; the tests fail".to_string(),
+        };
+        format!("{errors} error(s) introduced{tests}")
+    }
+}
+
+/// The editor as a run's inner fix loop sees it: edits and messages go through, its own
+/// progress and end do not (the run reports those).
+struct Nested(Arc<dyn Editor>);
+
+#[async_trait]
+impl Editor for Nested {
+    async fn publish_diagnostics(&self, snapshot: &DocumentSnapshot, diagnostics: Vec<Diagnostic>) {
+        self.0.publish_diagnostics(snapshot, diagnostics).await;
+    }
+
+    async fn clear_diagnostics(&self, uri: &Url) {
+        self.0.clear_diagnostics(uri).await;
+    }
+
+    async fn show_message(&self, level: MessageLevel, message: String) {
+        self.0.show_message(level, message).await;
+    }
+
+    async fn apply_edit(&self, edit: DocumentEdit<'_>) -> EditOutcome {
+        self.0.apply_edit(edit).await
+    }
+
+    fn makes_file_operation(&self, operation: &FileOperation) -> bool {
+        self.0.makes_file_operation(operation)
+    }
+
+    async fn file_operation(&self, operation: &FileOperation) -> EditOutcome {
+        self.0.file_operation(operation).await
+    }
 }

@@ -21,6 +21,8 @@ pub struct Headless {
     dry_run: bool,
     progress: bool,
     messages: Mutex<Vec<String>>,
+    /// The plan's lines as last shown.
+    plan_shown: Mutex<std::collections::HashMap<String, String>>,
 }
 
 impl Headless {
@@ -30,6 +32,7 @@ impl Headless {
             dry_run,
             progress,
             messages: Mutex::default(),
+            plan_shown: Mutex::default(),
         }
     }
 
@@ -77,6 +80,21 @@ impl Editor for Headless {
             Progress::Begin { title, .. } => eprintln!("{title}"),
             Progress::Report { message, .. } => eprintln!("  {message}"),
             Progress::End { .. } => {}
+        }
+    }
+
+    async fn plan_updated(&self, _: &str, plan: &crate::agent::plan::Plan) {
+        if !self.progress {
+            return;
+        }
+        // each step whose status changed, on a line of its own
+        let mut shown = lock(&self.plan_shown);
+        for step in &plan.steps {
+            let line = format!("  {} {}. {}", step.status.glyph(), step.id, step.title);
+            if shown.get(&step.id) != Some(&line) {
+                eprintln!("{line}");
+                shown.insert(step.id.clone(), line);
+            }
         }
     }
 

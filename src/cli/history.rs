@@ -3,15 +3,16 @@
 
 use std::path::Path;
 
-use super::session::Session;
+use super::session::{Approval, Session};
 use crate::executor::RollbackReport;
 use crate::history::CheckpointInfo;
 
 /// The checkpoints of the workspace at `root`, newest first.
 pub async fn checkpoints(root: &Path) -> anyhow::Result<Vec<CheckpointInfo>> {
-    let session = Session::open(root, serde_json::Value::Null, false, false)?;
+    let session = Session::open(root, serde_json::Value::Null, Approval::Unattended, false, true)?;
+    let history = session.history.as_ref().ok_or_else(|| anyhow::anyhow!("no checkpoints"))?;
     let checkpoints =
-        session.history.checkpoints().await.map_err(|reason| anyhow::anyhow!("no checkpoints: {reason}"))?;
+        history.checkpoints().await.map_err(|reason| anyhow::anyhow!("no checkpoints: {reason}"))?;
     Ok(checkpoints.list().await?)
 }
 
@@ -40,7 +41,7 @@ pub fn table(list: &[CheckpointInfo]) -> String {
 
 /// Rolls back the run of checkpoint `id` in the workspace at `root`.
 pub async fn rollback(root: &Path, id: &str, force: bool) -> anyhow::Result<RollbackReport> {
-    let session = Session::open(root, serde_json::Value::Null, false, false)?;
+    let session = Session::open(root, serde_json::Value::Null, Approval::Unattended, false, true)?;
     let run_id = format!("tokamak-rollback-{:06x}", fastrand::u32(..0x100_0000));
     Ok(crate::executor::rollback(&session.executor, id, force, &run_id).await?)
 }

@@ -1,13 +1,18 @@
-//! `tokamak run "GOAL"`: a task run without an editor — the same engine as `tokamak.run`,
-//! acting on the files of the workspace through the executor, with progress on stderr and,
-//! at the end, the diff of what changed and the exit reason.
+//! `tokamak plan "GOAL"` and `tokamak run "GOAL"`: the task agent without an editor — the
+//! same engine as `tokamak.plan` and `tokamak.run`, acting on the files of the workspace
+//! through the executor, with progress and the plan on stderr and, at the end, the diff of
+//! what changed and the exit reason. Before each change it asks on a terminal; without one
+//! it needs `--yes`. `--dry-run` carries the task out in a copy of the workspace and shows
+//! what it would change.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Serialize;
 
-use super::session::Session;
-use crate::agent::{ExitReason, RunReport, Runs, TaskContext, run_task};
+use super::session::{Approval, Session};
+use crate::agent::plan::Plan;
+use crate::agent::{ExitReason, RunReport, Runs, TaskContext, TaskRequest, plan_goal, run_task};
 use crate::model::{ModelConfig, connect};
 
 #[derive(Debug, Clone, Default)]
@@ -16,6 +21,12 @@ pub struct RunOptions {
     pub model: serde_json::Value,
     /// Print progress lines on stderr.
     pub progress: bool,
+    /// The test command (overrides `[test] command`).
+    pub test_command: Option<Vec<String>>,
+    /// Change nothing: carry the task out in a copy and show the diff.
+    pub dry_run: bool,
+    /// Approve every change without asking.
+    pub yes: bool,
 }
 
 /// What a headless task run did.
@@ -27,41 +38,132 @@ pub struct RunResult {
     pub diff: String,
     /// The checkpoint to roll the run back with.
     pub checkpoint: Option<String>,
+    pub dry_run: bool,
 }
 
-/// Carries out `goal` in the workspace at `root`.
-pub async fn run(root: &Path, goal: &str, options: &RunOptions) -> anyhow::Result<RunResult> {
+fn overrides(options: &RunOptions) -> serde_json::Value {
     let mut overrides = serde_json::json!({});
     if !options.model.is_null() {
         overrides["model"] = options.model.clone();
     }
-    let session = Session::open(root, overrides, true, options.progress)?;
+    if let Some(command) = &options.test_command {
+        overrides["test"] = serde_json::json!({"command": command});
+    }
+    overrides
+}
+
+fn task_context(session: &Session) -> TaskContext {
     let env = |name: &str| std::env::var(name).ok();
-    let model = ModelConfig::resolve(
-        &session.settings.model,
-        &session.settings.profiles,
-        Some(crate::agent::FIX_ROLE),
-        &env,
-    )
-    .and_then(connect);
-    let context = TaskContext {
-        executor: std::sync::Arc::clone(&session.executor),
-        model,
-        limits: session.settings.limits.clone(),
-    };
+    let settings = &session.settings;
+    TaskContext {
+        executor: Arc::clone(&session.executor),
+        model: ModelConfig::resolve(&settings.model, &settings.profiles, Some(crate::agent::FIX_ROLE), &env)
+            .and_then(connect),
+        limits: settings.limits.clone(),
+        plan: settings.plan.clone(),
+        fix: settings.fix.clone(),
+    }
+}
+
+fn plan_id() -> String {
+    format!("plan-{:06x}", fastrand::u32(..0x100_0000))
+}
+
+/// Makes a plan for `goal` in the workspace at `root` without carrying it out.
+pub async fn plan(root: &Path, goal: &str, options: &RunOptions) -> anyhow::Result<Plan> {
+    let session = Session::open(root, overrides(options), Approval::Unattended, options.progress, false)?;
+    let context = task_context(&session);
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let (plan, _) = plan_goal(&context, goal, None, &plan_id(), &cancel).await?;
+    Ok(plan)
+}
+
+/// Carries out `goal` in the workspace at `root`.
+pub async fn run(root: &Path, goal: &str, options: &RunOptions) -> anyhow::Result<RunResult> {
+    if options.dry_run {
+        return dry_run(root, goal, options).await;
+    }
+    let approval = if options.yes { Approval::Yes } else { Approval::Ask };
+    let session = Session::open(root, overrides(options), approval, options.progress, true)?;
+    let (report, _) = carry_out(&session, goal).await?;
+    let (diff, checkpoint) = diff_of(&session, &report.run_id).await;
+    Ok(RunResult { report, diff, checkpoint, dry_run: false })
+}
+
+async fn carry_out(session: &Session, goal: &str) -> anyhow::Result<(RunReport, Vec<String>)> {
+    let context = task_context(session);
     let runs = Runs::default();
     let root_uri = url::Url::from_directory_path(&session.root)
         .map_err(|()| anyhow::anyhow!("{} is not an absolute path", session.root.display()))?;
     let handle = runs.start(&root_uri)?;
-    let run_id = handle.run_id.clone();
-    let report = run_task(&context, goal, handle).await;
-    let (diff, checkpoint) = diff_of(&session, &run_id).await;
-    Ok(RunResult { report, diff, checkpoint })
+    let request = TaskRequest { goal: goal.to_string(), plan: None, selection: None, plan_id: plan_id() };
+    let report = run_task(&context, request, handle).await;
+    let changed = report
+        .files_changed
+        .iter()
+        .filter_map(|u| u.to_file_path().ok())
+        .filter_map(|p| p.strip_prefix(&session.root).ok().map(|p| p.to_string_lossy().to_string()))
+        .collect();
+    Ok((report, changed))
+}
+
+/// Carries the task out in a copy of the workspace and shows what it would change there.
+async fn dry_run(root: &Path, goal: &str, options: &RunOptions) -> anyhow::Result<RunResult> {
+    let root = std::fs::canonicalize(root)?;
+    let copy = tempfile::Builder::new().prefix("tokamak-dry-run-").tempdir()?;
+    let workspace = copy.path().join(root.file_name().unwrap_or_default());
+    copy_workspace(&root, &workspace)?;
+    if options.progress {
+        eprintln!(
+            "tokamak: a dry run: working in a copy of the workspace; nothing in {} changes",
+            root.display()
+        );
+    }
+    let session = Session::open(&workspace, overrides(options), Approval::Yes, options.progress, false)?;
+    let (mut report, changed) = carry_out(&session, goal).await?;
+    let mut diff = String::new();
+    for file in &changed {
+        let before = std::fs::read_to_string(root.join(file)).ok();
+        let after = std::fs::read_to_string(workspace.join(file)).ok();
+        diff.push_str(&crate::executor::unified_diff(file, before.as_deref(), after.as_deref()));
+    }
+    report.files_changed =
+        changed.iter().filter_map(|f| url::Url::from_file_path(root.join(f)).ok()).collect();
+    report.summary = format!("{} (a dry run: nothing was written)", report.summary.trim_end_matches('.'));
+    Ok(RunResult { report, diff, checkpoint: None, dry_run: true })
+}
+
+/// Copies a workspace for a dry run: every file but `.git`; dependency folders are linked,
+/// not copied.
+fn copy_workspace(from: &Path, to: &Path) -> std::io::Result<()> {
+    const LINKED: &[&str] = &["node_modules", ".venv", "venv", ".tools", "target"];
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        let (source, target): (PathBuf, PathBuf) = (entry.path(), to.join(&name));
+        let kind = entry.file_type()?;
+        if name == ".git" {
+            std::fs::create_dir_all(&target)?; // still the root of a project
+        } else if kind.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(&source)?, &target)?;
+        } else if kind.is_dir() && LINKED.contains(&name.to_string_lossy().as_ref()) {
+            std::os::unix::fs::symlink(&source, &target)?;
+        } else if kind.is_dir() {
+            copy_workspace(&source, &target)?;
+        } else {
+            std::fs::copy(&source, &target)?;
+        }
+    }
+    Ok(())
 }
 
 /// The unified diff of what run `run_id` changed, from its checkpoints.
 async fn diff_of(session: &Session, run_id: &str) -> (String, Option<String>) {
-    let Ok(checkpoints) = session.history.checkpoints().await else {
+    let Some(history) = &session.history else {
+        return (String::new(), None);
+    };
+    let Ok(checkpoints) = history.checkpoints().await else {
         return (String::new(), None);
     };
     let Ok(info) = checkpoints.find(run_id).await else {
@@ -70,19 +172,9 @@ async fn diff_of(session: &Session, run_id: &str) -> (String, Option<String>) {
     let changes = checkpoints.changes(&info).await.unwrap_or_default();
     let mut diff = String::new();
     for change in changes {
-        let before = String::from_utf8_lossy(change.before.as_deref().unwrap_or_default()).to_string();
-        let after = String::from_utf8_lossy(change.after.as_deref().unwrap_or_default()).to_string();
-        let old =
-            if change.before.is_some() { format!("a/{}", change.relative) } else { "/dev/null".to_string() };
-        let new =
-            if change.after.is_some() { format!("b/{}", change.relative) } else { "/dev/null".to_string() };
-        diff.push_str(
-            &similar::TextDiff::from_lines(&before, &after)
-                .unified_diff()
-                .context_radius(3)
-                .header(&old, &new)
-                .to_string(),
-        );
+        let before = change.before.as_deref().map(String::from_utf8_lossy);
+        let after = change.after.as_deref().map(String::from_utf8_lossy);
+        diff.push_str(&crate::executor::unified_diff(&change.relative, before.as_deref(), after.as_deref()));
     }
     (diff, Some(info.id))
 }

@@ -1,6 +1,6 @@
 //! A headless session over one workspace: its settings and trust, the Observer, the
 //! terminal's editor and approver, and the executor the agent acts through — what
-//! `tokamak run`, `tokamak checkpoints` and `tokamak rollback` share.
+//! `tokamak run`, `tokamak plan`, `tokamak checkpoints` and `tokamak rollback` share.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -19,21 +19,36 @@ use crate::observer::Observer;
 use crate::observer::checkers::Checkers;
 use crate::workspace::Workspace;
 
+/// Who says yes to what the agent wants to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Approval {
+    /// Nobody is asked: changes run freely (listing, checkpoints), commands need the
+    /// allow-list.
+    Unattended,
+    /// The person at the terminal is asked before each change and unlisted command; without
+    /// a terminal, changes are refused, saying how to allow them.
+    Ask,
+    /// `--yes`: changes are approved; commands still need the allow-list.
+    Yes,
+}
+
 pub struct Session {
     pub root: PathBuf,
     pub settings: Settings,
-    pub history: Arc<History>,
+    pub history: Option<Arc<History>>,
     pub executor: Arc<ExecutorContext>,
 }
 
 impl Session {
     /// Opens the workspace at `root` (settings as [`super::load_settings`] reads them, with
-    /// `overrides` over them). `ask`: questions go to the terminal when there is one.
+    /// `overrides` over them). `checkpoints`: keep checkpoints and audit logs (not for a
+    /// throw-away copy).
     pub fn open(
         root: &Path,
         overrides: serde_json::Value,
-        ask: bool,
+        approval: Approval,
         progress: bool,
+        checkpoints: bool,
     ) -> anyhow::Result<Session> {
         let root = std::fs::canonicalize(root)
             .map_err(|err| anyhow::anyhow!("cannot open the workspace {}: {err}", root.display()))?;
@@ -45,19 +60,24 @@ impl Session {
         let workspace = Arc::new(Mutex::new(Workspace::new(settings.syntax.clone())));
         let observer =
             Observer::new(workspace, Arc::clone(&editor) as Arc<dyn Editor>, checkers, Some(root.clone()));
-        let history = History::new(&root, settings.checkpoints.clone(), settings.key_variables());
-        let approver: Arc<dyn Approver> = if ask && std::io::stdin().is_terminal() {
-            Arc::new(TerminalApprover)
-        } else {
-            Arc::new(RefuseUnlisted)
+        let history =
+            checkpoints.then(|| History::new(&root, settings.checkpoints.clone(), settings.key_variables()));
+        let terminal = std::io::stdin().is_terminal();
+        let approver: Arc<dyn Approver> = match approval {
+            Approval::Ask if terminal => Arc::new(TerminalApprover),
+            Approval::Ask => Arc::new(NoTerminal),
+            Approval::Yes => Arc::new(ApproveChanges),
+            Approval::Unattended => Arc::new(RefuseUnlisted),
         };
+        let mut executor_settings = ExecutorSettings::from_settings(&settings, loaded.trust.trusted);
+        executor_settings.approve_changes = approval != Approval::Unattended;
         let executor = ExecutorContext::new(
             Confinement::new(&root)?,
-            Arc::clone(&observer),
+            observer,
             Arc::clone(&editor) as Arc<dyn Editor>,
-            ExecutorSettings::from_settings(&settings, loaded.trust.trusted),
+            executor_settings,
             approver,
-            Some(Arc::clone(&history)),
+            history.clone(),
         );
         Ok(Session { root, settings, history, executor })
     }
@@ -77,6 +97,9 @@ impl Approver for TerminalApprover {
                     files.join(", ")
                 )
             }
+            Request::Change { summary, diff } => {
+                format!("{diff}Tokamak wants to {summary}. Apply it? [y/N] ")
+            }
         };
         let answer = tokio::task::spawn_blocking(move || {
             eprint!("{question}");
@@ -91,6 +114,35 @@ impl Approver for TerminalApprover {
             }
             Ok(Ok(_)) => Decision::Reject("the user said no".to_string()),
             _ => Decision::Reject("the question could not be asked".to_string()),
+        }
+    }
+}
+
+/// No terminal to ask: changes are refused, saying how to allow them.
+struct NoTerminal;
+
+#[async_trait]
+impl Approver for NoTerminal {
+    async fn decide(&self, request: &Request) -> Decision {
+        match request {
+            Request::Change { .. } => Decision::Reject(
+                "there is no terminal to ask whether to change files, so nothing was changed; run tokamak run with --yes to allow changes"
+                    .to_string(),
+            ),
+            other => RefuseUnlisted.decide(other).await,
+        }
+    }
+}
+
+/// `--yes`: changes go ahead; commands and commits still follow the settings.
+struct ApproveChanges;
+
+#[async_trait]
+impl Approver for ApproveChanges {
+    async fn decide(&self, request: &Request) -> Decision {
+        match request {
+            Request::Change { .. } => Decision::Approve,
+            other => RefuseUnlisted.decide(other).await,
         }
     }
 }

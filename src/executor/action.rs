@@ -146,16 +146,30 @@ pub struct ActionResult {
     pub summary: String,
     /// Files the action changed (relative paths).
     pub changed: Vec<String>,
+    /// A command's exit status (`None`: not a command, or it was killed).
+    pub exit_status: Option<i32>,
 }
 
 impl ActionResult {
     pub fn done(text: impl Into<String>, summary: impl Into<String>) -> ActionResult {
-        ActionResult { ok: true, text: text.into(), summary: summary.into(), changed: Vec::new() }
+        ActionResult {
+            ok: true,
+            text: text.into(),
+            summary: summary.into(),
+            changed: Vec::new(),
+            exit_status: None,
+        }
     }
 
     pub fn refused(reason: impl Into<String>) -> ActionResult {
         let reason = reason.into();
-        ActionResult { ok: false, summary: reason.clone(), text: reason, changed: Vec::new() }
+        ActionResult {
+            ok: false,
+            summary: reason.clone(),
+            text: reason,
+            changed: Vec::new(),
+            exit_status: None,
+        }
     }
 
     pub fn changed(mut self, files: Vec<String>) -> ActionResult {

@@ -13,6 +13,7 @@
 mod action;
 mod command;
 mod confine;
+mod disk_editor;
 mod document;
 mod look;
 mod output;
@@ -32,6 +33,7 @@ use url::Url;
 
 pub use action::{ACTION_NAMES, Action, ActionKind, ActionResult};
 pub use confine::{Access, Confined, Confinement, Refused};
+pub use disk_editor::DiskEditor;
 pub use document::{DocumentEditError, apply_to_document};
 pub use output::cut;
 pub use policy::{Approver, Decision, RefuseUnlisted, Request};
@@ -64,6 +66,8 @@ pub struct ExecutorSettings {
     pub trusted: bool,
     /// Variables holding keys under names that do not say so (the configured `api_key_env`).
     pub key_variables: Vec<String>,
+    /// Ask the approver before every change to files, showing the diff.
+    pub approve_changes: bool,
 }
 
 impl ExecutorSettings {
@@ -78,6 +82,7 @@ impl ExecutorSettings {
             similarity: settings.fix.similarity,
             trusted,
             key_variables: settings.key_variables(),
+            approve_changes: false,
         }
     }
 }
@@ -135,6 +140,10 @@ struct RunState {
     changed: Vec<String>,
     /// The sha256 of each file's text as the run last read or wrote it (`None`: absent).
     seen: HashMap<PathBuf, Option<String>>,
+    /// Each changed file's text before the run first changed it (`None`: it did not exist).
+    originals: HashMap<String, Option<String>>,
+    /// How often each state (the changed files' texts, an action and its result) was seen.
+    visits: HashMap<[u8; 32], usize>,
 }
 
 /// One run's executor.
@@ -173,6 +182,35 @@ impl Executor {
     /// Files the run changed so far (relative to the root).
     pub fn changed_files(&self) -> Vec<String> {
         lock(&self.state).changed.clone()
+    }
+
+    /// A changed file's text before the run first changed it (`Some(None)`: it did not exist;
+    /// `None`: the run did not change it).
+    pub fn original(&self, relative: &str) -> Option<Option<String>> {
+        lock(&self.state).originals.get(relative).cloned()
+    }
+
+    /// Counts a visit to the run's present state after an action — the texts of the files
+    /// the run changed, with the action and its result (`action`: their fingerprint) — and
+    /// says how many times this run has been here (SPEC G2: a third visit is a loop, across
+    /// steps and fix rounds alike).
+    pub fn visit(&self, action: &[u8]) -> usize {
+        use sha2::{Digest, Sha256};
+        let mut state = lock(&self.state);
+        let mut hasher = Sha256::new();
+        let mut files: Vec<(&PathBuf, &Option<String>)> = state.seen.iter().collect();
+        files.sort();
+        for (path, hash) in files {
+            hasher.update(path.as_os_str().as_encoded_bytes());
+            hasher.update([0]);
+            hasher.update(hash.as_deref().unwrap_or("-"));
+            hasher.update([0]);
+        }
+        hasher.update(action);
+        let key: [u8; 32] = hasher.finalize().into();
+        let visits = state.visits.entry(key).or_insert(0);
+        *visits += 1;
+        *visits
     }
 
     /// Appends an event to the run's audit log (if it has one).
@@ -288,9 +326,26 @@ impl Executor {
         }
     }
 
+    /// Asks the approver about a change when the settings say so.
+    async fn approve(&self, summary: String, diff: String) -> Result<(), Stop> {
+        if !self.context.settings.approve_changes {
+            return Ok(());
+        }
+        match self.context.approver.decide(&Request::Change { summary, diff }).await {
+            Decision::Approve => Ok(()),
+            Decision::Reject(reason) => Err(Stop::Refused(reason)),
+        }
+    }
+
     /// Counts a change to `files` against the limits before it is made, and takes the
     /// run's "before" checkpoint if this is its first change.
     async fn before_change(&self, files: &[&Confined]) -> Result<(), Stop> {
+        for file in files {
+            if !lock(&self.state).originals.contains_key(&file.relative) {
+                let text = self.text_of(&file.path).ok();
+                lock(&self.state).originals.insert(file.relative.clone(), text);
+            }
+        }
         let limits = &self.context.settings.limits;
         {
             let state = lock(&self.state);
@@ -389,6 +444,11 @@ impl Executor {
                 confined.relative
             )));
         }
+        self.approve(
+            format!("edit {}", confined.relative),
+            unified_diff(&confined.relative, Some(&base), Some(&applied.text)),
+        )
+        .await?;
         self.before_change(&[&confined]).await?;
         let edits = minimal_edits(&base, &applied.text);
         let label = format!("Tokamak: edit {}", confined.relative);
@@ -432,6 +492,11 @@ impl Executor {
                 confined.relative
             )));
         }
+        self.approve(
+            format!("create {}", confined.relative),
+            unified_diff(&confined.relative, None, Some(text)),
+        )
+        .await?;
         self.before_change(&[&confined]).await?;
         if let Some(parent) = confined.path.parent() {
             std::fs::create_dir_all(parent).map_err(|err| {
@@ -494,6 +559,12 @@ impl Executor {
     async fn delete(&self, raw: &str) -> Result<ActionResult, Stop> {
         let confined = self.confine(raw, Access::Write)?;
         self.removable(&confined, "deleted").await?;
+        let text = self.text_of(&confined.path).ok();
+        self.approve(
+            format!("delete {}", confined.relative),
+            unified_diff(&confined.relative, text.as_deref(), None),
+        )
+        .await?;
         self.before_change(&[&confined]).await?;
         if self.journal.as_ref().is_some_and(|j| j.checkpoint_id().is_none()) {
             return Err(Stop::Refused(format!(
@@ -525,6 +596,7 @@ impl Executor {
         if std::fs::symlink_metadata(&target.path).is_ok() {
             return Err(Stop::Refused(format!("{} already exists; nothing was moved", target.relative)));
         }
+        self.approve(format!("move {} to {}", source.relative, target.relative), String::new()).await?;
         self.before_change(&[&source, &target]).await?;
         if let Some(parent) = target.path.parent() {
             std::fs::create_dir_all(parent).map_err(|err| {
@@ -682,7 +754,10 @@ impl Executor {
             text.push_str(&format!("Note: {note}.\n"));
         }
         // it ran: whether it succeeded is in the text (a failing test is a result, not a refusal)
-        ActionResult::done(text, format!("ran `{}`: {described}", argv.join(" ")))
+        ActionResult {
+            exit_status: outcome.status,
+            ..ActionResult::done(text, format!("ran `{}`: {described}", argv.join(" ")))
+        }
     }
 
     fn placement(&self) -> Result<Placement, String> {
@@ -784,6 +859,17 @@ enum Stop {
 fn file_uri(path: &Path) -> Result<Url, Stop> {
     Url::from_file_path(path)
         .map_err(|()| Stop::Refused(format!("{} cannot be named as a file URI", path.display())))
+}
+
+/// A unified diff of one file (`None`: absent on that side).
+pub fn unified_diff(relative: &str, old: Option<&str>, new: Option<&str>) -> String {
+    let old_name = if old.is_some() { format!("a/{relative}") } else { "/dev/null".to_string() };
+    let new_name = if new.is_some() { format!("b/{relative}") } else { "/dev/null".to_string() };
+    similar::TextDiff::from_lines(old.unwrap_or_default(), new.unwrap_or_default())
+        .unified_diff()
+        .context_radius(3)
+        .header(&old_name, &new_name)
+        .to_string()
 }
 
 /// Lines added and removed between two texts.

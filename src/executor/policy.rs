@@ -12,6 +12,8 @@ pub enum Request {
     Command { argv: Vec<String> },
     /// Commit the run's changes to the project's git.
     Commit { message: String, files: Vec<String> },
+    /// Change files (when the settings ask for approval of changes): what, and the diff.
+    Change { summary: String, diff: String },
 }
 
 /// A person's answer.
@@ -44,6 +46,7 @@ impl Approver for RefuseUnlisted {
                 "commits need the user's approval or auto_commit = true in their Tokamak settings; nothing was committed"
                     .to_string()
             }
+            Request::Change { .. } => "changes need the user's approval, and nobody could be asked; nothing was changed".to_string(),
         })
     }
 }

@@ -107,7 +107,13 @@ fn conversation(messages: &[Message]) -> Vec<Value> {
             _ => out.push((role, blocks)),
         }
     }
-    out.into_iter().map(|(role, content)| json!({"role": role, "content": content})).collect()
+    out.into_iter()
+        .map(|(role, content)| match content.as_slice() {
+            // a turn of plain text is sent as a string, the API's simplest form
+            [only] if only["type"] == "text" => json!({"role": role, "content": only["text"]}),
+            _ => json!({"role": role, "content": content}),
+        })
+        .collect()
 }
 
 fn finish(reason: Option<&str>) -> FinishReason {

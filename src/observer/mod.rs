@@ -251,6 +251,15 @@ impl Observer {
     }
 
     /// The document as it is now, if open.
+    /// An Observer of its own, with the same checkers, root and syntax settings, that
+    /// publishes to `editor`: for files the editor does not have open (the agent checks and
+    /// fixes them without their diagnostics reaching the editor's store).
+    pub fn private(&self, editor: Arc<dyn Editor>) -> Arc<Observer> {
+        let settings = lock(&self.workspace).settings().clone();
+        let workspace = Arc::new(Mutex::new(Workspace::new(settings)));
+        Observer::new(workspace, editor, self.checkers.clone(), self.root.clone())
+    }
+
     /// The document with its tree up to date (parsed now if its background parse is still
     /// pending): for what needs the tree at once.
     pub async fn parsed_snapshot(&self, uri: &Url) -> Option<DocumentSnapshot> {

@@ -36,20 +36,57 @@ pub async fn checkpoints(backend: &Backend, args: Option<CheckpointsArgs>) -> Re
     serde_json::to_value(list).map_err(|err| server_error(err.to_string()))
 }
 
-#[derive(Deserialize)]
+/// `{checkpoint?, force?}`, or the checkpoint alone as a string (Helix's
+/// `:lsp-workspace-command tokamak.rollback "…"`); without a checkpoint, the latest run's.
+#[derive(Deserialize, Default)]
+#[serde(from = "RollbackForm")]
 pub struct RollbackArgs {
     /// A checkpoint id (or a prefix of it) or a run id.
-    checkpoint: String,
+    checkpoint: Option<String>,
     /// Roll back even files changed after the run.
-    #[serde(default)]
     force: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RollbackForm {
+    Checkpoint(String),
+    Full {
+        checkpoint: Option<String>,
+        #[serde(default)]
+        force: bool,
+    },
+}
+
+impl From<RollbackForm> for RollbackArgs {
+    fn from(form: RollbackForm) -> Self {
+        match form {
+            RollbackForm::Checkpoint(id) => RollbackArgs { checkpoint: Some(id), force: false },
+            RollbackForm::Full { checkpoint, force } => RollbackArgs { checkpoint, force },
+        }
+    }
 }
 
 /// `tokamak.rollback {checkpoint, force?}`: starts the rollback as a run and answers
 /// `{run_id}` at once (it asks the editor to change open documents, which must not hold the
 /// message queue); the outcome comes as `tokamak/runFinished` and a message.
-pub async fn rollback(backend: &Backend, args: RollbackArgs) -> Result<Value> {
+pub async fn rollback(backend: &Backend, args: Option<RollbackArgs>) -> Result<Value> {
+    let args = args.unwrap_or_default();
     let context = backend.executor_context().ok_or_else(|| no_workspace("A rollback needs"))?;
+    let checkpoint = match args.checkpoint {
+        Some(id) => id,
+        None => {
+            let history = backend.history().ok_or_else(|| no_workspace("A rollback needs"))?;
+            let checkpoints = history
+                .checkpoints()
+                .await
+                .map_err(|reason| server_error(format!("no checkpoints: {reason}")))?;
+            let list = checkpoints.list().await.map_err(|err| server_error(err.to_string()))?;
+            list.first()
+                .map(|c| c.id.clone())
+                .ok_or_else(|| Error::invalid_params("there is no run to roll back in this workspace"))?
+        }
+    };
     let root = Url::from_directory_path(context.confinement.root())
         .map_err(|()| server_error("the workspace root is not a path".to_string()))?;
     let handle = match backend.runs.start(&root) {
@@ -63,11 +100,11 @@ pub async fn rollback(backend: &Backend, args: RollbackArgs) -> Result<Value> {
     let run_id = handle.run_id.clone();
     let editor = Arc::clone(&context.editor);
     tokio::spawn(async move {
-        let title = format!("Tokamak: rolling back {}", args.checkpoint);
+        let title = format!("Tokamak: rolling back {checkpoint}");
         editor
             .progress(&handle.run_id, Progress::Begin { title, message: "restoring files".to_string() })
             .await;
-        let outcome = crate::executor::rollback(&context, &args.checkpoint, args.force, &handle.run_id).await;
+        let outcome = crate::executor::rollback(&context, &checkpoint, args.force, &handle.run_id).await;
         let report = match outcome {
             Ok(report) => {
                 let mut summary = format!(

@@ -1,20 +1,33 @@
 //! `textDocument/codeAction`: "Fix with Tokamak" (`quickfix`) on each diagnostic at the range,
-//! whatever its source, and "Fix all with Tokamak" (`source.fixAll.tokamak`) for the file.
-//! Both run the `tokamak.fix` command, so the fix loop runs on its own task with progress
-//! instead of blocking the menu. The diagnostics in the request's context are observed.
+//! whatever its source, and "Fix all with Tokamak" (`source.fixAll.tokamak`) for the file,
+//! both running `tokamak.fix`; "Implement with Tokamak" (`refactor.tokamak`) on a selection
+//! or a `TODO`/`FIXME` comment, running `tokamak.run` with the goal, the selection and its
+//! scope; and "Plan with Tokamak…", whose `tokamak.askGoal` the editor's plugin handles by
+//! asking for a goal. Every action runs a command, so the work happens on its own task with
+//! progress instead of blocking the menu. The diagnostics in the request's context are
+//! observed.
 
-use serde_json::json;
+use serde_json::{Value, json};
 use tower_lsp::jsonrpc::Result;
 use tower_lsp::lsp_types::{
-    CodeAction, CodeActionKind, CodeActionOrCommand, CodeActionParams, CodeActionResponse, Command,
-    Diagnostic,
+    CodeAction, CodeActionKind, CodeActionOrCommand, CodeActionParams, CodeActionResponse,
+    CodeActionTriggerKind, Command, Diagnostic, Position, Range,
 };
 
 use super::{Backend, convert};
 use crate::observer::CODE_ACTION_SOURCE;
+use crate::syntax::todo_comment;
+use crate::workspace::DocumentSnapshot;
 
 /// The kind of the whole-file action.
 pub const FIX_ALL: &str = "source.fixAll.tokamak";
+
+/// The kind of the task agent's actions.
+pub const TASK: &str = "refactor.tokamak";
+
+/// The command "Plan with Tokamak…" runs: the editor's plugin asks for a goal and sends
+/// `tokamak.plan`; a server that gets it says how to give one (see `execute_command`).
+pub const ASK_GOAL: &str = "tokamak.askGoal";
 
 /// Longest diagnostic message quoted in an action's title.
 const TITLE_MESSAGE_CHARS: usize = 60;
@@ -63,16 +76,106 @@ pub async fn code_action(backend: &Backend, params: CodeActionParams) -> Result<
             ..CodeAction::default()
         }));
     }
+    let task = CodeActionKind::from(TASK.to_string());
+    if wants(&task) {
+        let explicit = params.context.trigger_kind == Some(CodeActionTriggerKind::INVOKED);
+        actions.extend(task_actions(backend, &snapshot, params.range, explicit));
+    }
     Ok(Some(actions))
 }
 
-fn quick_fix(uri: &tower_lsp::lsp_types::Url, diagnostic: &Diagnostic) -> CodeActionOrCommand {
-    let first_line = diagnostic.message.lines().next().unwrap_or_default();
-    let mut message: String = first_line.chars().take(TITLE_MESSAGE_CHARS).collect();
-    if message.len() < first_line.len() {
-        message.push('…');
+/// "Implement with Tokamak" on a selection or a `TODO` comment under the cursor, and "Plan
+/// with Tokamak…" with them (or alone when the user asked for actions explicitly, so the
+/// light bulb does not show everywhere).
+fn task_actions(
+    backend: &Backend,
+    snapshot: &DocumentSnapshot,
+    range: Range,
+    explicit: bool,
+) -> Vec<CodeActionOrCommand> {
+    let uri = &snapshot.uri;
+    let path = crate::agent::display_path(backend.root.get().cloned().flatten().as_deref(), uri);
+    let mut actions = Vec::new();
+    let task = || Some(CodeActionKind::from(TASK.to_string()));
+    let line = range.start.line as usize;
+    let todo = (line..=(range.end.line as usize).min(line + 20))
+        .find_map(|l| todo_comment(snapshot.tree.as_ref(), &snapshot.rope, l));
+    let selected = range.start != range.end;
+    if let Some(todo) = &todo {
+        let at = format!("the {} at {path}:{}", todo.marker, todo.lines.0 + 1);
+        let goal = if todo.text.is_empty() {
+            format!("Do what {at} asks, then remove the comment")
+        } else {
+            format!("{} ({at}; remove the comment when it is done)", todo.text)
+        };
+        let comment =
+            Range::new(Position::new(todo.lines.0 as u32, 0), Position::new(todo.lines.1 as u32 + 1, 0));
+        let title = format!("Implement with Tokamak: {}", short(&format!("{} {}", todo.marker, todo.text)));
+        actions.push(command_action(
+            &title,
+            task(),
+            "tokamak.run",
+            json!({"goal": goal, "uri": uri, "range": comment}),
+        ));
+    } else if selected {
+        // a selection of whole lines ends at the start of the next one
+        let last = if range.end.character == 0 && range.end.line > range.start.line {
+            range.end.line
+        } else {
+            range.end.line + 1
+        };
+        let goal = format!(
+            "Implement what the selected code in {path} (lines {}-{last}) declares or describes",
+            range.start.line + 1
+        );
+        actions.push(command_action(
+            "Implement with Tokamak",
+            task(),
+            "tokamak.run",
+            json!({"goal": goal, "uri": uri, "range": range}),
+        ));
     }
-    let title = format!("Fix with Tokamak: {message}");
+    if todo.is_some() || selected || explicit {
+        actions.push(command_action(
+            "Plan with Tokamak…",
+            task(),
+            ASK_GOAL,
+            json!({"uri": uri, "range": range}),
+        ));
+    }
+    actions
+}
+
+fn command_action(
+    title: &str,
+    kind: Option<CodeActionKind>,
+    command: &str,
+    argument: Value,
+) -> CodeActionOrCommand {
+    CodeActionOrCommand::CodeAction(CodeAction {
+        title: title.to_string(),
+        kind,
+        command: Some(Command {
+            title: title.to_string(),
+            command: command.to_string(),
+            arguments: Some(vec![argument]),
+        }),
+        ..CodeAction::default()
+    })
+}
+
+/// The first line of `text`, cut to [`TITLE_MESSAGE_CHARS`] characters.
+fn short(text: &str) -> String {
+    let first_line = text.trim().lines().next().unwrap_or_default();
+    let mut out: String = first_line.chars().take(TITLE_MESSAGE_CHARS).collect();
+    if out.len() < first_line.len() {
+        out.push('…');
+    }
+    out
+}
+
+fn quick_fix(uri: &tower_lsp::lsp_types::Url, diagnostic: &Diagnostic) -> CodeActionOrCommand {
+    let title = format!("Fix with Tokamak: {}", short(&diagnostic.message));
     CodeActionOrCommand::CodeAction(CodeAction {
         title: title.clone(),
         kind: Some(CodeActionKind::QUICKFIX),

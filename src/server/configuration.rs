@@ -47,11 +47,13 @@ pub fn read_client_configuration(backend: &Backend) {
 async fn ask(target: &Target) {
     static TOLD: AtomicBool = AtomicBool::new(false);
     let item = ConfigurationItem { scope_uri: None, section: Some("tokamak".to_string()) };
-    match tokio::time::timeout(TIMEOUT, target.client.configuration(vec![item])).await {
-        Ok(Ok(mut values)) if !values.is_empty() => apply(target, values.swap_remove(0)).await,
-        Ok(Ok(_)) => {}
-        Ok(Err(err)) => tracing::debug!("the client did not answer workspace/configuration: {err}"),
-        Err(_) => {
+    let client = target.client.clone();
+    let request = async move { client.configuration(vec![item]).await };
+    match super::transport::ask_within(TIMEOUT, request).await {
+        Some(Ok(mut values)) if !values.is_empty() => apply(target, values.swap_remove(0)).await,
+        Some(Ok(_)) => {}
+        Some(Err(err)) => tracing::debug!("the client did not answer workspace/configuration: {err}"),
+        None => {
             if !TOLD.swap(true, Ordering::Relaxed) {
                 tracing::warn!(
                     "the editor did not answer workspace/configuration in {} s; going on without its settings",

@@ -14,7 +14,7 @@ use super::convert;
 use crate::agent::RunReport;
 use crate::editor::{DocumentEdit, EditOutcome, Editor, FileOperation, MessageLevel, Progress};
 use crate::observer::Diagnostic;
-use crate::text::PositionEncoding;
+use crate::text::{PositionEncoding, TextRange};
 use crate::workspace::DocumentSnapshot;
 
 /// How long the editor may take to apply an edit or a file operation; past it the edit
@@ -29,6 +29,15 @@ pub enum RunFinished {}
 impl Notification for RunFinished {
     type Params = serde_json::Value;
     const METHOD: &'static str = "tokamak/runFinished";
+}
+
+/// `tokamak/planUpdated`: `{plan_id, run_id, goal, steps: [{id, title, detail, depends_on,
+/// status, glyph, note, files}]}`.
+pub enum PlanUpdated {}
+
+impl Notification for PlanUpdated {
+    type Params = serde_json::Value;
+    const METHOD: &'static str = "tokamak/planUpdated";
 }
 
 /// What the client said it supports, at `initialize`.
@@ -89,9 +98,9 @@ impl Editor for LspEditor {
         let edits: Vec<TextEdit> = edit
             .edits
             .iter()
-            .map(|(range, text)| TextEdit {
-                range: convert::range(&snapshot.rope, *range, self.encoding),
-                new_text: text.clone(),
+            .map(|(range, text)| {
+                let (range, new_text) = anchor_append(&snapshot.rope, *range, text);
+                TextEdit { range: convert::range(&snapshot.rope, range, self.encoding), new_text }
             })
             .collect();
         let workspace_edit = if self.support.document_changes {
@@ -185,16 +194,16 @@ impl Editor for LspEditor {
         let value = match progress {
             Progress::Begin { title, message } => {
                 let create = WorkDoneProgressCreateParams { token: token.clone() };
-                let created = tokio::time::timeout(
-                    PROGRESS_TIMEOUT,
-                    self.client.send_request::<WorkDoneProgressCreate>(create),
-                );
+                let client = self.client.clone();
+                let created = super::transport::ask_within(PROGRESS_TIMEOUT, async move {
+                    client.send_request::<WorkDoneProgressCreate>(create).await
+                });
                 match created.await {
-                    Ok(Ok(())) => {}
-                    Ok(Err(err)) => {
+                    Some(Ok(())) => {}
+                    Some(Err(err)) => {
                         tracing::debug!("window/workDoneProgress/create refused: {}", err.message)
                     }
-                    Err(_) => {
+                    None => {
                         tracing::warn!("the editor did not answer window/workDoneProgress/create; going on")
                     }
                 }
@@ -222,6 +231,27 @@ impl Editor for LspEditor {
             .await;
     }
 
+    async fn plan_updated(&self, run_id: &str, plan: &crate::agent::plan::Plan) {
+        let steps: Vec<serde_json::Value> = plan
+            .steps
+            .iter()
+            .map(|s| {
+                json!({
+                    "id": s.id,
+                    "title": s.title,
+                    "detail": s.detail,
+                    "depends_on": s.depends_on,
+                    "status": s.status,
+                    "glyph": s.status.glyph(),
+                    "note": s.note,
+                    "files": s.files,
+                })
+            })
+            .collect();
+        let params = json!({"plan_id": plan.plan_id, "run_id": run_id, "goal": plan.goal, "steps": steps});
+        self.client.send_notification::<PlanUpdated>(params).await;
+    }
+
     async fn run_finished(&self, report: &RunReport) {
         let params = json!({
             "run_id": report.run_id,
@@ -246,17 +276,43 @@ impl Editor for LspEditor {
 impl LspEditor {
     /// `workspace/applyEdit`, waiting at most [`EDIT_TIMEOUT`] for the answer.
     async fn apply(&self, params: ApplyWorkspaceEditParams) -> Result<(), String> {
-        let request = self.client.send_request::<ApplyWorkspaceEdit>(params);
-        match tokio::time::timeout(EDIT_TIMEOUT, request).await {
-            Ok(Ok(response)) if response.applied => Ok(()),
-            Ok(Ok(response)) => {
+        let client = self.client.clone();
+        let request = async move { client.send_request::<ApplyWorkspaceEdit>(params).await };
+        match super::transport::ask_within(EDIT_TIMEOUT, request).await {
+            Some(Ok(response)) if response.applied => Ok(()),
+            Some(Ok(response)) => {
                 Err(response.failure_reason.unwrap_or_else(|| "the editor did not apply it".to_string()))
             }
-            Ok(Err(err)) => Err(format!("workspace/applyEdit failed: {}", err.message)),
-            Err(_) => {
+            Some(Err(err)) => Err(format!("workspace/applyEdit failed: {}", err.message)),
+            None => {
                 Err(format!("the editor did not answer workspace/applyEdit in {} s", EDIT_TIMEOUT.as_secs()))
             }
         }
+    }
+}
+
+/// Lines appended after a document's final line break are sent as an insertion before that
+/// break instead (the same change): Neovim appends an edit that starts past its last line
+/// as whole lines, which leaves an extra empty line at the end of the buffer.
+fn anchor_append(rope: &ropey::Rope, range: TextRange, text: &str) -> (TextRange, String) {
+    let len = rope.len_bytes();
+    if range.start != len || range.end != len || len == 0 {
+        return (range, text.to_string());
+    }
+    let tail: String = rope.byte_slice(len.saturating_sub(2)..len).to_string();
+    let newline = if tail.ends_with("\r\n") {
+        "\r\n"
+    } else if tail.ends_with('\n') {
+        "\n"
+    } else {
+        ""
+    };
+    match text.strip_suffix(newline) {
+        Some(body) if !newline.is_empty() => {
+            let at = len - newline.len();
+            (TextRange { start: at, end: at }, format!("{newline}{body}"))
+        }
+        _ => (range, text.to_string()),
     }
 }
 
@@ -265,5 +321,41 @@ fn message_type(level: MessageLevel) -> MessageType {
         MessageLevel::Error => MessageType::ERROR,
         MessageLevel::Warning => MessageType::WARNING,
         MessageLevel::Info => MessageType::INFO,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn appends_after_the_last_line_break_are_anchored_before_it() {
+        let apply = |text: &str, range: TextRange, new: &str| {
+            let mut out = text.to_string();
+            out.replace_range(range.start..range.end, new);
+            out
+        };
+        for (text, new) in [("a\nb\n", "\nc\n"), ("a\r\nb\r\n", "c\r\n"), ("a\n", "b\n")] {
+            let rope = ropey::Rope::from_str(text);
+            let end = TextRange { start: text.len(), end: text.len() };
+            let (range, moved) = anchor_append(&rope, end, new);
+            assert!(range.start < text.len(), "{text:?}");
+            assert_eq!(apply(text, range, &moved), format!("{text}{new}"), "the same change");
+        }
+        // anything else is sent as it is
+        let rope = ropey::Rope::from_str("a\nb");
+        assert_eq!(
+            anchor_append(&rope, TextRange { start: 3, end: 3 }, "\nc"),
+            (TextRange { start: 3, end: 3 }, "\nc".into())
+        );
+        let rope = ropey::Rope::from_str("a\n");
+        assert_eq!(
+            anchor_append(&rope, TextRange { start: 0, end: 2 }, "b\n"),
+            (TextRange { start: 0, end: 2 }, "b\n".into())
+        );
+        assert_eq!(
+            anchor_append(&rope, TextRange { start: 2, end: 2 }, "b"),
+            (TextRange { start: 2, end: 2 }, "b".into())
+        );
     }
 }

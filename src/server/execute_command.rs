@@ -15,6 +15,8 @@ use crate::model::ModelConfig;
 /// as they are built.
 pub const COMMANDS: &[&str] = &[
     "tokamak.fix",
+    "tokamak.plan",
+    "tokamak.implement",
     "tokamak.run",
     "tokamak.cancel",
     "tokamak.status",
@@ -34,7 +36,15 @@ const DEBUG_PANIC: &str = "tokamak.debug.panic";
 pub async fn execute_command(backend: &Backend, params: ExecuteCommandParams) -> Result<Option<Value>> {
     match params.command.as_str() {
         "tokamak.fix" => super::runs::fix(backend, argument(params.arguments)?).await.map(Some),
-        "tokamak.run" => super::runs::run(backend, argument(params.arguments)?).await.map(Some),
+        "tokamak.run" => super::tasks::run(backend, goal("tokamak.run", params.arguments)?).await.map(Some),
+        "tokamak.implement" => {
+            let args = argument::<Option<super::tasks::ImplementArgs>>(params.arguments)?;
+            super::tasks::implement(backend, args.unwrap_or_default()).await.map(Some)
+        }
+        super::code_action::ASK_GOAL => Err(Error::invalid_params(
+            "this editor cannot ask for a goal; run tokamak.plan or tokamak.run with the goal as its argument \
+             (in Helix: :lsp-workspace-command tokamak.run \"what to do\")",
+        )),
         "tokamak.cancel" => Ok(Some(super::runs::cancel(backend, argument(params.arguments)?))),
         "tokamak.status" => Ok(Some(status(backend))),
         "tokamak.checkpoints" => {
@@ -94,7 +104,22 @@ fn deferred_work(
     match command {
         "tokamak.diagnostics" => diagnostics(backend, argument(arguments)?).map(|f| Box::pin(f) as _),
         "tokamak.checkModel" => Ok(Box::pin(check_model(backend, argument(arguments)?))),
+        "tokamak.plan" => super::tasks::plan(backend, goal("tokamak.plan", arguments)?),
         other => Err(Error::invalid_params(format!("unknown command {other:?}"))),
+    }
+}
+
+/// The goal of `tokamak.plan` and `tokamak.run`: `{goal, uri?, range?}` or a string.
+fn goal(command: &str, arguments: Vec<Value>) -> Result<super::tasks::GoalArgs> {
+    match arguments.into_iter().next() {
+        None | Some(Value::Null) => Err(Error::invalid_params(format!(
+            "{command} needs a goal: pass {{\"goal\": \"what to do\"}} or the goal as a string"
+        ))),
+        Some(value) => serde_json::from_value(value).map_err(|_| {
+            Error::invalid_params(format!(
+                "{command} takes {{\"goal\", \"uri\"?, \"range\"?}} or the goal as a string"
+            ))
+        }),
     }
 }
 

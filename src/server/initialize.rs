@@ -94,6 +94,7 @@ pub async fn initialize(backend: &Backend, params: InitializeParams) -> Result<I
     let _ = backend.root.set(root.clone());
     *crate::sync::lock(&backend.fix_settings) = settings.fix.clone();
     *crate::sync::lock(&backend.limits) = settings.limits.clone();
+    *crate::sync::lock(&backend.plan_settings) = settings.plan.clone();
     let _ = backend.client_configuration.set(configuration);
     let editor: Arc<dyn Editor> = Arc::new(backend.editor());
     let observer = Observer::new(Arc::clone(&backend.workspace), Arc::clone(&editor), checkers, root.clone());

@@ -21,6 +21,7 @@ mod guard;
 mod initialize;
 mod log_message;
 mod runs;
+mod tasks;
 mod text_sync;
 mod transport;
 
@@ -62,6 +63,10 @@ pub struct Backend {
     fix_settings: Mutex<crate::config::FixSettings>,
     /// `[limits]`: how far a task run may go.
     limits: Mutex<crate::config::LimitSettings>,
+    /// `[plan]`: how plans are made.
+    plan_settings: Mutex<crate::config::PlanSettings>,
+    /// The plans made in this session.
+    plans: tasks::Plans,
     /// The agent runs going on.
     runs: crate::agent::Runs,
     /// Whether the user trusts the workspace, decided at `initialize`.
@@ -95,6 +100,8 @@ impl Backend {
             root: OnceLock::new(),
             fix_settings: Mutex::new(crate::config::FixSettings::default()),
             limits: Mutex::new(crate::config::LimitSettings::default()),
+            plan_settings: Mutex::new(crate::config::PlanSettings::default()),
+            plans: tasks::Plans::default(),
             runs: crate::agent::Runs::default(),
             trust: OnceLock::new(),
             history: OnceLock::new(),

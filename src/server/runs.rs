@@ -88,57 +88,6 @@ pub async fn fix(backend: &Backend, args: FixArgs) -> Result<Value> {
     Ok(json!({"run_id": run_id}))
 }
 
-#[derive(Deserialize)]
-pub struct RunArgs {
-    /// What to do, in words.
-    goal: String,
-}
-
-/// `tokamak.run {goal}`: starts a task run over the workspace and answers `{run_id}` at
-/// once; it reports through `$/progress`, `tokamak/runFinished` and `window/showMessage`.
-pub async fn run(backend: &Backend, args: RunArgs) -> Result<Value> {
-    let goal = args.goal.trim().to_string();
-    if goal.is_empty() {
-        return Err(Error::invalid_params("the goal is empty: say what Tokamak should do"));
-    }
-    let executor = backend.executor_context().ok_or_else(|| {
-        Error::invalid_params("a task needs a workspace folder to act on, and this session has none")
-    })?;
-    let root = Url::from_directory_path(executor.confinement.root())
-        .map_err(|()| Error::invalid_params("the workspace root is not a path"))?;
-    let handle = match backend.runs.start(&root) {
-        Ok(handle) => handle,
-        Err(busy) => {
-            let message = format!("Tokamak: {busy}");
-            backend.editor().show_message(MessageLevel::Warning, message.clone()).await;
-            return Err(Error { code: ErrorCode::ServerError(-32803), message: message.into(), data: None });
-        }
-    };
-    let choice = crate::sync::lock(&backend.models).clone();
-    let env = |name: &str| std::env::var(name).ok();
-    let model =
-        ModelConfig::resolve(&choice.model, &choice.profiles, Some(agent::FIX_ROLE), &env).and_then(connect);
-    let context = agent::TaskContext { executor, model, limits: backend.limits() };
-    let run_id = handle.run_id.clone();
-    tracing::info!("{run_id}: task {goal:?}");
-    let editor = Arc::clone(&context.executor.editor);
-    let id = run_id.clone();
-    let task = tokio::spawn(async move {
-        agent::run_task(&context, &goal, handle).await;
-    });
-    tokio::spawn(async move {
-        if let Err(err) = task.await
-            && err.is_panic()
-        {
-            tracing::error!("{id} panicked: {err}");
-            let summary = "Tokamak stopped on an internal error (see the log).";
-            editor.progress(&id, crate::editor::Progress::End { message: summary.to_string() }).await;
-            editor.run_finished(&agent::RunReport::failed(id, root, summary.to_string())).await;
-        }
-    });
-    Ok(json!({"run_id": run_id}))
-}
-
 #[derive(Deserialize, Default)]
 #[serde(default)]
 pub struct CancelArgs {

@@ -19,6 +19,10 @@
 //! Several clients (Eglot, LSP4IJ, some Neovim versions) send `"params": null` for methods
 //! whose params are void, `shutdown` and `exit` above all; tower-lsp answers those with
 //! "Unexpected params: null". [`Hygiene`] drops a `null` `params` before tower-lsp sees it.
+//!
+//! Asking: tower-lsp 0.20 panics (and takes the server down) when the editor answers a
+//! request whose waiting future was dropped, as a timeout drops it. [`ask_within`] keeps the
+//! future alive in a task of its own, so a late answer lands there and is discarded.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -281,7 +285,7 @@ fn end(code: i32) -> ! {
 
 /// `workspace/executeCommand` requests for these commands are answered off tower-lsp's
 /// one-at-a-time queue ([`DEFERRED_METHOD`]): they wait on checkers or the model.
-pub const DEFERRED_COMMANDS: &[&str] = &["tokamak.diagnostics", "tokamak.checkModel"];
+pub const DEFERRED_COMMANDS: &[&str] = &["tokamak.diagnostics", "tokamak.checkModel", "tokamak.plan"];
 
 /// The notification a deferred request is turned into: `{id, command, arguments}`.
 pub const DEFERRED_METHOD: &str = "$/tokamak/deferred";
@@ -458,6 +462,21 @@ fn without_null_params(request: Request) -> Request {
         Some(id) => builder.id(id).finish(),
         None => builder.finish(),
     }
+}
+
+/// Waits at most `limit` for the editor's answer to a request Tokamak sent (`request` is the
+/// future tower-lsp returned). The future runs in a task of its own that outlives the wait,
+/// so an answer that comes late is taken and dropped instead of crashing tower-lsp; `None`
+/// when the time ran out.
+pub async fn ask_within<T: Send + 'static>(
+    limit: Duration,
+    request: impl std::future::Future<Output = T> + Send + 'static,
+) -> Option<T> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    tokio::spawn(async move {
+        let _ = tx.send(request.await);
+    });
+    tokio::time::timeout(limit, rx).await.ok().and_then(Result::ok)
 }
 
 #[cfg(test)]

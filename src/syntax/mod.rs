@@ -1,10 +1,13 @@
-//! Syntax: tree-sitter grammars, incremental parsing, syntax errors and symbols.
+//! Syntax: tree-sitter grammars, incremental parsing, syntax errors, symbols and `TODO`
+//! comments.
 
+mod comments;
 mod errors;
 mod grammar;
 mod symbols;
 mod tree;
 
+pub use comments::{TodoComment, todo_comment};
 pub use errors::{SyntaxErrorKind, SyntaxProblem, syntax_problems};
 pub use grammar::grammar;
 pub use symbols::{Symbol, SymbolKind, document_symbols, enclosing_symbol, outline};

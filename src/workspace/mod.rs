@@ -220,6 +220,10 @@ impl Workspace {
         Workspace { documents: HashMap::new(), settings }
     }
 
+    pub fn settings(&self) -> &SyntaxSettings {
+        &self.settings
+    }
+
     pub fn set_settings(&mut self, settings: SyntaxSettings) {
         self.settings = settings;
     }

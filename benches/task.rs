@@ -1,0 +1,186 @@
+//! Benchmark of the task engine's own overhead per step, with the model and the checkers
+//! taken out: an in-process model plays a script at once (a plan of N steps, then per step a
+//! native `edit` tool call and `done`), no checker runs but Tokamak's syntax check, there is
+//! no test command, no checkpoint and no audit log. One run = plan, and per step: the act
+//! loop with its prompt, the edit through the executor on disk, observing the changed file
+//! (a private Observer: read, parse, settle), reflecting, the plan sent to the editor. The
+//! figure per step is the run's time over N. Printed once: the prompt each step sends,
+//! estimated at four characters a token (what a real model would be billed for).
+
+use std::collections::VecDeque;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use serde_json::json;
+use tokamak::agent::{ExitReason, Runs, TaskContext, TaskRequest, run_task};
+use tokamak::config::{CheckerSettings, FixSettings, LimitSettings, PlanSettings, Settings, SyntaxSettings};
+use tokamak::editor::{Editor, MessageLevel};
+use tokamak::executor::{Confinement, ExecutorContext, ExecutorSettings, RefuseUnlisted};
+use tokamak::model::{
+    CallOptions, FinishReason, Input, Model, ModelError, ModelInfo, Provider, Reply, Request, ToolCall,
+    ToolsMode, Usage,
+};
+use tokamak::observer::checkers::Checkers;
+use tokamak::observer::{Diagnostic, Observer};
+use tokamak::workspace::{DocumentSnapshot, Workspace};
+use url::Url;
+
+/// Plays its replies in order, at once, and notes each prompt's size in characters.
+struct Script {
+    replies: Mutex<VecDeque<Reply>>,
+    prompts: Mutex<Vec<usize>>,
+}
+
+#[async_trait]
+impl Model for Script {
+    fn info(&self) -> ModelInfo {
+        ModelInfo {
+            provider: Provider::OpenAi,
+            model: "script".into(),
+            endpoint: "in-process".into(),
+            tools: ToolsMode::Native,
+        }
+    }
+
+    async fn send(&self, request: &Request, _: &CallOptions) -> Result<Reply, ModelError> {
+        let mut chars = 0;
+        if let Input::Chat(messages) = &request.input {
+            for message in messages {
+                chars += message.content.len()
+                    + message.tool_calls.iter().map(|c| c.arguments.len()).sum::<usize>();
+            }
+        }
+        chars +=
+            request.tools.iter().map(|t| t.description.len() + t.parameters.to_string().len()).sum::<usize>();
+        self.prompts.lock().unwrap().push(chars);
+        Ok(self.replies.lock().unwrap().pop_front().expect("a scripted reply"))
+    }
+}
+
+fn reply(text: &str, calls: &[(&str, serde_json::Value)]) -> Reply {
+    Reply {
+        text: text.to_string(),
+        tool_calls: calls
+            .iter()
+            .enumerate()
+            .map(|(i, (name, args))| ToolCall {
+                id: format!("c{i}"),
+                name: name.to_string(),
+                arguments: args.to_string(),
+            })
+            .collect(),
+        usage: Usage::default(),
+        finish: if calls.is_empty() { FinishReason::Stop } else { FinishReason::ToolCalls },
+        model: "script".into(),
+        latency: Duration::ZERO,
+    }
+}
+
+/// The plan, then each step's edit and done.
+fn script(steps: usize) -> VecDeque<Reply> {
+    let plan: String = (1..=steps).map(|i| format!("{i}. Give module_{i}.py a docstring\n")).collect();
+    let mut replies = VecDeque::from([reply(&plan, &[])]);
+    for i in 1..=steps {
+        let blocks = "<<<<<<< SEARCH\ndef handler(request):\n=======\ndef handler(request):\n    \"\"\"Handles it.\"\"\"\n>>>>>>> REPLACE\n";
+        replies
+            .push_back(reply("", &[("edit", json!({"path": format!("module_{i}.py"), "blocks": blocks}))]));
+        replies.push_back(reply("", &[("done", json!({"summary": "documented"}))]));
+    }
+    replies
+}
+
+struct Quiet;
+
+#[async_trait]
+impl Editor for Quiet {
+    async fn publish_diagnostics(&self, _: &DocumentSnapshot, _: Vec<Diagnostic>) {}
+    async fn clear_diagnostics(&self, _: &Url) {}
+    async fn show_message(&self, _: MessageLevel, _: String) {}
+}
+
+fn project(root: &Path, steps: usize) {
+    for i in 1..=steps {
+        let mut text =
+            format!("\"\"\"Module {i}.\"\"\"\n\n\ndef handler(request):\n    return request.value\n");
+        for f in 0..40 {
+            text.push_str(&format!("\n\ndef helper_{f}(value):\n    return value + {f}\n"));
+        }
+        std::fs::write(root.join(format!("module_{i}.py")), text).unwrap();
+    }
+}
+
+/// One run's context on a fresh project, and the model to look at afterwards.
+fn setup(steps: usize) -> (tempfile::TempDir, TaskContext, Arc<Script>) {
+    let dir = tempfile::tempdir().unwrap();
+    project(dir.path(), steps);
+    let checkers =
+        Checkers::from_settings(&CheckerSettings { enable: Some(Vec::new()), ..Default::default() }).unwrap();
+    let workspace = Arc::new(Mutex::new(Workspace::new(SyntaxSettings::default())));
+    let editor: Arc<dyn Editor> = Arc::new(Quiet);
+    let root = dir.path().canonicalize().unwrap();
+    let observer = Observer::new(workspace, Arc::clone(&editor), checkers, Some(root.clone()));
+    let settings = ExecutorSettings::from_settings(&Settings::default(), true);
+    let executor = ExecutorContext::new(
+        Confinement::new(&root).unwrap(),
+        observer,
+        editor,
+        settings,
+        Arc::new(RefuseUnlisted),
+        None,
+    );
+    let model = Arc::new(Script { replies: Mutex::new(script(steps)), prompts: Mutex::new(Vec::new()) });
+    let context = TaskContext {
+        executor,
+        model: Ok(Arc::clone(&model) as Arc<dyn Model>),
+        limits: LimitSettings::default(),
+        plan: PlanSettings { max_steps: steps, ..PlanSettings::default() },
+        fix: FixSettings::default(),
+    };
+    (dir, context, model)
+}
+
+fn run(runtime: &tokio::runtime::Runtime, context: &TaskContext, root: &Path) {
+    let uri = Url::from_directory_path(root).unwrap();
+    let handle = Runs::default().start(&uri).unwrap();
+    let request = TaskRequest {
+        goal: "document the handlers".into(),
+        plan_id: "plan-bench".into(),
+        ..Default::default()
+    };
+    let report = runtime.block_on(run_task(context, request, handle));
+    assert_eq!(report.exit_reason, ExitReason::Done, "{}", report.summary);
+}
+
+fn bench_task_steps(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    // the prompts of one run of two steps
+    let (dir, context, model) = setup(2);
+    run(&runtime, &context, &dir.path().canonicalize().unwrap());
+    let prompts = model.prompts.lock().unwrap().clone();
+    println!(
+        "prompts of a two-step run, estimated tokens (chars / 4): plan {}, then per turn {:?}",
+        prompts[0] / 4,
+        prompts[1..].iter().map(|chars| chars / 4).collect::<Vec<_>>()
+    );
+    for steps in [2usize, 8] {
+        c.bench_function(
+            &format!("task run of {steps} steps, model and checkers out (divide by {steps})"),
+            |b| {
+                b.iter_batched(
+                    || setup(steps),
+                    |(dir, context, _model)| {
+                        run(&runtime, &context, &dir.path().canonicalize().unwrap());
+                        dir
+                    },
+                    BatchSize::PerIteration,
+                )
+            },
+        );
+    }
+}
+
+criterion_group!(benches, bench_task_steps);
+criterion_main!(benches);

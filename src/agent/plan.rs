@@ -1,0 +1,450 @@
+//! Plans (SPEC P2): steps with ids, titles, details and dependencies, read from a model's
+//! reply — a JSON list, a numbered list, or bullets with `[depends: 1, 2]` — and checked as
+//! a graph: self-dependencies and unknown ids are dropped, a cycle is broken where a step
+//! depends on one that comes later in the plan (the order the model wrote is its intent),
+//! and what cannot be repaired is refused with a sentence saying why.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A step's state, with the glyph editors show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StepStatus {
+    Pending,
+    Running,
+    Done,
+    Failed,
+}
+
+impl StepStatus {
+    pub fn glyph(self) -> &'static str {
+        match self {
+            StepStatus::Pending => "○",
+            StepStatus::Running => "⚡",
+            StepStatus::Done => "✓",
+            StepStatus::Failed => "✗",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanStep {
+    pub id: String,
+    pub title: String,
+    pub detail: String,
+    pub depends_on: Vec<String>,
+    pub status: StepStatus,
+    /// Why it failed, or what it did (filled in as it runs).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub note: String,
+    /// Files it changed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<String>,
+}
+
+/// A plan for a goal.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Plan {
+    pub plan_id: String,
+    pub goal: String,
+    pub steps: Vec<PlanStep>,
+    /// What was repaired when the plan was read (for the user and the audit log).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repairs: Vec<String>,
+}
+
+/// Why a reply is not a usable plan.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError {
+    #[error("the reply holds no plan: write the steps as a numbered list (1. …) or a JSON list")]
+    Empty,
+    #[error("the plan has {count} steps, more than the {max} allowed (plan.max_steps); merge steps")]
+    TooLong { count: usize, max: usize },
+    #[error(
+        "the steps {0} depend on each other in a circle, and the order they were written in does not say which comes first"
+    )]
+    Cycle(String),
+}
+
+impl Plan {
+    /// Reads a plan for `goal` from a model's reply, repairing what can be repaired.
+    pub fn read(plan_id: &str, goal: &str, reply: &str, max_steps: usize) -> Result<Plan, PlanError> {
+        let steps = read_json(reply).unwrap_or_else(|| read_list(reply));
+        if steps.is_empty() {
+            return Err(PlanError::Empty);
+        }
+        if steps.len() > max_steps {
+            return Err(PlanError::TooLong { count: steps.len(), max: max_steps });
+        }
+        let mut plan =
+            Plan { plan_id: plan_id.to_string(), goal: goal.to_string(), steps, repairs: Vec::new() };
+        plan.repair()?;
+        Ok(plan)
+    }
+
+    /// Drops self-dependencies and unknown ids; breaks cycles where a step depends on a later
+    /// one; refuses what is still circular.
+    fn repair(&mut self) -> Result<(), PlanError> {
+        let ids: Vec<String> = self.steps.iter().map(|s| s.id.clone()).collect();
+        let position = |id: &str| ids.iter().position(|i| i == id);
+        let mut repairs = Vec::new();
+        for step in &mut self.steps {
+            let mut kept = Vec::new();
+            for dependency in std::mem::take(&mut step.depends_on) {
+                match position(&dependency) {
+                    _ if dependency == step.id => {
+                        repairs.push(format!("step {} depended on itself", step.id))
+                    }
+                    None => repairs
+                        .push(format!("step {} depended on {dependency}, which is not a step", step.id)),
+                    Some(_) if kept.contains(&dependency) => {}
+                    Some(_) => kept.push(dependency),
+                }
+            }
+            step.depends_on = kept;
+        }
+        // a cycle: drop the dependencies on later steps of the steps in it
+        while let Some(cycle) = find_cycle(&self.steps) {
+            let mut broke = false;
+            for id in &cycle {
+                let Some(index) = position(id) else { continue };
+                let later: Vec<String> = self.steps[index]
+                    .depends_on
+                    .iter()
+                    .filter(|d| position(d).is_some_and(|p| p > index) && cycle.contains(*d))
+                    .cloned()
+                    .collect();
+                if !later.is_empty() {
+                    self.steps[index].depends_on.retain(|d| !later.contains(d));
+                    repairs.push(format!(
+                        "step {id} depended on later step(s) {}; that was dropped",
+                        later.join(", ")
+                    ));
+                    broke = true;
+                }
+            }
+            if !broke {
+                return Err(PlanError::Cycle(cycle.join(" → ")));
+            }
+        }
+        self.repairs = repairs;
+        Ok(())
+    }
+
+    /// The next step to run: pending, with every dependency done.
+    pub fn next_ready(&self) -> Option<usize> {
+        self.steps.iter().position(|step| {
+            step.status == StepStatus::Pending
+                && step.depends_on.iter().all(|d| self.status_of(d) == Some(StepStatus::Done))
+        })
+    }
+
+    pub fn status_of(&self, id: &str) -> Option<StepStatus> {
+        self.steps.iter().find(|s| s.id == id).map(|s| s.status)
+    }
+
+    /// Marks every pending step that depends (directly or not) on a failed one as failed.
+    /// Returns the ids failed this way.
+    pub fn fail_dependants(&mut self) -> Vec<String> {
+        let mut failed_now = Vec::new();
+        loop {
+            let failed: BTreeSet<String> =
+                self.steps.iter().filter(|s| s.status == StepStatus::Failed).map(|s| s.id.clone()).collect();
+            let mut changed = false;
+            for step in &mut self.steps {
+                if step.status == StepStatus::Pending
+                    && let Some(cause) = step.depends_on.iter().find(|d| failed.contains(*d))
+                {
+                    step.status = StepStatus::Failed;
+                    step.note = format!("not run: it depends on step {cause}, which failed");
+                    failed_now.push(step.id.clone());
+                    changed = true;
+                }
+            }
+            if !changed {
+                return failed_now;
+            }
+        }
+    }
+
+    /// The plan as a numbered list, for prompts and the terminal.
+    pub fn outline(&self) -> String {
+        let mut out = String::new();
+        for step in &self.steps {
+            out.push_str(&format!("{} {}. {}", step.status.glyph(), step.id, step.title));
+            if !step.depends_on.is_empty() {
+                out.push_str(&format!(" [depends: {}]", step.depends_on.join(", ")));
+            }
+            out.push('\n');
+            if !step.detail.is_empty() {
+                for line in step.detail.lines() {
+                    out.push_str(&format!("     {line}\n"));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The ids of one cycle in the dependency graph, if there is one.
+fn find_cycle(steps: &[PlanStep]) -> Option<Vec<String>> {
+    let edges: BTreeMap<&str, Vec<&str>> =
+        steps.iter().map(|s| (s.id.as_str(), s.depends_on.iter().map(String::as_str).collect())).collect();
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mark {
+        Unseen,
+        Open,
+        Closed,
+    }
+    let mut marks: BTreeMap<&str, Mark> = edges.keys().map(|k| (*k, Mark::Unseen)).collect();
+    fn visit<'a>(
+        id: &'a str,
+        edges: &BTreeMap<&'a str, Vec<&'a str>>,
+        marks: &mut BTreeMap<&'a str, Mark>,
+        path: &mut Vec<&'a str>,
+    ) -> Option<Vec<String>> {
+        match marks.get(id).copied() {
+            Some(Mark::Closed) | None => return None,
+            Some(Mark::Open) => {
+                let start = path.iter().position(|p| *p == id).unwrap_or(0);
+                return Some(path[start..].iter().map(|s| s.to_string()).collect());
+            }
+            Some(Mark::Unseen) => {}
+        }
+        marks.insert(id, Mark::Open);
+        path.push(id);
+        for next in edges.get(id).into_iter().flatten() {
+            if let Some(cycle) = visit(next, edges, marks, path) {
+                return Some(cycle);
+            }
+        }
+        path.pop();
+        marks.insert(id, Mark::Closed);
+        None
+    }
+    let ids: Vec<&str> = edges.keys().copied().collect();
+    for id in ids {
+        let mut path = Vec::new();
+        if let Some(cycle) = visit(id, &edges, &mut marks, &mut path) {
+            return Some(cycle);
+        }
+    }
+    None
+}
+
+/// A JSON plan: a list of steps, or an object with `steps`. Ids default to positions.
+fn read_json(reply: &str) -> Option<Vec<PlanStep>> {
+    let start = reply.find(['[', '{'])?;
+    let candidates = [&reply[start..], reply.trim()];
+    let value: Value = candidates.iter().find_map(|c| {
+        let end = c.rfind([']', '}'])?;
+        serde_json::from_str(&c[..=end]).ok()
+    })?;
+    let list = match &value {
+        Value::Array(list) => list.clone(),
+        Value::Object(object) => object.get("steps").and_then(Value::as_array).cloned()?,
+        _ => return None,
+    };
+    let steps: Vec<PlanStep> = list
+        .iter()
+        .enumerate()
+        .filter_map(|(index, item)| {
+            let text = |key: &str| item.get(key).and_then(Value::as_str).map(str::trim).map(str::to_string);
+            let title = text("title").or_else(|| text("step")).or_else(|| text("description"))?;
+            let id = match item.get("id") {
+                Some(Value::String(id)) => id.trim().to_string(),
+                Some(Value::Number(n)) => n.to_string(),
+                _ => (index + 1).to_string(),
+            };
+            let depends_on = item
+                .get("depends_on")
+                .or_else(|| item.get("depends"))
+                .or_else(|| item.get("dependencies"))
+                .and_then(Value::as_array)
+                .map(|list| {
+                    list.iter()
+                        .filter_map(|d| match d {
+                            Value::String(s) => Some(s.trim().to_string()),
+                            Value::Number(n) => Some(n.to_string()),
+                            _ => None,
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            Some(PlanStep {
+                id,
+                title,
+                detail: text("detail").or_else(|| text("details")).unwrap_or_default(),
+                depends_on,
+                status: StepStatus::Pending,
+                note: String::new(),
+                files: Vec::new(),
+            })
+        })
+        .collect();
+    (!steps.is_empty()).then_some(steps)
+}
+
+/// A numbered list (`1.`, `2)`, `Step 3:`) or bullets (`-`, `*`): each item a step, its
+/// indented or following plain lines its detail, `[depends: 1, 2]` (or `(after 1)`) its
+/// dependencies. Without any marker, a step depends on nothing.
+fn read_list(reply: &str) -> Vec<PlanStep> {
+    let mut steps: Vec<PlanStep> = Vec::new();
+    let mut in_fence = false;
+    for line in reply.lines() {
+        let trimmed = line.trim();
+        if trimmed.starts_with("```") {
+            in_fence = !in_fence;
+            continue;
+        }
+        if trimmed.is_empty() {
+            continue;
+        }
+        let indented = line.starts_with("  ") || line.starts_with('\t');
+        match item(trimmed).filter(|_| !indented || steps.is_empty()) {
+            Some((number, text)) => {
+                let (title, depends_on) = dependencies(text);
+                let id = number.unwrap_or_else(|| (steps.len() + 1).to_string());
+                steps.push(PlanStep {
+                    id,
+                    title: title.trim().trim_matches('*').trim().to_string(),
+                    detail: String::new(),
+                    depends_on,
+                    status: StepStatus::Pending,
+                    note: String::new(),
+                    files: Vec::new(),
+                });
+            }
+            None => {
+                if let Some(step) = steps.last_mut() {
+                    let (text, more) = dependencies(trimmed.trim_start_matches(['-', '*', '•']).trim());
+                    step.depends_on.extend(more);
+                    if !text.trim().is_empty() {
+                        if !step.detail.is_empty() {
+                            step.detail.push('\n');
+                        }
+                        step.detail.push_str(text.trim());
+                    }
+                }
+            }
+        }
+    }
+    steps.retain(|s| !s.title.is_empty());
+    steps
+}
+
+/// `1. text`, `2) text`, `Step 3: text`, `- text` → (the number, if any; the text).
+fn item(line: &str) -> Option<(Option<String>, &str)> {
+    let lower = line.to_ascii_lowercase();
+    let body = if lower.starts_with("step ") { &line[5..] } else { line };
+    let digits: String = body.chars().take_while(char::is_ascii_digit).collect();
+    if !digits.is_empty() {
+        let rest = &body[digits.len()..];
+        if let Some(text) = rest.strip_prefix(['.', ')', ':']) {
+            return Some((Some(digits), text.trim()));
+        }
+        return None;
+    }
+    for bullet in ["- ", "* ", "• "] {
+        if let Some(text) = line.strip_prefix(bullet) {
+            return Some((None, text.trim()));
+        }
+    }
+    None
+}
+
+/// Takes `[depends: 1, 2]`, `(depends on 1)` or `(after 1 and 2)` out of `text`.
+fn dependencies(text: &str) -> (String, Vec<String>) {
+    let lower = text.to_ascii_lowercase();
+    for (open, close) in [('[', ']'), ('(', ')')] {
+        let Some(start) = lower.find(open) else { continue };
+        let Some(len) = lower[start..].find(close) else { continue };
+        let inside = &lower[start + 1..start + len];
+        let words = ["depends on", "depends:", "depends", "depend on", "after", "requires", "needs"];
+        let Some(word) = words.iter().find(|w| inside.trim_start().starts_with(**w)) else { continue };
+        let list = inside.trim_start()[word.len()..].replace(" and ", ",").replace("step", "");
+        let ids: Vec<String> = list
+            .split([',', ' ', ':'])
+            .map(|s| s.trim().trim_start_matches('#'))
+            .filter(|s| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric()))
+            .map(str::to_string)
+            .collect();
+        let mut title = text[..start].to_string();
+        title.push_str(&text[start + len + 1..]);
+        return (title.trim().to_string(), ids);
+    }
+    (text.to_string(), Vec::new())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(reply: &str) -> Result<Plan, PlanError> {
+        Plan::read("plan-1", "goal", reply, 8)
+    }
+
+    fn shape(plan: &Plan) -> Vec<(String, String, Vec<String>)> {
+        plan.steps.iter().map(|s| (s.id.clone(), s.title.clone(), s.depends_on.clone())).collect()
+    }
+
+    fn step(id: &str, title: &str, deps: &[&str]) -> (String, String, Vec<String>) {
+        (id.into(), title.into(), deps.iter().map(|d| d.to_string()).collect())
+    }
+
+    #[test]
+    fn reads_numbered_lists_bullets_and_json() {
+        let numbered = "Here is the plan:\n\n1. Add `validate_email` to `User`\n   It checks for one @ and a dot.\n2. Write a test for it [depends: 1]\n3) Run the tests (after 1, 2)\n";
+        let plan = read(numbered).unwrap();
+        assert_eq!(
+            shape(&plan),
+            [
+                step("1", "Add `validate_email` to `User`", &[]),
+                step("2", "Write a test for it", &["1"]),
+                step("3", "Run the tests", &["1", "2"]),
+            ]
+        );
+        assert_eq!(plan.steps[0].detail, "It checks for one @ and a dot.");
+        let bullets = "- **Read the code**\n- Change it [depends: 1]\n";
+        assert_eq!(
+            shape(&read(bullets).unwrap()),
+            [step("1", "Read the code", &[]), step("2", "Change it", &["1"])]
+        );
+        let json = r#"```json
+{"steps": [{"id": "a", "title": "First", "detail": "d"}, {"id": "b", "title": "Second", "depends_on": ["a"]}]}
+```"#;
+        assert_eq!(shape(&read(json).unwrap()), [step("a", "First", &[]), step("b", "Second", &["a"])]);
+        let list = r#"[{"title": "One"}, {"title": "Two", "depends_on": [1]}]"#;
+        assert_eq!(shape(&read(list).unwrap()), [step("1", "One", &[]), step("2", "Two", &["1"])]);
+        let korean = "1. User 클래스에 validate_email 추가\n2. 테스트 작성 [depends: 1]\n";
+        assert_eq!(read(korean).unwrap().steps[1].depends_on, ["1"]);
+    }
+
+    #[test]
+    fn repairs_what_it_can_and_refuses_the_rest() {
+        let plan = read("1. One [depends: 1, 9]\n2. Two [depends: 1]\n").unwrap();
+        assert_eq!(shape(&plan), [step("1", "One", &[]), step("2", "Two", &["1"])]);
+        assert_eq!(plan.repairs.len(), 2, "{:?}", plan.repairs);
+        // a cycle through a later step: the written order decides
+        let plan = read("1. One [depends: 2]\n2. Two [depends: 1]\n").unwrap();
+        assert_eq!(shape(&plan), [step("1", "One", &[]), step("2", "Two", &["1"])]);
+        assert!(plan.repairs[0].contains("later step"), "{:?}", plan.repairs);
+        assert_eq!(read("I cannot plan this."), Err(PlanError::Empty));
+        let long: String = (1..=10).map(|n| format!("{n}. Step {n}\n")).collect();
+        assert_eq!(read(&long), Err(PlanError::TooLong { count: 10, max: 8 }));
+    }
+
+    #[test]
+    fn dependencies_decide_the_order_and_failures_spread() {
+        let mut plan = read("1. A\n2. B [depends: 1]\n3. C\n4. D [depends: 2]\n").unwrap();
+        assert_eq!(plan.next_ready(), Some(0));
+        plan.steps[0].status = StepStatus::Failed;
+        assert_eq!(plan.fail_dependants(), ["2", "4"]);
+        assert_eq!(plan.next_ready(), Some(2), "an independent step still runs");
+        assert!(plan.steps[3].note.contains("step 2"), "{}", plan.steps[3].note);
+        assert!(plan.outline().starts_with("✗ 1. A\n✗ 2. B [depends: 1]"), "{}", plan.outline());
+    }
+}

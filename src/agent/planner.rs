@@ -1,0 +1,157 @@
+//! The planner (SPEC P2): asks the model for a plan for a goal — with the project's rules, a
+//! view of the workspace (its files, within a budget) and the user's selection — and reads
+//! the reply into a [`Plan`], asking once more, with the reason, when it is not one.
+
+use std::path::Path;
+
+use tokio_util::sync::CancellationToken;
+
+use super::plan::{Plan, PlanError};
+use super::report::Tokens;
+use crate::model::{CallOptions, Message, Model, ModelError, Request};
+
+/// The planner's instructions; `{max}` is the most steps a plan may have.
+const SYSTEM: &str = "You are Tokamak's planner. Break the user's goal into at most {max} steps that a coding agent \
+can carry out one at a time by reading, searching and editing files and running commands. Reply with a numbered list \
+and nothing else: one line per step with a short imperative title, then, if useful, indented lines of detail naming \
+the files, classes and functions involved. Mark a step that needs earlier steps with [depends: N] (several: \
+[depends: 1, 2]). Put tests in a step of their own. Write no code.";
+
+/// Files named in the workspace view at most.
+const MAX_FILES: usize = 150;
+/// Bytes of each rules file put in the prompt at most.
+const MAX_RULES_BYTES: usize = 4 * 1024;
+
+/// What a plan is made for.
+pub struct PlanRequest<'a> {
+    pub goal: &'a str,
+    /// The workspace root.
+    pub root: &'a Path,
+    /// What the user selected, if anything.
+    pub selection: Option<Selection>,
+    pub max_steps: usize,
+    /// What went wrong before (a re-plan): the earlier plan and what happened.
+    pub history: Option<String>,
+}
+
+/// What the user selected in the editor (or the `TODO` comment they asked about), with the
+/// scope it sits in.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Selection {
+    /// The file, relative to the root.
+    pub path: String,
+    /// First and last line, 1-based.
+    pub lines: (usize, usize),
+    pub text: String,
+    /// The enclosing definition's text (cut), when the selection is inside one.
+    pub scope: Option<String>,
+}
+
+impl Selection {
+    /// The selection as the prompts show it.
+    pub fn describe(&self) -> String {
+        let (first, last) = self.lines;
+        let lines = if first == last { format!("line {first}") } else { format!("lines {first}-{last}") };
+        let mut out =
+            format!("The user selected {lines} of {}:\n```\n{}\n```\n", self.path, self.text.trim_end());
+        if let Some(scope) = &self.scope {
+            out.push_str(&format!("It is inside this definition:\n```\n{}\n```\n", scope.trim_end()));
+        }
+        out
+    }
+}
+
+/// Why no plan was made.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanFailure {
+    #[error("the model could not be used: {0}")]
+    Model(#[from] ModelError),
+    #[error("the model's plan could not be used: {0}")]
+    Plan(PlanError),
+}
+
+/// Asks `model` for a plan; returns it and the tokens spent.
+pub async fn make_plan(
+    model: &dyn Model,
+    request: &PlanRequest<'_>,
+    plan_id: &str,
+    cancel: &CancellationToken,
+) -> Result<(Plan, Tokens), PlanFailure> {
+    let mut messages = vec![
+        Message::system(SYSTEM.replace("{max}", &request.max_steps.to_string())),
+        Message::user(prompt(request)),
+    ];
+    let mut tokens = Tokens::default();
+    let mut last_error = PlanError::Empty;
+    for _ in 0..2 {
+        let options = CallOptions { deltas: None, cancel: cancel.child_token() };
+        let reply = model.send(&Request::chat(messages.clone()), &options).await?;
+        tokens.prompt = tokens.prompt.saturating_add(reply.usage.prompt_tokens);
+        tokens.completion = tokens.completion.saturating_add(reply.usage.completion_tokens);
+        match Plan::read(plan_id, request.goal, &reply.text, request.max_steps) {
+            Ok(plan) => return Ok((plan, tokens)),
+            Err(err) => {
+                tracing::info!("{plan_id}: the reply is not a plan ({err}); asking again");
+                messages.push(Message::assistant(reply.text));
+                messages.push(Message::user(format!("{err}. Reply with the plan only.")));
+                last_error = err;
+            }
+        }
+    }
+    Err(PlanFailure::Plan(last_error))
+}
+
+fn prompt(request: &PlanRequest<'_>) -> String {
+    let mut out = String::new();
+    let rules = project_rules(request.root);
+    if !rules.is_empty() {
+        out.push_str("The project's rules:\n");
+        out.push_str(&rules);
+        out.push('\n');
+    }
+    out.push_str(&workspace_view(request.root));
+    if let Some(selection) = &request.selection {
+        out.push('\n');
+        out.push_str(&selection.describe());
+    }
+    if let Some(history) = &request.history {
+        out.push_str(&format!(
+            "\nAn earlier plan for this goal did not work out:\n{history}\nPlan what is left to do.\n"
+        ));
+    }
+    out.push_str(&format!("\nGoal: {}", request.goal));
+    out
+}
+
+/// `AGENTS.md`, `CONTRIBUTING.md` and `.tokamak/rules.md` at the root, each cut to a few KB.
+pub fn project_rules(root: &Path) -> String {
+    let mut out = String::new();
+    for name in ["AGENTS.md", "CONTRIBUTING.md", ".tokamak/rules.md"] {
+        let Ok(text) = std::fs::read_to_string(root.join(name)) else { continue };
+        out.push_str(&format!("--- {name} ---\n{}\n", crate::executor::cut(text.trim(), MAX_RULES_BYTES)));
+    }
+    out
+}
+
+/// The workspace's files (those `.gitignore` keeps), up to a limit, saying how many were left out.
+pub fn workspace_view(root: &Path) -> String {
+    let mut files: Vec<String> = ignore::WalkBuilder::new(root)
+        .hidden(true)
+        .require_git(false)
+        .build()
+        .flatten()
+        .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
+        .filter_map(|e| e.path().strip_prefix(root).ok().map(|p| p.to_string_lossy().to_string()))
+        .collect();
+    files.sort();
+    let total = files.len();
+    let mut out = format!("The workspace has {total} files:\n");
+    for file in files.iter().take(MAX_FILES) {
+        out.push_str(file);
+        out.push('\n');
+    }
+    if total > MAX_FILES {
+        out.push_str(&format!("(and {} more)\n", total - MAX_FILES));
+    }
+    out
+}

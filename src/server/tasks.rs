@@ -1,0 +1,235 @@
+//! The task agent's commands: `tokamak.plan {goal, uri?, range?}` (answered off the message
+//! queue, when the plan is made), `tokamak.implement {plan_id}` and `tokamak.run {goal, uri?,
+//! range?}` (each a run, answered `{run_id}` at once); plans go out as `tokamak/planUpdated`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tower_lsp::jsonrpc::{Error, ErrorCode, Result};
+use tower_lsp::lsp_types::{self as lsp, Url};
+
+use super::{Backend, convert};
+use crate::agent::plan::Plan;
+use crate::agent::{self, Selection, TaskContext, TaskRequest};
+use crate::editor::{Editor, MessageLevel};
+use crate::model::{ModelConfig, connect};
+use crate::sync::lock;
+use crate::syntax::{document_symbols, enclosing_symbol};
+use crate::text::line_col_to_offset;
+
+/// The plans made in this session, by id, for `tokamak.implement`.
+#[derive(Clone, Default)]
+pub struct Plans(Arc<Mutex<PlanBook>>);
+
+impl Plans {
+    fn insert(&self, plan: Plan) {
+        let mut plans = lock(&self.0);
+        plans.made += 1;
+        let order = plans.made;
+        plans.by_id.insert(plan.plan_id.clone(), (order, plan));
+    }
+
+    fn get(&self, id: &str) -> Option<Plan> {
+        lock(&self.0).by_id.get(id).map(|(_, plan)| plan.clone())
+    }
+
+    fn last(&self) -> Option<Plan> {
+        lock(&self.0).by_id.values().max_by_key(|(order, _)| *order).map(|(_, plan)| plan.clone())
+    }
+}
+
+#[derive(Default)]
+struct PlanBook {
+    /// Each plan with the order it was made in.
+    by_id: HashMap<String, (u64, Plan)>,
+    made: u64,
+}
+
+/// `{goal, uri?, range?}`, or the goal alone as a string (what Helix's
+/// `:lsp-workspace-command tokamak.run "…"` sends).
+#[derive(Deserialize)]
+#[serde(from = "GoalForm")]
+pub struct GoalArgs {
+    /// What to do, in words.
+    goal: String,
+    /// The document the user was in, and their selection in it.
+    uri: Option<Url>,
+    range: Option<lsp::Range>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum GoalForm {
+    Goal(String),
+    Full { goal: String, uri: Option<Url>, range: Option<lsp::Range> },
+}
+
+impl From<GoalForm> for GoalArgs {
+    fn from(form: GoalForm) -> Self {
+        match form {
+            GoalForm::Goal(goal) => GoalArgs { goal, uri: None, range: None },
+            GoalForm::Full { goal, uri, range } => GoalArgs { goal, uri, range },
+        }
+    }
+}
+
+/// `{plan_id}`; without one, the plan made last in this session.
+#[derive(Deserialize, Default)]
+pub struct ImplementArgs {
+    plan_id: Option<String>,
+}
+
+/// The enclosing definition shown beside a selection, at most.
+const MAX_SCOPE_BYTES: usize = 8 * 1024;
+
+fn new_plan_id() -> String {
+    format!("plan-{:06x}", fastrand::u32(..0x100_0000))
+}
+
+impl Backend {
+    fn task_context(&self) -> Result<TaskContext> {
+        let executor = self.executor_context().ok_or_else(|| {
+            Error::invalid_params("a task needs a workspace folder to act on, and this session has none")
+        })?;
+        let choice = lock(&self.models).clone();
+        let env = |name: &str| std::env::var(name).ok();
+        let model = ModelConfig::resolve(&choice.model, &choice.profiles, Some(agent::FIX_ROLE), &env)
+            .and_then(connect);
+        Ok(TaskContext {
+            executor,
+            model,
+            limits: self.limits(),
+            plan: lock(&self.plan_settings).clone(),
+            fix: lock(&self.fix_settings).clone(),
+        })
+    }
+
+    /// The selected text of `uri` in `range` (or the whole line under an empty range), with
+    /// the file's path relative to the root and the definition it sits in.
+    fn selection(&self, uri: Option<&Url>, range: Option<lsp::Range>) -> Option<Selection> {
+        let (uri, range) = (uri?, range?);
+        let snapshot = self.workspace().snapshot(uri)?;
+        let encoding = self.encoding();
+        let rope = &snapshot.rope;
+        let start = line_col_to_offset(rope, convert::line_col(range.start), encoding).offset;
+        let end = line_col_to_offset(rope, convert::line_col(range.end), encoding).offset;
+        let (mut start, mut end) = (start.min(end), start.max(end));
+        if start == end {
+            let line = rope.byte_to_line(start);
+            start = rope.line_to_byte(line);
+            end = rope.line_to_byte((line + 1).min(rope.len_lines()));
+        }
+        let text = rope.byte_slice(start..end).to_string();
+        let first = rope.byte_to_line(start) + 1;
+        let last = rope.byte_to_line(end.saturating_sub(1).max(start)) + 1;
+        let scope = snapshot.tree.as_ref().and_then(|tree| {
+            let symbols = document_symbols(tree, rope, snapshot.language);
+            let chain = enclosing_symbol(&symbols, start);
+            let symbol = chain.last()?;
+            let (from, to) = (symbol.range.start, symbol.range.end.min(rope.len_bytes()));
+            // a selection of the whole definition needs no scope beside it
+            if from >= start && to <= end {
+                return None;
+            }
+            Some(crate::executor::cut(&rope.byte_slice(from..to).to_string(), MAX_SCOPE_BYTES))
+        });
+        let path = agent::display_path(self.root.get().cloned().flatten().as_deref(), uri);
+        Some(Selection { path, lines: (first, last), text, scope })
+    }
+}
+
+/// `tokamak.plan {goal, uri?, range?}`: the plan, `{plan_id, goal, steps}`, when the model has
+/// made it (the transport answers it off the queue).
+pub fn plan(backend: &Backend, args: GoalArgs) -> Result<futures::future::BoxFuture<'static, Result<Value>>> {
+    let context = backend.task_context()?;
+    let selection = backend.selection(args.uri.as_ref(), args.range);
+    let plans = backend.plans.clone();
+    let editor = Arc::clone(&context.executor.editor);
+    let goal = args.goal.trim().to_string();
+    if goal.is_empty() {
+        return Err(Error::invalid_params("the goal is empty: say what Tokamak should plan"));
+    }
+    Ok(Box::pin(async move {
+        let plan_id = new_plan_id();
+        let cancel = tokio_util::sync::CancellationToken::new();
+        match agent::plan_goal(&context, &goal, selection, &plan_id, &cancel).await {
+            Ok((plan, tokens)) => {
+                plans.insert(plan.clone());
+                editor.plan_updated(&plan.plan_id, &plan).await;
+                let mut value = serde_json::to_value(&plan).unwrap_or(Value::Null);
+                value["tokens"] = json!({"prompt": tokens.prompt, "completion": tokens.completion});
+                Ok(value)
+            }
+            Err(err) => {
+                let message = format!("Tokamak could not make a plan: {err}");
+                editor.show_message(MessageLevel::Warning, message.clone()).await;
+                Err(Error { code: ErrorCode::ServerError(-32000), message: message.into(), data: None })
+            }
+        }
+    }))
+}
+
+/// `tokamak.implement {plan_id}`: carries out a plan made with `tokamak.plan`; `{run_id}`.
+pub async fn implement(backend: &Backend, args: ImplementArgs) -> Result<Value> {
+    let plan = match &args.plan_id {
+        Some(id) => backend.plans.get(id).ok_or_else(|| {
+            Error::invalid_params(format!("there is no plan {id}; make one with tokamak.plan"))
+        })?,
+        None => backend.plans.last().ok_or_else(|| {
+            Error::invalid_params("no plan was made in this session; make one with tokamak.plan first")
+        })?,
+    };
+    let request = TaskRequest {
+        goal: plan.goal.clone(),
+        plan_id: plan.plan_id.clone(),
+        plan: Some(plan),
+        selection: None,
+    };
+    start(backend, request).await
+}
+
+/// `tokamak.run {goal, uri?, range?}`: plans and carries out the plan; `{run_id}`.
+pub async fn run(backend: &Backend, args: GoalArgs) -> Result<Value> {
+    let goal = args.goal.trim().to_string();
+    if goal.is_empty() {
+        return Err(Error::invalid_params("the goal is empty: say what Tokamak should do"));
+    }
+    let selection = backend.selection(args.uri.as_ref(), args.range);
+    let request = TaskRequest { goal, plan: None, selection, plan_id: new_plan_id() };
+    start(backend, request).await
+}
+
+async fn start(backend: &Backend, request: TaskRequest) -> Result<Value> {
+    let context = backend.task_context()?;
+    let root = Url::from_directory_path(context.executor.confinement.root())
+        .map_err(|()| Error::invalid_params("the workspace root is not a path"))?;
+    let handle = match backend.runs.start(&root) {
+        Ok(handle) => handle,
+        Err(busy) => {
+            let message = format!("Tokamak: {busy}");
+            backend.editor().show_message(MessageLevel::Warning, message.clone()).await;
+            return Err(Error { code: ErrorCode::ServerError(-32803), message: message.into(), data: None });
+        }
+    };
+    let run_id = handle.run_id.clone();
+    tracing::info!("{run_id}: task {:?}", request.goal);
+    let editor = Arc::clone(&context.executor.editor);
+    let plan_id = request.plan_id.clone();
+    let id = run_id.clone();
+    let task = tokio::spawn(async move {
+        agent::run_task(&context, request, handle).await;
+    });
+    tokio::spawn(async move {
+        if let Err(err) = task.await
+            && err.is_panic()
+        {
+            tracing::error!("{id} panicked: {err}");
+            let summary = "Tokamak stopped on an internal error (see the log).";
+            editor.progress(&id, crate::editor::Progress::End { message: summary.to_string() }).await;
+            editor.run_finished(&agent::RunReport::failed(id, root, summary.to_string())).await;
+        }
+    });
+    Ok(json!({"run_id": run_id, "plan_id": plan_id}))
+}
