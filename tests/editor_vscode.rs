@@ -1,7 +1,9 @@
 //! editors/vscode: the extension's unit tests (node:test) and type check (`tsc`),
 //! `npm run package` producing a `.vsix`, and that `.vsix` end to end in a real VS Code:
 //! code-server on 127.0.0.1 with headless Chromium (tests/vscode/e2e.mjs) fixing a file
-//! through the command palette, with the real `tokamak` binary and the scripted model.
+//! through the command palette, then "Tokamak: Run…" with a goal typed into the input box and
+//! the *Tokamak Plan* view following the steps, with the real `tokamak` binary and the
+//! scripted model.
 
 mod support;
 
@@ -47,7 +49,7 @@ fn the_extension_type_checks_and_its_unit_tests_pass_and_it_packages() {
     let test = npm(&["test"]);
     let text = String::from_utf8_lossy(&test.stdout).into_owned() + &String::from_utf8_lossy(&test.stderr);
     assert!(test.status.success(), "{text}");
-    assert!(text.contains("# pass 6") && text.contains("# fail 0"), "{text}");
+    assert!(text.contains("# pass 8") && text.contains("# fail 0"), "{text}");
 
     let vsix = support::repo_root().join("editors/vscode/tokamak.vsix");
     let _ = std::fs::remove_file(&vsix);
@@ -100,11 +102,29 @@ fn end_to_end_in_code_server(vsix: &std::path::Path) {
     }
     let broken = "def mean(values):\n    total = sum(values))\n    return total / len(values)\n";
     let reply = "mean.py\n<<<<<<< SEARCH\n    total = sum(values))\n=======\n    total = sum(values)\n>>>>>>> REPLACE\n";
-    let model = ModelServer::start(vec![openai_chat(reply)]);
+    let user_py = "class User:\n    def __init__(self, email: str) -> None:\n        self.email = email\n";
+    let method = "        self.email = email\n\n    def validate_email(self) -> bool:\n        return \"@\" in self.email\n";
+    let call = |name: &str, args: Value| support::model_server::openai_tool_calls("", &[(name, args)]);
+    let model = ModelServer::start(vec![
+        openai_chat(reply),
+        // "Tokamak: Run…": a plan of two steps, the first slow enough to be seen running
+        openai_chat("1. Add validate_email to User in user.py\n2. Say so in NOTES.md [depends: 1]\n"),
+        call(
+            "edit",
+            serde_json::json!({"path": "user.py", "blocks": format!("<<<<<<< SEARCH\n        self.email = email\n=======\n{method}>>>>>>> REPLACE\n")}),
+        ),
+        support::model_server::Scripted::Delayed(
+            Duration::from_millis(1500),
+            Box::new(call("done", serde_json::json!({"summary": "added"}))),
+        ),
+        call("create", serde_json::json!({"path": "NOTES.md", "text": "validate_email\n"})),
+        call("done", serde_json::json!({"summary": "noted"})),
+    ]);
     let dir = tempfile::tempdir().expect("temp dir");
     let project = dir.path().join("project");
     std::fs::create_dir_all(project.join(".git")).unwrap();
     std::fs::write(project.join("mean.py"), broken).unwrap();
+    std::fs::write(project.join("user.py"), user_py).unwrap();
     std::fs::write(project.join("tokamak.toml"), "[checkers]\nenable = []\n[model]\nmax_retries = 0\n")
         .unwrap();
     let (data, extensions) = (dir.path().join("data"), dir.path().join("extensions"));
@@ -116,6 +136,8 @@ fn end_to_end_in_code_server(vsix: &std::path::Path) {
         "workbench.startupEditor": "none",
         "security.workspace.trust.enabled": false,
         "telemetry.telemetryLevel": "off",
+        // code-server saves on focus changes by default; the test needs to see unsaved edits stay so
+        "files.autoSave": "off",
     });
     std::fs::write(data.join("User/settings.json"), settings.to_string()).unwrap();
     let base = |command: &mut Command| {
@@ -165,6 +187,10 @@ fn end_to_end_in_code_server(vsix: &std::path::Path) {
         .env("E2E_URL", format!("http://127.0.0.1:{port}/?folder={}", project.display()))
         .env("E2E_FILE", "mean.py")
         .env("E2E_EXPECTED", "    total = sum(values)\n")
+        .env("E2E_GOAL", "User 클래스에 validate_email 메서드 추가해줘")
+        .env("E2E_PLAN_FILE", "user.py")
+        .env("E2E_PLAN_STEPS", "2")
+        .env("E2E_PLAN_EXPECTED", "def validate_email(self) -> bool:")
         .env("E2E_SCREENSHOT", dir.path().join("failure.png"))
         .output()
         .expect("run node tests/vscode/e2e.mjs");
@@ -175,9 +201,28 @@ fn end_to_end_in_code_server(vsix: &std::path::Path) {
         .and_then(|line| serde_json::from_str(line).ok())
         .unwrap_or_else(|| panic!("no report: {printed}\n{}", String::from_utf8_lossy(&run.stderr)));
     assert_eq!(report["ok"], true, "{report:#} (after {:?})", started.elapsed());
-    assert_eq!(report["steps"], serde_json::json!(["workbench", "opened", "diagnostic", "command", "clean"]));
+    assert_eq!(
+        report["steps"],
+        serde_json::json!([
+            "workbench",
+            "opened",
+            "diagnostic",
+            "command",
+            "clean",
+            "plan file",
+            "goal",
+            "planned and done"
+        ])
+    );
     assert!(report["text"].as_str().unwrap().contains("    total = sum(values)\n    return"), "{report:#}");
-    assert_eq!(model.requests().len(), 1, "one model call");
     // an edit made in the editor stays in the buffer until the user saves
     assert_eq!(std::fs::read_to_string(project.join("mean.py")).unwrap(), broken);
+    // the plan view showed the first step running, then every step done
+    let rows: Vec<&str> =
+        report["plan_rows"].as_array().unwrap().iter().map(|r| r.as_str().unwrap()).collect();
+    let first = |glyph: &str| rows.iter().position(|r| r.starts_with(&format!("{glyph} 1.")));
+    assert!(first("⚡").is_some() && first("⚡") < first("✓"), "{rows:?}");
+    assert!(rows.iter().any(|r| r.starts_with("✓ 2. Say so in NOTES.md [depends: 1]")), "{rows:?}");
+    assert!(report["plan_text"].as_str().unwrap().contains("return \"@\" in self.email"), "{report:#}");
+    assert_eq!(model.requests().len(), 6, "one fix, then the plan and four tool calls");
 }

@@ -82,6 +82,67 @@ local ok, err = pcall(function()
     return finish(true)
   end
 
+  if check == "plan" then
+    local plan = require("tokamak.plan")
+    -- :TokamakRun with the goal: the plan window opens and follows the steps
+    vim.cmd("TokamakRun " .. os.getenv("TOKAMAK_E2E_GOAL"))
+    wait(30000, "the run to finish", function() return tokamak.last_run ~= nil end)
+    step("run", tokamak.last_run)
+    local statuses = {}
+    for _, update in ipairs(plan.updates) do
+      for _, s in ipairs(update.steps) do
+        statuses[s.id] = statuses[s.id] or {}
+        local list = statuses[s.id]
+        if list[#list] ~= s.glyph then table.insert(list, s.glyph) end
+      end
+    end
+    step("statuses", statuses)
+    local plan_buf = vim.fn.bufnr("tokamak://plan")
+    step("window_open", #vim.fn.win_findbuf(plan_buf) > 0)
+    step("window", vim.api.nvim_buf_get_lines(plan_buf, 0, -1, false))
+    step("text", table.concat(vim.api.nvim_buf_get_lines(bufnr, 0, -1, false), "\n") .. "\n")
+    -- <CR> on the first step shows its detail and files
+    local win = vim.fn.win_findbuf(plan_buf)[1]
+    vim.api.nvim_set_current_win(win)
+    vim.api.nvim_win_set_cursor(win, { 2, 0 })
+    vim.cmd.normal(vim.keycode("<CR>"))
+    local shown
+    for _, w in ipairs(vim.api.nvim_list_wins()) do
+      if vim.api.nvim_win_get_config(w).relative ~= "" then
+        shown = vim.api.nvim_buf_get_lines(vim.api.nvim_win_get_buf(w), 0, -1, false)
+      end
+    end
+    step("detail", shown)
+    vim.cmd("wincmd p")
+    -- "Plan with Tokamak…" from the code-action menu asks for the goal (vim.ui.input)
+    local asked
+    vim.ui.input = function(opts, on_confirm)
+      asked = opts
+      on_confirm("write notes")
+    end
+    local params = vim.lsp.util.make_range_params(0, client.offset_encoding)
+    params.context = { diagnostics = {}, triggerKind = 1 }
+    local answer = client:request_sync("textDocument/codeAction", params, 10000, bufnr)
+    local action
+    for _, a in ipairs(answer.result or {}) do
+      if a.title == "Plan with Tokamak…" then action = a end
+    end
+    if not action then return finish(false, "no Plan with Tokamak… action") end
+    local before = plan.last_plan_id
+    client:exec_cmd(action.command, { bufnr = bufnr })
+    wait(30000, "the second plan", function() return plan.last_plan_id ~= before end)
+    step("asked", asked and asked.prompt)
+    step("completion", plan.complete_goal("wr"))
+    step("second_plan", plan.plans[plan.last_plan_id])
+    -- :TokamakImplement carries the latest plan out
+    tokamak.last_run = nil
+    vim.cmd("TokamakImplement")
+    wait(30000, "the second run to finish", function() return tokamak.last_run ~= nil end)
+    step("second_run", tokamak.last_run)
+    step("window_after", vim.api.nvim_buf_get_lines(plan_buf, 0, -1, false))
+    return finish(true)
+  end
+
   -- check == "fix": Tokamak's syntax diagnostic, its code action, the fix, a clean buffer
   local ns = vim.lsp.diagnostic.get_namespace(client.id, false)
   wait(20000, "Tokamak's diagnostics", function() return #vim.diagnostic.get(bufnr, { namespace = ns }) > 0 end)

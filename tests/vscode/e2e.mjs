@@ -19,6 +19,58 @@ function done(ok, why) {
   process.exit(ok ? 0 : 1);
 }
 
+// "Tokamak: Run…" from the palette on E2E_PLAN_FILE with the goal typed into the input box;
+// the *Tokamak Plan* view shows the steps as their statuses change, and the edit lands in
+// the editor.
+async function planAndRun(page, goal) {
+  const file = process.env.E2E_PLAN_FILE;
+  const entry = page.locator(`.explorer-folders-view .monaco-list-row[aria-label="${file}"]`).first();
+  await entry.waitFor({ timeout: 30000 });
+  await entry.click();
+  await page.waitForFunction(
+    (name) => document.querySelector(".tabs-container .tab.active")?.getAttribute("aria-label")?.startsWith(name),
+    file,
+    { timeout: 20000 },
+  );
+  report.steps.push("plan file");
+  await page.keyboard.press("F1");
+  await page.waitForSelector(".quick-input-widget input", { timeout: 20000 });
+  await page.keyboard.type("Tokamak: Run…");
+  await page.waitForTimeout(1000);
+  await page.keyboard.press("Enter");
+  // the goal's input box
+  await page.waitForSelector(".quick-input-widget input", { timeout: 20000 });
+  await page.waitForTimeout(500);
+  await page.keyboard.type(goal);
+  await page.keyboard.press("Enter");
+  report.steps.push("goal");
+  const seen = [];
+  const expected = process.env.E2E_PLAN_EXPECTED;
+  const deadline = Date.now() + 90000;
+  let finished = false;
+  let text = "";
+  while (Date.now() < deadline) {
+    const rows = await page.locator('[role="treeitem"]').allInnerTexts();
+    for (const row of rows.map((r) => r.split("\n")[0].trim())) {
+      if (/^[○⚡✓✗] \d+\./u.test(row) && seen[seen.length - 1] !== row && !seen.includes(row)) seen.push(row);
+    }
+    text = (await page.locator(".monaco-editor .view-lines").first().innerText()).replace(/\u00a0/g, " ");
+    const done = rows.filter((r) => r.startsWith("✓ ")).length;
+    if (done >= Number(process.env.E2E_PLAN_STEPS) && text.includes(expected)) {
+      finished = true;
+      break;
+    }
+    await page.waitForTimeout(100);
+  }
+  report.plan_rows = seen;
+  report.plan_text = text;
+  if (!finished) {
+    await page.screenshot({ path: process.env.E2E_SCREENSHOT ?? "e2e.png" });
+    done(false, "the plan view never showed every step done with the edit in the editor");
+  }
+  report.steps.push("planned and done");
+}
+
 const browser = await chromium.launch({
   executablePath: "/usr/bin/chromium",
   args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
@@ -63,6 +115,8 @@ try {
   // and the squiggle goes away
   await page.waitForSelector(".monaco-editor .squiggly-error", { state: "detached", timeout: 30000 });
   report.steps.push("clean");
+  const goal = process.env.E2E_GOAL;
+  if (goal) await planAndRun(page, goal);
   done(true);
 } catch (error) {
   done(false, String(error));

@@ -1,12 +1,20 @@
 // Tokamak for VS Code: starts the `tokamak` language server, forwards the diagnostics of
-// other extensions to it, sends `tokamak.*` settings, and adds palette commands. Code
-// actions ("Fix with Tokamak") and progress come from the server and appear natively.
+// other extensions to it, sends `tokamak.*` settings, adds palette commands (Fix file,
+// Plan…, Run…, Implement plan, Cancel, …) and the *Tokamak Plan* tree view, kept current from
+// `tokamak/planUpdated`. Code actions ("Fix with Tokamak", "Implement with Tokamak") and
+// progress come from the server and appear natively; "Plan with Tokamak…" asks for the goal
+// here (`tokamak.askGoal`).
 import * as fs from "fs";
 import * as path from "path";
 import * as vscode from "vscode";
 import { LanguageClient, LanguageClientOptions, ServerOptions } from "vscode-languageclient/node";
 import {
   Debouncer,
+  Plan,
+  PlanBook,
+  PlanStep,
+  goalOf,
+  stepView,
   PlainDiagnostic,
   initializationOptions,
   lspSeverity,
@@ -66,6 +74,72 @@ function report(error: unknown): void {
   void vscode.window.showErrorMessage(`Tokamak: ${message}`);
 }
 
+type PlanNode = { step: PlanStep } | { file: string; step: PlanStep };
+
+/** The *Tokamak Plan* view: the latest plan's steps with their status glyphs; a step's children are the files it changed. */
+class PlanTree implements vscode.TreeDataProvider<PlanNode> {
+  readonly book = new PlanBook();
+  private changed = new vscode.EventEmitter<PlanNode | undefined>();
+  readonly onDidChangeTreeData = this.changed.event;
+
+  update(plan: Plan): void {
+    this.book.update(plan);
+    this.changed.fire(undefined);
+  }
+
+  getTreeItem(node: PlanNode): vscode.TreeItem {
+    if ("file" in node) {
+      const item = new vscode.TreeItem(node.file, vscode.TreeItemCollapsibleState.None);
+      const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
+      if (folder) {
+        const uri = vscode.Uri.joinPath(folder, node.file);
+        item.resourceUri = uri;
+        item.command = { command: "vscode.open", title: "Open", arguments: [uri] };
+      }
+      return item;
+    }
+    const view = stepView(node.step);
+    const state = view.files.length > 0 ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None;
+    const item = new vscode.TreeItem(view.label, state);
+    item.description = view.description;
+    item.tooltip = view.tooltip;
+    return item;
+  }
+
+  getChildren(node?: PlanNode): PlanNode[] {
+    if (!node) {
+      const plan = this.book.current();
+      return (plan?.steps ?? []).map((step) => ({ step }));
+    }
+    if ("file" in node) return [];
+    return (node.step.files ?? []).map((file) => ({ file, step: node.step }));
+  }
+}
+
+/** Where the user is: the active editor's document and selection, for the goal's context. */
+function here(): { uri?: string; range?: unknown } {
+  const editor = vscode.window.activeTextEditor;
+  if (!editor) return {};
+  const s = editor.selection;
+  return {
+    uri: editor.document.uri.toString(),
+    range: {
+      start: { line: s.start.line, character: s.start.character },
+      end: { line: s.end.line, character: s.end.character },
+    },
+  };
+}
+
+async function askGoal(prompt: string): Promise<string | undefined> {
+  return goalOf(
+    await vscode.window.showInputBox({
+      prompt,
+      placeHolder: "e.g. add a validate_email method to User",
+      ignoreFocusOut: true,
+    }),
+  );
+}
+
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   output = vscode.window.createOutputChannel("Tokamak");
   const configured = vscode.workspace.getConfiguration("tokamak").get<string>("server.path") ?? "";
@@ -90,6 +164,32 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   client.onNotification("tokamak/runFinished", (result: { exit_reason: string; summary: string }) => {
     output.appendLine(`run finished: ${result.exit_reason}: ${result.summary}`);
   });
+  const planTree = new PlanTree();
+  const planView = vscode.window.createTreeView("tokamakPlan", { treeDataProvider: planTree });
+  client.onNotification("tokamak/planUpdated", (plan: Plan) => {
+    planTree.update(plan);
+    planView.message = plan.goal;
+  });
+  const showPlan = () => void vscode.commands.executeCommand("tokamakPlan.focus");
+  const makePlan = async (where: { uri?: string; range?: unknown }) => {
+    const goal = await askGoal("What should Tokamak plan?");
+    if (!goal) return;
+    try {
+      const plan = await vscode.window.withProgress(
+        { location: vscode.ProgressLocation.Notification, title: "Tokamak: planning…" },
+        () => execute("tokamak.plan", { goal, ...where }) as Promise<Plan>,
+      );
+      planTree.update(plan);
+      showPlan();
+      const choice = await vscode.window.showInformationMessage(
+        `Tokamak: a plan of ${plan.steps.length} step(s) for "${plan.goal}"`,
+        "Implement",
+      );
+      if (choice === "Implement") await execute("tokamak.implement", { plan_id: plan.plan_id });
+    } catch (error) {
+      report(error);
+    }
+  };
 
   const debouncer = new Debouncer(200, forward);
   context.subscriptions.push(
@@ -113,6 +213,33 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       if (!editor) return void vscode.window.showWarningMessage("Tokamak: open a file to fix first");
       try {
         await execute("tokamak.fix", { uri: editor.document.uri.toString() });
+      } catch (error) {
+        report(error);
+      }
+    }),
+    planView,
+    vscode.commands.registerCommand("tokamak.client.plan", () => makePlan(here())),
+    // "Plan with Tokamak…" in the code-action menu: the server's action names this command
+    vscode.commands.registerCommand("tokamak.askGoal", (where?: { uri?: string; range?: unknown }) =>
+      makePlan(where ?? here()),
+    ),
+    vscode.commands.registerCommand("tokamak.client.run", async () => {
+      const goal = await askGoal("What should Tokamak do?");
+      if (!goal) return;
+      try {
+        const started = (await execute("tokamak.run", { goal, ...here() })) as { run_id: string };
+        output.appendLine(`run ${started.run_id}: ${goal}`);
+        showPlan();
+      } catch (error) {
+        report(error);
+      }
+    }),
+    vscode.commands.registerCommand("tokamak.client.implement", async () => {
+      const plan = planTree.book.current();
+      if (!plan) return void vscode.window.showWarningMessage("Tokamak: no plan yet; make one with Tokamak: Plan…");
+      try {
+        await execute("tokamak.implement", { plan_id: plan.plan_id });
+        showPlan();
       } catch (error) {
         report(error);
       }

@@ -98,3 +98,71 @@ export function serverCommand(setting: string, bundled: string, exists: (path: s
   if (exists(bundled)) return bundled;
   return "tokamak";
 }
+
+/** A plan step as `tokamak/planUpdated` sends it. */
+export interface PlanStep {
+  id: string;
+  title: string;
+  detail?: string;
+  depends_on?: string[];
+  status: "pending" | "running" | "done" | "failed";
+  glyph?: string;
+  note?: string;
+  files?: string[];
+}
+
+/** A plan as `tokamak/planUpdated` and `tokamak.plan` send it. */
+export interface Plan {
+  plan_id: string;
+  run_id?: string;
+  goal: string;
+  steps: PlanStep[];
+}
+
+const GLYPHS: Record<string, string> = { pending: "○", running: "⚡", done: "✓", failed: "✗" };
+
+/** What the *Tokamak Plan* tree shows for a step: its label, description, tooltip and children (the files it changed). */
+export interface StepView {
+  id: string;
+  label: string;
+  description: string;
+  tooltip: string;
+  files: string[];
+}
+
+export function stepView(step: PlanStep): StepView {
+  const glyph = step.glyph ?? GLYPHS[step.status] ?? "?";
+  const depends = step.depends_on && step.depends_on.length > 0 ? ` [depends: ${step.depends_on.join(", ")}]` : "";
+  const tooltip = [step.title, step.detail ?? "", step.note ?? "", (step.files ?? []).length > 0 ? `Files: ${(step.files ?? []).join(", ")}` : ""]
+    .filter((part) => part.trim() !== "")
+    .join("\n\n");
+  return {
+    id: step.id,
+    label: `${glyph} ${step.id}. ${step.title}${depends}`,
+    description: step.status,
+    tooltip,
+    files: step.files ?? [],
+  };
+}
+
+/** The goal typed into the input box, or undefined when there is none. */
+export function goalOf(input: string | undefined): string | undefined {
+  const goal = input?.trim();
+  return goal ? goal : undefined;
+}
+
+/** Keeps the plans received, by id, and which one the view shows (the latest). */
+export class PlanBook {
+  private plans = new Map<string, Plan>();
+  latest: string | undefined;
+
+  update(plan: Plan): void {
+    if (!plan || typeof plan.plan_id !== "string" || !Array.isArray(plan.steps)) return;
+    this.plans.set(plan.plan_id, plan);
+    this.latest = plan.plan_id;
+  }
+
+  current(): Plan | undefined {
+    return this.latest ? this.plans.get(this.latest) : undefined;
+  }
+}

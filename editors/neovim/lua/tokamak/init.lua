@@ -1,7 +1,10 @@
 --- Tokamak for Neovim: starts the `tokamak` language server on Python, TypeScript and
 --- JavaScript buffers, forwards other sources' diagnostics to it, and adds :TokamakFix,
---- :TokamakCancel and :TokamakStatus. Progress uses Neovim's own LSP progress; the end of a
---- run is shown with vim.notify.
+--- :TokamakPlan, :TokamakRun, :TokamakImplement, :TokamakPlanWindow, :TokamakCancel and
+--- :TokamakStatus (the task agent's side lives in tokamak/plan.lua). Progress uses Neovim's
+--- own LSP progress; the end of a run is shown with vim.notify.
+local plan = require("tokamak.plan")
+
 local M = {}
 
 M.name = "tokamak"
@@ -62,7 +65,8 @@ local function on_run_finished(_, result)
     return
   end
   M.last_run = result
-  local level = result.exit_reason == "clean" and vim.log.levels.INFO or vim.log.levels.WARN
+  local fine = result.exit_reason == "clean" or result.exit_reason == "done" or result.exit_reason == "cancelled"
+  local level = fine and vim.log.levels.INFO or vim.log.levels.WARN
   vim.notify(string.format("Tokamak [%s] %s", result.exit_reason, result.summary or ""), level)
 end
 
@@ -100,6 +104,84 @@ function M.fix(opts)
     elseif result and result.run_id then
       vim.notify("Tokamak: fixing (" .. result.run_id .. ")", vim.log.levels.INFO)
     end
+  end)
+end
+
+--- The uri and range of a command's [range] (whole lines), or of the current buffer.
+local function where(opts)
+  local bufnr = vim.api.nvim_get_current_buf()
+  local args = { uri = vim.uri_from_bufnr(bufnr) }
+  if opts and opts.range and opts.range > 0 then
+    local last = vim.api.nvim_buf_get_lines(bufnr, opts.line2 - 1, opts.line2, false)[1] or ""
+    args.range = {
+      start = { line = opts.line1 - 1, character = 0 },
+      ["end"] = { line = opts.line2 - 1, character = utf16(last, #last) },
+    }
+  end
+  return args, bufnr
+end
+
+local function report_error(err)
+  vim.notify("Tokamak: " .. (err.message or vim.inspect(err)), vim.log.levels.WARN)
+end
+
+--- Asks the server for a plan for `goal` (at `args`' place) and shows it in the plan window.
+local function make_plan(goal, args, bufnr)
+  args.goal = goal
+  vim.notify("Tokamak: planning…", vim.log.levels.INFO)
+  M.command("tokamak.plan", args, bufnr, function(err, result)
+    if err then
+      return report_error(err)
+    end
+    plan.on_plan_updated(nil, result)
+    plan.open_window()
+    vim.notify("Tokamak: plan " .. result.plan_id .. " made; :TokamakImplement carries it out", vim.log.levels.INFO)
+  end)
+end
+
+--- :[range]TokamakPlan [goal] — a plan for the goal (asked for when not given).
+function M.plan(opts)
+  local args, bufnr = where(opts)
+  plan.with_goal(opts and opts.args, function(goal)
+    make_plan(goal, args, bufnr)
+  end)
+end
+
+--- :[range]TokamakRun [goal] — plan the goal and carry the plan out.
+function M.run(opts)
+  local args, bufnr = where(opts)
+  plan.with_goal(opts and opts.args, function(goal)
+    args.goal = goal
+    M.command("tokamak.run", args, bufnr, function(err, result)
+      if err then
+        return report_error(err)
+      end
+      plan.open_window()
+      vim.notify("Tokamak: running (" .. result.run_id .. ")", vim.log.levels.INFO)
+    end)
+  end)
+end
+
+--- :TokamakImplement [plan_id] — carry out a plan (the latest by default).
+function M.implement(opts)
+  local id = opts and opts.args ~= "" and opts.args or plan.last_plan_id
+  if not id then
+    return vim.notify("Tokamak: no plan yet; make one with :TokamakPlan", vim.log.levels.WARN)
+  end
+  M.command("tokamak.implement", { plan_id = id }, nil, function(err, result)
+    if err then
+      return report_error(err)
+    end
+    plan.open_window()
+    vim.notify("Tokamak: implementing " .. id .. " (" .. result.run_id .. ")", vim.log.levels.INFO)
+  end)
+end
+
+--- The code action "Plan with Tokamak…": ask for the goal, then plan at the action's place.
+local function ask_goal(command, ctx)
+  local args = vim.deepcopy((command.arguments or {})[1] or {})
+  plan.with_goal(nil, function(goal)
+    make_plan(goal, args, ctx and ctx.bufnr)
   end)
 end
 
@@ -246,6 +328,7 @@ local function lsp_config()
     settings = { tokamak = M.config.settings },
     handlers = {
       ["tokamak/runFinished"] = on_run_finished,
+      ["tokamak/planUpdated"] = plan.on_plan_updated,
       ["workspace/applyEdit"] = M.apply_edit_handler,
     },
   }
@@ -283,6 +366,12 @@ function M.setup(opts)
     })
   end
   vim.api.nvim_create_user_command("TokamakFix", M.fix, { range = true, desc = "Fix the file (or the lines) with Tokamak" })
+  local goal = { nargs = "*", range = true, complete = plan.complete_goal_cmdline }
+  vim.api.nvim_create_user_command("TokamakPlan", M.plan, vim.tbl_extend("force", goal, { desc = "Make a plan for a goal" }))
+  vim.api.nvim_create_user_command("TokamakRun", M.run, vim.tbl_extend("force", goal, { desc = "Plan a goal and carry it out" }))
+  vim.api.nvim_create_user_command("TokamakImplement", M.implement, { nargs = "?", desc = "Carry out the latest plan" })
+  vim.api.nvim_create_user_command("TokamakPlanWindow", plan.open_window, { desc = "Show the plan window" })
+  vim.lsp.commands["tokamak.askGoal"] = ask_goal
   vim.api.nvim_create_user_command("TokamakCancel", M.cancel, { desc = "Cancel Tokamak's runs" })
   vim.api.nvim_create_user_command("TokamakStatus", M.status, { desc = "Show Tokamak's status" })
 end

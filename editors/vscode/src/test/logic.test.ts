@@ -1,7 +1,18 @@
 // Unit tests of the extension's own logic (node:test; no VS Code needed).
 import { strict as assert } from "assert";
 import { test } from "node:test";
-import { Debouncer, initializationOptions, lspSeverity, othersOnly, serverCommand, toServerSettings } from "../logic";
+import {
+  Debouncer,
+  Plan,
+  PlanBook,
+  goalOf,
+  initializationOptions,
+  lspSeverity,
+  othersOnly,
+  serverCommand,
+  stepView,
+  toServerSettings,
+} from "../logic";
 
 const at = (line: number, start: number, end: number) => ({
   start: { line, character: start },
@@ -59,4 +70,35 @@ test("the debouncer runs once per key after a quiet spell", async () => {
   debouncer.dispose();
   await new Promise((resolve) => setTimeout(resolve, 40));
   assert.equal(runs.length, 2, "disposed timers never fire");
+});
+
+test("a plan step as the tree shows it", () => {
+  const view = stepView({
+    id: "2",
+    title: "Test validate_email",
+    detail: "In test_user.py.",
+    depends_on: ["1"],
+    status: "running",
+    glyph: "⚡",
+    files: ["test_user.py"],
+  });
+  assert.equal(view.label, "⚡ 2. Test validate_email [depends: 1]");
+  assert.equal(view.description, "running");
+  assert.equal(view.tooltip, "Test validate_email\n\nIn test_user.py.\n\nFiles: test_user.py");
+  assert.deepEqual(view.files, ["test_user.py"]);
+  assert.equal(stepView({ id: "1", title: "One", status: "failed" }).label, "✗ 1. One", "the glyph from the status");
+});
+
+test("plans are kept by id and the latest is shown; goals are trimmed", () => {
+  const book = new PlanBook();
+  assert.equal(book.current(), undefined);
+  book.update({ plan_id: "p1", goal: "a", steps: [] });
+  book.update({ plan_id: "p2", goal: "b", steps: [{ id: "1", title: "x", status: "pending" }] });
+  book.update({ plan_id: "p1", goal: "a", steps: [{ id: "1", title: "y", status: "done" }] });
+  assert.equal(book.current()?.goal, "a");
+  book.update({ nonsense: true } as unknown as Plan);
+  assert.equal(book.current()?.plan_id, "p1", "a malformed notification changes nothing");
+  assert.equal(goalOf("  add it "), "add it");
+  assert.equal(goalOf("   "), undefined);
+  assert.equal(goalOf(undefined), undefined);
 });
