@@ -163,3 +163,23 @@ fn the_editor_can_check_the_model_with_its_own_settings() {
     );
     assert_eq!(response["result"]["ok"], false, "{response}");
 }
+
+#[test]
+fn a_model_check_sent_while_the_editor_is_asked_for_its_settings_waits_for_them() {
+    let server = ModelServer::start(vec![openai_chat("ok")]);
+    let mut client = LspClient::start();
+    client.never_answer("workspace/configuration");
+    let init = client.request("initialize", json!({"capabilities": {"workspace": {"configuration": true}}}));
+    assert!(init.get("error").is_none(), "{init}");
+    client.notify("initialized", json!({}));
+    // the check goes out before the editor answers; the answer names the model to check
+    client.send(&json!({"jsonrpc": "2.0", "id": "check", "method": "workspace/executeCommand",
+        "params": {"command": "tokamak.checkModel", "arguments": [{}]}}));
+    let question = client.wait_for("the configuration request", |m| m["method"] == "workspace/configuration");
+    client.send(
+        &json!({"jsonrpc": "2.0", "id": question["id"], "result": [{"model": {"base_url": server.url()}}]}),
+    );
+    let response = client.wait_for("the check", |m| m["id"] == "check");
+    assert_eq!(response["result"]["ok"], true, "{response}");
+    assert_eq!(response["result"]["endpoint"], format!("{}/v1/chat/completions", server.url()));
+}

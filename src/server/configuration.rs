@@ -4,7 +4,10 @@
 //! Asking the client is never awaited inside a handler: the answer comes through the same
 //! input tower-lsp reads one message at a time, so a handler waiting for it could wait
 //! forever behind messages the editor sent first. The question is asked from a task of its
-//! own, with a timeout; without an answer Tokamak goes on with the settings it has.
+//! own, with a timeout; without an answer Tokamak goes on with the settings it has. Work off
+//! the queue that needs the model (`tokamak.checkModel`, `tokamak.plan`) waits for a pending
+//! answer first ([`settled_models`]), so a check sent right after `initialized` checks the
+//! editor's model, not the one before it.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -41,7 +44,22 @@ impl Target {
 /// Asks the client for its `tokamak` section, from a task of its own, and applies the answer.
 pub fn read_client_configuration(backend: &Backend) {
     let target = Target::of(backend);
-    tokio::spawn(async move { ask(&target).await });
+    // taken before this handler returns, so anything the editor sends next sees it held
+    let reading = Arc::clone(&backend.reading_configuration).try_lock_owned().ok();
+    tokio::spawn(async move {
+        ask(&target).await;
+        drop(reading);
+    });
+}
+
+/// The model settings once a pending question about the editor's settings is answered (or
+/// has timed out); for work that runs off the message queue.
+pub async fn settled_models(
+    backend_models: Arc<Mutex<ModelChoice>>,
+    reading: Arc<tokio::sync::Mutex<()>>,
+) -> ModelChoice {
+    let _ = tokio::time::timeout(TIMEOUT + Duration::from_secs(1), reading.lock()).await;
+    crate::sync::lock(&backend_models).clone()
 }
 
 async fn ask(target: &Target) {

@@ -1,5 +1,6 @@
 //! `workspace/executeCommand`: the `tokamak.*` commands.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -211,8 +212,12 @@ fn check_model(
     args: Option<CheckModelArgs>,
 ) -> impl std::future::Future<Output = Result<Value>> + Send + 'static {
     let args = args.unwrap_or_default();
-    let choice = crate::sync::lock(&backend.models).clone();
-    async move { check_model_with(choice, args).await }
+    let models = Arc::clone(&backend.models);
+    let reading = Arc::clone(&backend.reading_configuration);
+    async move {
+        let choice = super::configuration::settled_models(models, reading).await;
+        check_model_with(choice, args).await
+    }
 }
 
 async fn check_model_with(choice: super::ModelChoice, args: CheckModelArgs) -> Result<Value> {

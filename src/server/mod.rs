@@ -51,6 +51,10 @@ pub struct Backend {
     models: Arc<Mutex<ModelChoice>>,
     /// What `tokamak.toml` and `initializationOptions` say, before the editor's settings.
     base_models: Arc<Mutex<ModelChoice>>,
+    /// Held while the editor is being asked for its settings: work that starts then and
+    /// depends on the model (off the message queue) waits for the answer, at most
+    /// `configuration::TIMEOUT`.
+    reading_configuration: Arc<tokio::sync::Mutex<()>>,
     /// Answers written without tower-lsp (deferred requests).
     outbox: transport::Outbox,
     /// The client answers `workspace/configuration` requests.
@@ -94,6 +98,7 @@ impl Backend {
             observer: OnceLock::new(),
             models: Arc::new(Mutex::new(ModelChoice::default())),
             base_models: Arc::new(Mutex::new(ModelChoice::default())),
+            reading_configuration: Arc::new(tokio::sync::Mutex::new(())),
             outbox,
             client_configuration: OnceLock::new(),
             support: OnceLock::new(),

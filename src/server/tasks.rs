@@ -81,6 +81,14 @@ pub struct ImplementArgs {
     plan_id: Option<String>,
 }
 
+/// The coder's model of these settings.
+fn coder(
+    choice: &super::ModelChoice,
+) -> std::result::Result<Arc<dyn crate::model::Model>, crate::model::ModelError> {
+    let env = |name: &str| std::env::var(name).ok();
+    ModelConfig::resolve(&choice.model, &choice.profiles, Some(agent::FIX_ROLE), &env).and_then(connect)
+}
+
 /// The enclosing definition shown beside a selection, at most.
 const MAX_SCOPE_BYTES: usize = 8 * 1024;
 
@@ -93,10 +101,7 @@ impl Backend {
         let executor = self.executor_context().ok_or_else(|| {
             Error::invalid_params("a task needs a workspace folder to act on, and this session has none")
         })?;
-        let choice = lock(&self.models).clone();
-        let env = |name: &str| std::env::var(name).ok();
-        let model = ModelConfig::resolve(&choice.model, &choice.profiles, Some(agent::FIX_ROLE), &env)
-            .and_then(connect);
+        let model = coder(&lock(&self.models));
         Ok(TaskContext {
             executor,
             model,
@@ -143,15 +148,18 @@ impl Backend {
 /// `tokamak.plan {goal, uri?, range?}`: the plan, `{plan_id, goal, steps}`, when the model has
 /// made it (the transport answers it off the queue).
 pub fn plan(backend: &Backend, args: GoalArgs) -> Result<futures::future::BoxFuture<'static, Result<Value>>> {
-    let context = backend.task_context()?;
+    let mut context = backend.task_context()?;
     let selection = backend.selection(args.uri.as_ref(), args.range);
     let plans = backend.plans.clone();
+    let (models, reading) = (Arc::clone(&backend.models), Arc::clone(&backend.reading_configuration));
     let editor = Arc::clone(&context.executor.editor);
     let goal = args.goal.trim().to_string();
     if goal.is_empty() {
         return Err(Error::invalid_params("the goal is empty: say what Tokamak should plan"));
     }
     Ok(Box::pin(async move {
+        // a plan asked for as the session starts uses the editor's settings, once read
+        context.model = coder(&super::configuration::settled_models(models, reading).await);
         let plan_id = new_plan_id();
         let cancel = tokio_util::sync::CancellationToken::new();
         match agent::plan_goal(&context, &goal, selection, &plan_id, &cancel).await {
