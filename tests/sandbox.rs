@@ -106,6 +106,42 @@ fn commands_run_in_a_copy_without_network_or_keys() {
 }
 
 #[test]
+fn a_tool_that_lives_under_tmp_still_runs_in_the_sandbox() {
+    if !support::require_tools(&["bwrap"]) {
+        return;
+    }
+    // the private /tmp inside the sandbox must not hide a tool installed in /tmp (CI clones
+    // the repository, and so its tools folder, there)
+    let tool = tempfile::Builder::new().prefix("tokamak-tool").tempdir_in("/tmp").unwrap();
+    let script = tool.path().join("hello.sh");
+    std::fs::write(&script, "#!/bin/sh\necho hello from the tool\n").unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let dir = project();
+    let root = dir.path();
+    let model = ModelServer::start(Vec::new());
+    for reply in [
+        openai_chat("1. Run the tool\n"),
+        action(json!({"action": "run", "command": [script.display().to_string()]})),
+        action(
+            json!({"action": "run", "command": ["sh", "-c", format!("{} && echo and the shell", script.display())]}),
+        ),
+        action(json!({"action": "done", "summary": "ran"})),
+    ] {
+        model.push(reply);
+    }
+    let allow = format!("[commands]\nallow = [[\"{}\"], [\"sh\"]]\n", script.display());
+    let user = UserDirs::trusting_with(&[root], &allow);
+    let output = run(&user, root, &model, None);
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let told = told(&model);
+    assert_eq!(told.len(), 2, "{told:#?}");
+    for answer in &told {
+        assert!(answer.contains("sandboxed") && answer.contains("hello from the tool"), "{answer}");
+    }
+    assert!(told[1].contains("and the shell"), "{}", told[1]);
+}
+
+#[test]
 fn without_bwrap_commands_run_in_the_workspace_after_a_notice() {
     let dir = project();
     let root = dir.path();

@@ -401,6 +401,43 @@ fn a_failing_step_fails_its_dependants_and_not_its_siblings() {
     assert_eq!(steps[1].1, ["○ pending", "✗ failed"], "never run: {steps:?}");
     assert_eq!(steps[2].1.last().map(String::as_str), Some("✓ done"), "{steps:?}");
     assert_eq!(std::fs::read_to_string(root.join("NOTES.md")).unwrap(), "notes\n");
+    assert!(audit_events(client.user.cache.path(), "phase_error").is_empty());
+}
+
+#[test]
+fn a_failed_step_is_planned_again_and_the_new_plan_carried_out() {
+    let dir = PYTHON.project();
+    let root = dir.path();
+    let model = ModelServer::start(vec![
+        openai_chat("1. Break things\n2. Build on them [depends: 1]\n"),
+        support::model_server::error(500, "the model fell over"),
+        // the new plan for what is left
+        openai_chat("1. Write NOTES.md instead\n"),
+        call("create", json!({"path": "NOTES.md", "text": "notes\n"})),
+        call("done", json!({"summary": "noted"})),
+    ]);
+    let mut options = PYTHON.options(&model);
+    options.as_object_mut().unwrap().remove("test");
+    options["plan"] = json!({"max_replans": 1});
+    let mut client = LspClient::editor_for_project(root, options);
+    let started = command(&mut client, "tokamak.run", json!({"goal": "two things"}));
+    let run_id = started["run_id"].as_str().unwrap().to_string();
+    let finished = client.wait_for("the run's end", |m| {
+        m["method"] == "tokamak/runFinished" && m["params"]["run_id"] == run_id
+    })["params"]
+        .clone();
+    assert_eq!(std::fs::read_to_string(root.join("NOTES.md")).unwrap_or_default(), "notes\n", "{finished}");
+    let replanning = model.requests()[2].body["messages"].to_string();
+    assert!(replanning.contains("did not work out") && replanning.contains("Break things"), "{replanning}");
+    let phases: Vec<String> = audit_events(client.user.cache.path(), "phase")
+        .iter()
+        .map(|p| p["to"].as_str().unwrap().to_string())
+        .collect();
+    assert!(phases.windows(2).any(|w| w == ["reflecting", "planning"]), "{phases:?}");
+    assert!(audit_events(client.user.cache.path(), "phase_error").is_empty(), "{phases:?}");
+    // the new plan replaced what was left, and it was carried out
+    assert_eq!(finished["exit_reason"], "done", "{finished}");
+    assert!(finished["summary"].as_str().unwrap().contains("all 1 step(s) done"), "{finished}");
 }
 
 #[test]

@@ -40,6 +40,8 @@ const TRANSITIONS: &[(Phase, Phase)] = &[
     (Phase::Idle, Phase::Executing),
     (Phase::Planning, Phase::Executing),
     (Phase::Executing, Phase::Observing),
+    // the step could not be carried out (its loop failed): reflect on what is left
+    (Phase::Executing, Phase::Reflecting),
     (Phase::Observing, Phase::Reflecting),
     // the step is done: the next one, a retry of this one, a new plan, or the end
     (Phase::Reflecting, Phase::Executing),
@@ -47,6 +49,8 @@ const TRANSITIONS: &[(Phase, Phase)] = &[
     (Phase::Reflecting, Phase::Fixing),
     (Phase::Reflecting, Phase::Done),
     (Phase::Fixing, Phase::Observing),
+    // the fix loop could not repair what the step broke
+    (Phase::Fixing, Phase::Reflecting),
 ];
 
 /// A transition the table does not have.

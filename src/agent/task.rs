@@ -309,6 +309,9 @@ impl Runner<'_> {
                         (plan.fail_dependants(), plan.outline())
                     };
                     self.publish().await;
+                    if self.engine.phase() != Phase::Reflecting {
+                        self.go(Phase::Reflecting, "the step failed");
+                    }
                     if replans < self.context.plan.max_replans && !failed_now.is_empty() {
                         replans += 1;
                         self.go(Phase::Planning, "a step failed; planning what is left");
@@ -316,7 +319,7 @@ impl Runner<'_> {
                             return stop;
                         }
                         self.go(Phase::Executing, "the new plan");
-                    } else if self.engine.phase() == Phase::Reflecting {
+                    } else {
                         self.go(Phase::Executing, "the next independent step");
                     }
                 }

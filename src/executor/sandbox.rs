@@ -1,6 +1,8 @@
 //! The sandbox (SPEC X3): commands run under bubblewrap (`bwrap`) in a shadow copy of the
 //! workspace, mounted at the workspace's own path, with no network, the rest of the system
-//! read-only, a private `/tmp`, and Tokamak's own state hidden.
+//! read-only, a private `/tmp` (keeping, read-only, the folders under `/tmp` that the command
+//! names or `PATH` holds, so a tool installed there still runs), and Tokamak's own state
+//! hidden.
 //!
 //! The copy is made once per run and brought up to date before each command: files are
 //! copied (`std::fs::copy`, which reflinks where the file system can), the text of open
@@ -328,6 +330,14 @@ impl ShadowCopy {
         .iter()
         .map(|s| s.to_string())
         .collect();
+        // the private /tmp hides what lives there: keep the folders the command names (a tool
+        // installed under /tmp, `sh -c "/tmp/…/tsc -p ."`) and those on PATH, read-only
+        let path_var = std::env::var("PATH").unwrap_or_default();
+        for kept in kept_under_tmp(argv.iter().map(String::as_str).chain(path_var.split(':'))) {
+            if !self.root.starts_with(&kept) {
+                args.extend(["--ro-bind".to_string(), path(&kept), path(&kept)]);
+            }
+        }
         let cache = crate::places::cache_dir();
         if cache.is_dir() && !self.root.starts_with(&cache) {
             args.extend(["--tmpfs".to_string(), path(&cache)]);
@@ -348,6 +358,34 @@ impl ShadowCopy {
         args.extend(argv.iter().cloned());
         args
     }
+}
+
+/// The folders directly under `/tmp` that `texts` name (as a path anywhere in them: an
+/// argument, a word of a shell command, a `PATH` entry) and that exist, each once.
+fn kept_under_tmp<'a>(texts: impl Iterator<Item = &'a str>) -> Vec<PathBuf> {
+    let mut kept: Vec<PathBuf> = Vec::new();
+    for text in texts {
+        let mut rest = text;
+        while let Some(at) = rest.find("/tmp/") {
+            let preceded = rest[..at].chars().next_back();
+            let tail = &rest[at + "/tmp/".len()..];
+            rest = tail;
+            // a path starts the word, or follows a quote, `=` or `:`
+            if preceded.is_some_and(|c| !(c.is_whitespace() || "'\"=:(".contains(c))) {
+                continue;
+            }
+            let name: String =
+                tail.chars().take_while(|c| !c.is_whitespace() && !"/'\";:)".contains(*c)).collect();
+            if name.is_empty() || name == "." || name == ".." {
+                continue;
+            }
+            let folder = Path::new("/tmp").join(&name);
+            if folder.exists() && !kept.contains(&folder) {
+                kept.push(folder);
+            }
+        }
+    }
+    kept
 }
 
 impl Drop for ShadowCopy {
@@ -415,5 +453,23 @@ mod tests {
         assert!(joined.ends_with(&format!("--chdir {}/src -- python3", root.display())), "{joined}");
         drop(copy);
         assert!(!shadow_dir.exists(), "the copy is removed with the run");
+    }
+
+    #[test]
+    fn folders_under_tmp_that_a_command_names_stay_visible() {
+        let tool = tempfile::Builder::new().prefix("tokamak-tool").tempdir_in("/tmp").unwrap();
+        let name = tool.path().file_name().unwrap().to_string_lossy().to_string();
+        let bin = tool.path().join("bin/tsc");
+        let words = [
+            format!("{}", bin.display()),
+            format!("sh -c '{} -p . && node x.js'", bin.display()),
+            format!("--prefix={}", tool.path().display()),
+            format!("/usr/bin:{}/bin", tool.path().display()),
+            "/tmp/does-not-exist-tokamak/x".to_string(),
+            format!("/usr/tmp/{name}"),
+            "no paths here".to_string(),
+        ];
+        let kept = kept_under_tmp(words.iter().map(String::as_str));
+        assert_eq!(kept, [tool.path().to_path_buf()], "once, existing, only where a path starts");
     }
 }
