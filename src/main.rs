@@ -146,6 +146,28 @@ enum Command {
 
 #[derive(Subcommand)]
 enum BenchWhat {
+    /// How precisely syntax errors are placed: real code with one token removed (a block's
+    /// `:`, a bracket, a brace), Tokamak's first syntax error against the line the token was
+    /// removed from, beside ruff's (Python) and tsc's (TypeScript) on the same files.
+    Syntax {
+        /// Folders of Python files to mutate (e.g. /usr/lib/python3.11).
+        #[arg(long)]
+        python: Vec<PathBuf>,
+        /// Folders of TypeScript files to mutate (e.g. rxjs's src).
+        #[arg(long)]
+        typescript: Vec<PathBuf>,
+        /// Files per language at most, spread over the sorted list.
+        #[arg(long, default_value_t = 200)]
+        files: usize,
+        /// The ruff to compare with (default: the tools folder's, then `PATH`'s).
+        #[arg(long)]
+        ruff: Option<PathBuf>,
+        /// The tsc to compare with (default: the tools folder's, then `PATH`'s).
+        #[arg(long)]
+        tsc: Option<PathBuf>,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
     /// Run the fix loop on every case of a fix benchmark (e.g. fixtures/fixbench): solved,
     /// attempts, tokens, wall time and exit reason per case, then the totals.
     Fix {
@@ -235,6 +257,26 @@ fn main() -> ExitCode {
             let model = model_overlay(model_url, model, provider, max_reply_tokens);
             let options = BenchOptions { filter, max_attempts, model };
             runtime.block_on(run_bench_fix(&dir, format, &options))
+        }
+        Command::Bench { what: BenchWhat::Syntax { python, typescript, files, ruff, tsc, format } } => {
+            tokamak::logging::init_cli();
+            let options =
+                tokamak::cli::bench_syntax::SyntaxBenchOptions { python, typescript, files, ruff, tsc };
+            match tokamak::cli::bench_syntax::bench_syntax(&options) {
+                Ok(rows) => {
+                    match format {
+                        Format::Text => print!("{}", tokamak::cli::bench_syntax::table(&rows)),
+                        Format::Json => {
+                            println!("{}", serde_json::to_string_pretty(&rows).unwrap_or_default())
+                        }
+                    }
+                    ExitCode::SUCCESS
+                }
+                Err(err) => {
+                    eprintln!("tokamak: {err:#}");
+                    ExitCode::from(USAGE)
+                }
+            }
         }
         Command::Run { goal, root, yes, dry_run, test_command, model_url, model, provider, format } => {
             tokamak::logging::init_cli();

@@ -96,7 +96,7 @@ fn a_syntax_error_is_fixed_in_one_attempt() {
     assert_eq!(requests.len(), 1);
     let prompt = requests[0].prompt();
     assert!(prompt.contains("mean.py:2:"), "{prompt}");
-    assert!(prompt.contains("closes nothing"), "{prompt}");
+    assert!(prompt.contains("unexpected \")\""), "{prompt}");
     assert!(prompt.contains("def mean(values):"), "{prompt}");
 
     // progress began and ended under the run's token, and the user was told

@@ -42,8 +42,9 @@ fn missing_token_is_reported_where_it_belongs() {
     let file = uri("main.ts");
     client.open(&file, "typescript", 1, "const a = foo(1, 2;\n");
     let published = client.diagnostics(&file);
-    assert_eq!(summarize(&published), vec![(0, 18, "missing \")\"".to_string())]);
-    assert_eq!(published["diagnostics"][0]["range"], range((0, 18), (0, 18)));
+    // on the last character before the missing token, where the squiggle shows
+    assert_eq!(summarize(&published), vec![(0, 17, "expected \")\"".to_string())]);
+    assert_eq!(published["diagnostics"][0]["range"], range((0, 17), (0, 18)));
 }
 
 #[test]
@@ -157,4 +158,48 @@ fn plain_text_documents_are_kept_without_diagnostics() {
     assert_eq!(summarize(&client.diagnostics(&file)), vec![]);
     client.change(&file, 2, json!([{"range": range((0, 0), (0, 1)), "text": ""}]));
     assert_eq!(summarize(&client.diagnostics(&file)), vec![]);
+}
+
+/// A document over the keystroke's budget (64 KiB) gets its syntax errors placed in the
+/// background: the publish for the keystroke keeps the earlier errors (moved with the edit),
+/// and the placed one follows for the same version.
+#[test]
+fn a_large_documents_syntax_error_is_placed_off_the_keystroke() {
+    let mut client = LspClient::initialized(&[]);
+    let file = uri("large.py");
+    let body: String = (0..2500).map(|i| format!("def f{i}(x):\n    return x + {i}\n\n")).collect();
+    assert!(body.len() > 64 * 1024);
+    client.open(&file, "python", 1, &body);
+    let published = client.diagnostics(&file);
+    assert_eq!(summarize(&published), vec![]);
+    // remove the colon of `def f2000(x):` (line 6000)
+    let line = 3 * 2000;
+    client.change(&file, 2, json!([{"range": range((line, 12), (line, 13)), "text": ""}]));
+    let placed = client.wait_for("the placed syntax error", |m| {
+        m["method"] == "textDocument/publishDiagnostics"
+            && m["params"]["version"] == 2
+            && m["params"]["diagnostics"].as_array().is_some_and(|d| !d.is_empty())
+    });
+    assert_eq!(summarize(&placed["params"]), vec![(line as u64, 11, "expected \":\"".to_string())]);
+    // typing elsewhere keeps the error where it is until it is placed again
+    client.change(&file, 3, json!([{"range": range((0, 0), (0, 0)), "text": "# top\n"}]));
+    let published = publish_of(&mut client, &file, 3);
+    assert_eq!(summarize(&published), vec![(line as u64 + 1, 11, "expected \":\"".to_string())]);
+    // fixing it clears it once the document is parsed again (also off the keystroke here)
+    client.change(&file, 4, json!([{"range": range((line + 1, 12), (line + 1, 12)), "text": ":"}]));
+    client.wait_for("the cleared publish", |m| {
+        m["method"] == "textDocument/publishDiagnostics"
+            && m["params"]["version"] == 4
+            && m["params"]["diagnostics"].as_array().is_some_and(Vec::is_empty)
+    });
+}
+
+/// The first publish for `version` of `uri`.
+fn publish_of(client: &mut LspClient, uri: &str, version: i32) -> serde_json::Value {
+    client.wait_for(&format!("diagnostics for version {version}"), |m| {
+        m["method"] == "textDocument/publishDiagnostics"
+            && m["params"]["uri"] == uri
+            && m["params"]["version"] == version
+    })["params"]
+        .clone()
 }

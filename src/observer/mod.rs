@@ -29,7 +29,7 @@ pub use summary::{CHARS_PER_TOKEN, error_summary};
 
 use crate::editor::{Editor, MessageLevel};
 use crate::sync::lock;
-use crate::syntax::syntax_problems;
+use crate::syntax::diagnose;
 use crate::text::{PositionEncoding, TextChange};
 use crate::workspace::{ChangeError, ChangeReport, DocumentSnapshot, Workspace};
 use checkers::{Checker, Checkers, RunError, RunInput};
@@ -134,15 +134,18 @@ impl Observer {
     ) -> DocumentSnapshot {
         let publishing = self.publishing.lock().await;
         let snapshot = lock(&self.workspace).open(uri, language_id, version, text);
-        {
+        let repair_later = {
             let mut state = lock(&self.state);
             forget_runs(&mut state, &snapshot.uri);
             let file = state.files.entry(snapshot.uri.clone()).or_default();
             *file = FileDiagnostics::default();
-            file.set(SOURCE, syntax_entry(&snapshot));
-        }
+            set_syntax(file, &snapshot)
+        };
         self.after_change(&snapshot).await;
         drop(publishing);
+        if repair_later {
+            self.schedule_repair(&snapshot);
+        }
         self.check(&snapshot, Trigger::Open);
         snapshot
     }
@@ -158,20 +161,21 @@ impl Observer {
     ) -> Result<(DocumentSnapshot, ChangeReport), ChangeError> {
         let publishing = self.publishing.lock().await;
         let (snapshot, report) = lock(&self.workspace).change(uri, version, changes, encoding)?;
-        {
+        let repair_later = {
             let mut state = lock(&self.state);
             let file = state.files.entry(uri.clone()).or_default();
             file.shift(&report.applied);
-            // a large document's syntax waits for its background parse; until then its
-            // earlier syntax diagnostics stay, moved along with the edit
-            if !snapshot.syntax_pending {
-                file.set(SOURCE, syntax_entry(&snapshot));
-            }
-        }
+            // a large document's syntax waits for its background parse (and a large
+            // document's syntax errors for their repair); until then its earlier syntax
+            // diagnostics stay, moved along with the edit
+            !snapshot.syntax_pending && set_syntax(file, &snapshot)
+        };
         self.after_change(&snapshot).await;
         drop(publishing);
         if snapshot.syntax_pending {
             self.schedule_parse(&snapshot);
+        } else if repair_later {
+            self.schedule_repair(&snapshot);
         }
         self.check(&snapshot, Trigger::Change);
         Ok((snapshot, report))
@@ -185,7 +189,7 @@ impl Observer {
     ) -> Result<DocumentSnapshot, ChangeError> {
         let publishing = self.publishing.lock().await;
         let (snapshot, replaced) = lock(&self.workspace).save(uri, text)?;
-        {
+        let repair_later = {
             let mut state = lock(&self.state);
             if replaced {
                 // the text changed under the same version number: nothing computed on it
@@ -194,10 +198,13 @@ impl Observer {
                 state.files.insert(uri.clone(), FileDiagnostics::default());
             }
             let file = state.files.entry(uri.clone()).or_default();
-            file.set(SOURCE, syntax_entry(&snapshot));
-        }
+            set_syntax(file, &snapshot)
+        };
         self.after_change(&snapshot).await;
         drop(publishing);
+        if repair_later {
+            self.schedule_repair(&snapshot);
+        }
         self.check(&snapshot, Trigger::Save);
         Ok(snapshot)
     }
@@ -424,7 +431,44 @@ impl Observer {
             };
             let publishing = observer.publishing.lock().await;
             let Some(snapshot) = lock(&observer.workspace).finish_parse(&job, tree) else { return };
-            lock(&observer.state).files.entry(uri).or_default().set(SOURCE, syntax_entry(&snapshot));
+            let repair_later = set_syntax(lock(&observer.state).files.entry(uri).or_default(), &snapshot);
+            observer.after_change(&snapshot).await;
+            drop(publishing);
+            if repair_later {
+                observer.schedule_repair(&snapshot);
+            }
+        });
+    }
+
+    /// Places a large document's syntax errors (SPEC S2: a few re-parses per error, too many
+    /// for the keystroke) off the keystroke, then publishes them for that version if the
+    /// document is still at it; a newer change scheduled its own.
+    fn schedule_repair(self: &Arc<Self>, snapshot: &DocumentSnapshot) {
+        let observer = Arc::clone(self);
+        let snapshot = snapshot.clone();
+        tokio::spawn(async move {
+            let (uri, version) = (snapshot.uri.clone(), snapshot.version);
+            let still_current = |observer: &Observer| {
+                lock(&observer.workspace)
+                    .snapshot(&uri)
+                    .is_some_and(|s| s.version == version && s.tree.is_some())
+            };
+            // typing goes on: only the version it pauses at is worth the re-parses
+            tokio::time::sleep(PARSE_PAUSE).await;
+            if !still_current(&observer) {
+                return;
+            }
+            let placed = tokio::task::spawn_blocking(move || syntax_entry(&snapshot)).await;
+            let entry = match placed {
+                Ok(entry) => entry,
+                Err(err) => return tracing::error!("{uri}: placing its syntax errors failed: {err}"),
+            };
+            let publishing = observer.publishing.lock().await;
+            if !still_current(&observer) {
+                return;
+            }
+            let Some(snapshot) = lock(&observer.workspace).snapshot(&uri) else { return };
+            lock(&observer.state).files.entry(uri).or_default().set(SOURCE, entry);
             observer.after_change(&snapshot).await;
             drop(publishing);
         });
@@ -674,6 +718,24 @@ fn forget_runs(state: &mut State, uri: &Url) {
     }
 }
 
+/// Documents up to this size get their syntax errors placed on the keystroke; a larger
+/// document with errors gets them from [`Observer::schedule_repair`] (SPEC §5: a keystroke's
+/// publish stays well under 5 ms on a 10 000-line file).
+const INLINE_REPAIR_BYTES: usize = 64 * 1024;
+
+/// Sets the document's syntax entry when that is quick; `true` when it must be placed in the
+/// background (a large document with syntax errors), the entry left as it was meanwhile.
+fn set_syntax(file: &mut FileDiagnostics, snapshot: &DocumentSnapshot) -> bool {
+    let quick = match &snapshot.tree {
+        Some(tree) if snapshot.rope.len_bytes() > INLINE_REPAIR_BYTES => !tree.root_node().has_error(),
+        _ => true,
+    };
+    if quick {
+        file.set(SOURCE, syntax_entry(snapshot));
+    }
+    !quick
+}
+
 fn syntax_entry(snapshot: &DocumentSnapshot) -> SourceEntry {
     SourceEntry {
         origin: Origin::Server,
@@ -688,7 +750,7 @@ pub fn syntax_diagnostics(snapshot: &DocumentSnapshot) -> Vec<Diagnostic> {
     let Some(tree) = &snapshot.tree else {
         return Vec::new();
     };
-    syntax_problems(tree, &snapshot.rope, snapshot.language)
+    diagnose(tree, &snapshot.rope, snapshot.language)
         .into_iter()
         .map(|problem| {
             Diagnostic::new(

@@ -92,6 +92,13 @@ fn explain_error(node: Node<'_>, context: &Context<'_>, problems: &mut Vec<Synta
     let mut run: Option<TextRange> = None;
     let mut cursor = node.walk();
     for child in node.children(&mut cursor) {
+        // a comment the parser kept inside what it skipped is not part of the problem
+        if child.is_extra() && !child.has_error() {
+            if let Some(range) = run.take() {
+                problems.push(unexpected(range, rope, language));
+            }
+            continue;
+        }
         let loose = child.child_count() == 0 || child.is_error();
         if loose && !child.is_missing() {
             let range = range_of(child, rope);

@@ -4,11 +4,13 @@
 mod comments;
 mod errors;
 mod grammar;
+mod repair;
 mod symbols;
 mod tree;
 
 pub use comments::{TodoComment, todo_comment};
 pub use errors::{SyntaxErrorKind, SyntaxProblem, syntax_problems};
 pub use grammar::grammar;
+pub use repair::diagnose;
 pub use symbols::{Symbol, SymbolKind, document_symbols, enclosing_symbol, outline};
 pub use tree::{SyntaxError, SyntaxTree, reparse_detached};
