@@ -61,7 +61,7 @@ fn bench_checker_result(c: &mut Criterion) {
             let published: Vec<_> = file
                 .published()
                 .iter()
-                .map(|d| convert::diagnostic(&snapshot.rope, d, PositionEncoding::Utf16))
+                .map(|d| convert::diagnostic(&snapshot.uri, &snapshot.rope, d, PositionEncoding::Utf16))
                 .collect();
             black_box(serde_json::to_string(&published).unwrap())
         })

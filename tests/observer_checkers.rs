@@ -136,19 +136,25 @@ fn every_source_is_merged_into_one_publish_per_version() {
         .unwrap();
     let mut client = LspClient::for_project(project.path(), Value::Null);
     let uri = client.open_file(&path, "python");
-    // break the syntax too: Tokamak's own diagnostic joins the checkers'
+    // break the syntax: each source reports it, and it is one diagnostic, Tokamak's, naming
+    // the others
     client.change(&uri, 2, json!([{"range": range((5, 27), (5, 28)), "text": ""}]));
     let observed = client.observer_diagnostics(&uri, true);
     let sources: std::collections::BTreeSet<&str> =
         observed["diagnostics"].as_array().unwrap().iter().filter_map(|d| d["source"].as_str()).collect();
-    assert_eq!(sources, ["mypy", "ruff", "tokamak"].into_iter().collect(), "{observed}");
+    assert_eq!(sources, ["tokamak"].into_iter().collect(), "{observed}");
+    let related: std::collections::BTreeSet<&str> = observed["diagnostics"][0]["relatedInformation"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["message"].as_str()?.split(' ').next())
+        .collect();
+    assert_eq!(related, ["mypy", "ruff"].into_iter().collect(), "{observed}");
     // what was published for version 2 is that same set
     let published = client.wait_for("the publish with every source", |m| {
         m["method"] == "textDocument/publishDiagnostics"
             && m["params"]["version"] == 2
-            && m["params"]["diagnostics"]
-                .as_array()
-                .is_some_and(|d| d.len() == observed["diagnostics"].as_array().unwrap().len())
+            && m["params"]["diagnostics"] == observed["diagnostics"]
     });
     assert_eq!(published["params"]["diagnostics"], observed["diagnostics"]);
 }
@@ -171,9 +177,69 @@ fn a_path_with_spaces_and_korean_works() {
         vec![(4, 8, s("F401")), (12, 18, s("F821"))],
         "{observed}"
     );
+    // the undefined name both report is ruff's, with pyright's as related information
     assert_eq!(
         findings(&observed["diagnostics"], "pyright"),
-        vec![(12, 12, s("reportReturnType")), (12, 18, s("reportUndefinedVariable"))],
+        vec![(12, 12, s("reportReturnType"))],
         "{observed}"
     );
+    let undefined = observed["diagnostics"].as_array().unwrap().iter().find(|d| d["code"] == "F821").unwrap();
+    let related = undefined["relatedInformation"].as_array().expect("related information");
+    assert!(
+        related[0]["message"].as_str().unwrap().starts_with("pyright (reportUndefinedVariable): "),
+        "{related:?}"
+    );
+    assert_eq!(related[0]["location"]["range"]["start"], json!({"line": 11, "character": 17}));
+}
+
+/// With every Python checker on, one mistake is one diagnostic and one "Fix with Tokamak".
+#[test]
+fn one_mistake_is_one_diagnostic_and_one_action() {
+    if !require_tools(&["ruff", "pyright", "mypy"]) {
+        return;
+    }
+    let project = copy_fixture("checkers/python");
+    let path = project.path().join("app.py");
+    std::fs::write(
+        &path,
+        "import sys\n\n\ndef show(text: str) -> None:\n    print(text +)\n\n\nshow(sys.argv[0])\n",
+    )
+    .unwrap();
+    let all = json!({"checkers": {"enable": ["ruff", "pyright", "mypy"]}});
+    let mut client = LspClient::for_project(project.path(), all);
+    let uri = client.open_file(&path, "python");
+    let observed = client.observer_diagnostics(&uri, true);
+    let diagnostics = observed["diagnostics"].as_array().unwrap();
+    assert_eq!(diagnostics.len(), 1, "{observed}");
+    assert_eq!(diagnostics[0]["source"], "tokamak", "{observed}");
+    let related: Vec<&str> = diagnostics[0]["relatedInformation"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["message"].as_str().unwrap().split([' ', ':']).next().unwrap())
+        .collect();
+    for source in ["ruff", "pyright", "mypy"] {
+        assert!(related.contains(&source), "{source} in {related:?}");
+    }
+    // the menu on that line, with what the editor shows there (Tokamak's and, say, a pyright
+    // server's own): one action
+    let mut context = diagnostics.clone();
+    context.push(json!({"range": range((4, 17), (4, 18)), "severity": 1, "source": "Pyright", "message": "Expected expression"}));
+    let response = client.request(
+        "textDocument/codeAction",
+        json!({"textDocument": {"uri": uri}, "range": range((4, 0), (4, 0)), "context": {"diagnostics": context, "only": ["quickfix"]}}),
+    );
+    let actions = response["result"].as_array().unwrap();
+    assert_eq!(actions.len(), 1, "{response}");
+    assert!(actions[0]["title"].as_str().unwrap().starts_with("Fix with Tokamak: "), "{response}");
+    assert_eq!(actions[0]["command"]["arguments"][0]["diagnostics"].as_array().map(Vec::len), Some(2));
+
+    // an undefined name: ruff's, pyright's and mypy's are one
+    let text = "import sys\n\n\ndef show(text: str) -> None:\n    print(txt)\n\n\nshow(sys.argv[0])\n";
+    client.change(&uri, 2, json!([{"text": text}]));
+    let observed = client.observer_diagnostics(&uri, true);
+    let diagnostics = observed["diagnostics"].as_array().unwrap();
+    assert_eq!(diagnostics.len(), 1, "{observed}");
+    assert_eq!(diagnostics[0]["code"], "F821", "{observed}");
+    assert_eq!(diagnostics[0]["relatedInformation"].as_array().map(Vec::len), Some(2), "{observed}");
 }

@@ -37,6 +37,9 @@ pub struct Finding {
     pub source: String,
     pub code: Option<String>,
     pub message: String,
+    /// The other sources that reported the same problem (`source` or `source/code`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub also: Vec<String>,
 }
 
 impl Finding {
@@ -53,6 +56,14 @@ impl Finding {
             source: diagnostic.source.clone(),
             code: diagnostic.code.clone(),
             message: diagnostic.message.clone(),
+            also: diagnostic
+                .related
+                .iter()
+                .map(|r| match &r.code {
+                    Some(code) => format!("{}/{code}", r.source),
+                    None => r.source.clone(),
+                })
+                .collect(),
         }
     }
 
@@ -64,7 +75,8 @@ impl Finding {
             None => self.source.clone(),
         };
         let message = self.message.replace('\n', "\n    ");
-        format!("{}:{}:{}: {} [{tag}] {message}", self.path, self.line, self.column, self.severity)
+        let also = if self.also.is_empty() { String::new() } else { format!(" (also {})", self.also.join(", ")) };
+        format!("{}:{}:{}: {} [{tag}] {message}{also}", self.path, self.line, self.column, self.severity)
     }
 }
 

@@ -31,6 +31,15 @@ pub struct CheckerFix {
     pub safe: bool,
 }
 
+/// Another source's report of the same problem (see `problems.rs`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Related {
+    pub source: String,
+    pub code: Option<String>,
+    pub message: String,
+    pub range: TextRange,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Diagnostic {
     pub range: TextRange,
@@ -41,6 +50,8 @@ pub struct Diagnostic {
     pub code: Option<String>,
     pub message: String,
     pub fix: Option<CheckerFix>,
+    /// What other sources said about the same problem.
+    pub related: Vec<Related>,
 }
 
 impl Diagnostic {
@@ -51,6 +62,14 @@ impl Diagnostic {
         code: Option<String>,
         message: String,
     ) -> Self {
-        Diagnostic { range, severity, source: source.to_string(), code, message, fix: None }
+        Diagnostic {
+            range,
+            severity,
+            source: source.to_string(),
+            code,
+            message,
+            fix: None,
+            related: Vec::new(),
+        }
     }
 }

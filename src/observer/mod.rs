@@ -11,6 +11,7 @@
 
 pub mod checkers;
 mod diagnostic;
+mod problems;
 mod store;
 mod summary;
 
@@ -23,7 +24,7 @@ use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinHandle;
 use url::Url;
 
-pub use diagnostic::{CheckerFix, Diagnostic, Severity};
+pub use diagnostic::{CheckerFix, Diagnostic, Related, Severity};
 pub use store::{FileDiagnostics, Origin, SourceEntry};
 pub use summary::{CHARS_PER_TOKEN, error_summary};
 

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::diagnostic::Diagnostic;
+use super::problems::one_per_problem;
 use crate::text::{AppliedChange, ByteEdit, TextRange};
 
 /// Who reported. Tokamak publishes what its own sources find; what the editor forwards is
@@ -65,6 +66,9 @@ impl FileDiagnostics {
             for entry in self.sources.values_mut() {
                 for diagnostic in &mut entry.diagnostics {
                     diagnostic.range = shift_range(diagnostic.range, edit);
+                    for related in &mut diagnostic.related {
+                        related.range = shift_range(related.range, edit);
+                    }
                     if let Some(fix) = &mut diagnostic.fix {
                         for (range, _) in &mut fix.edits {
                             *range = shift_range(*range, edit);
@@ -80,8 +84,8 @@ impl FileDiagnostics {
         merged(self.sources.values().filter(|e| e.origin == Origin::Server))
     }
 
-    /// Everything known, from every source, de-duplicated (same range and message from two
-    /// sources count once), in document order: what the fix loop works from.
+    /// Everything known, from every source, each problem once (what several sources say of
+    /// the same problem is one diagnostic), in document order: what the fix loop works from.
     pub fn all(&self) -> Vec<Diagnostic> {
         merged(self.sources.values())
     }
@@ -110,18 +114,9 @@ impl FileDiagnostics {
     }
 }
 
+/// The entries' diagnostics, each problem once (see `problems.rs`), in document order.
 fn merged<'a>(entries: impl Iterator<Item = &'a SourceEntry>) -> Vec<Diagnostic> {
-    let mut all: Vec<Diagnostic> = entries.flat_map(|e| e.diagnostics.iter().cloned()).collect();
-    all.sort_by(|a, b| {
-        (a.range.start, a.range.end, a.severity, &a.message).cmp(&(
-            b.range.start,
-            b.range.end,
-            b.severity,
-            &b.message,
-        ))
-    });
-    all.dedup_by(|later, earlier| later.range == earlier.range && later.message == earlier.message);
-    all
+    one_per_problem(entries.flat_map(|e| e.diagnostics.iter().cloned()).collect())
 }
 
 fn shift_range(range: TextRange, edit: &ByteEdit) -> TextRange {

@@ -1,5 +1,5 @@
-//! `textDocument/codeAction`: "Fix with Tokamak" (`quickfix`) on each diagnostic at the range,
-//! whatever its source, and "Fix all with Tokamak" (`source.fixAll.tokamak`) for the file,
+//! `textDocument/codeAction`: "Fix with Tokamak" (`quickfix`) once per line of the
+//! diagnostics at the range, whatever their sources, and "Fix all with Tokamak" (`source.fixAll.tokamak`) for the file,
 //! both running `tokamak.fix`; "Implement with Tokamak" (`refactor.tokamak`) on a selection
 //! or a `TODO`/`FIXME` comment, running `tokamak.run` with the goal, the selection and its
 //! scope; and "Plan with Tokamak…", whose `tokamak.askGoal` the editor's plugin handles by
@@ -11,11 +11,11 @@ use serde_json::{Value, json};
 use tower_lsp::jsonrpc::Result;
 use tower_lsp::lsp_types::{
     CodeAction, CodeActionKind, CodeActionOrCommand, CodeActionParams, CodeActionResponse,
-    CodeActionTriggerKind, Command, Diagnostic, Position, Range,
+    CodeActionTriggerKind, Command, Diagnostic, DiagnosticSeverity, Position, Range,
 };
 
 use super::{Backend, convert};
-use crate::observer::CODE_ACTION_SOURCE;
+use crate::observer::{CODE_ACTION_SOURCE, SOURCE};
 use crate::syntax::todo_comment;
 use crate::workspace::DocumentSnapshot;
 
@@ -56,8 +56,18 @@ pub async fn code_action(backend: &Backend, params: CodeActionParams) -> Result<
     };
     let mut actions = Vec::new();
     if wants(&CodeActionKind::QUICKFIX) {
+        // one action per line, however many sources reported there (the editor's own servers
+        // and Tokamak's publish can say the same thing several times)
+        let mut lines: Vec<(u32, Vec<Diagnostic>)> = Vec::new();
         for diagnostic in &params.context.diagnostics {
-            actions.push(quick_fix(&uri, diagnostic));
+            let line = diagnostic.range.start.line;
+            match lines.iter_mut().find(|(l, _)| *l == line) {
+                Some((_, group)) => group.push(diagnostic.clone()),
+                None => lines.push((line, vec![diagnostic.clone()])),
+            }
+        }
+        for (_, group) in lines {
+            actions.push(quick_fix(&uri, group));
         }
     }
     let fix_all = CodeActionKind::from(FIX_ALL.to_string());
@@ -174,17 +184,23 @@ fn short(text: &str) -> String {
     out
 }
 
-fn quick_fix(uri: &tower_lsp::lsp_types::Url, diagnostic: &Diagnostic) -> CodeActionOrCommand {
-    let title = format!("Fix with Tokamak: {}", short(&diagnostic.message));
+/// "Fix with Tokamak" for the diagnostics of one line, titled with the most severe (Tokamak's
+/// own first among equals).
+fn quick_fix(uri: &tower_lsp::lsp_types::Url, diagnostics: Vec<Diagnostic>) -> CodeActionOrCommand {
+    let headline = diagnostics.iter().min_by_key(|d| {
+        let severity = d.severity.map_or(1, |s| if s == DiagnosticSeverity::ERROR { 1 } else { 2 });
+        (severity, d.source.as_deref() != Some(SOURCE))
+    });
+    let title = format!("Fix with Tokamak: {}", short(headline.map_or("", |d| d.message.as_str())));
     CodeActionOrCommand::CodeAction(CodeAction {
         title: title.clone(),
         kind: Some(CodeActionKind::QUICKFIX),
-        diagnostics: Some(vec![diagnostic.clone()]),
         command: Some(Command {
             title,
             command: "tokamak.fix".to_string(),
-            arguments: Some(vec![json!({"uri": uri, "diagnostics": [diagnostic]})]),
+            arguments: Some(vec![json!({"uri": uri, "diagnostics": diagnostics})]),
         }),
+        diagnostics: Some(diagnostics),
         ..CodeAction::default()
     })
 }

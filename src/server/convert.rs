@@ -34,13 +34,32 @@ pub fn severity(severity: Severity) -> lsp::DiagnosticSeverity {
     }
 }
 
-pub fn diagnostic(rope: &Rope, diagnostic: &Diagnostic, encoding: PositionEncoding) -> lsp::Diagnostic {
+/// An LSP diagnostic of `uri`; what other sources said of the same problem goes in
+/// `relatedInformation`, each message prefixed with its source.
+pub fn diagnostic(
+    uri: &lsp::Url,
+    rope: &Rope,
+    diagnostic: &Diagnostic,
+    encoding: PositionEncoding,
+) -> lsp::Diagnostic {
+    let related: Vec<lsp::DiagnosticRelatedInformation> = diagnostic
+        .related
+        .iter()
+        .map(|r| lsp::DiagnosticRelatedInformation {
+            location: lsp::Location { uri: uri.clone(), range: range(rope, r.range, encoding) },
+            message: match &r.code {
+                Some(code) => format!("{} ({code}): {}", r.source, r.message),
+                None => format!("{}: {}", r.source, r.message),
+            },
+        })
+        .collect();
     lsp::Diagnostic {
         range: range(rope, diagnostic.range, encoding),
         severity: Some(severity(diagnostic.severity)),
         code: diagnostic.code.clone().map(lsp::NumberOrString::String),
         source: Some(diagnostic.source.clone()),
         message: diagnostic.message.clone(),
+        related_information: (!related.is_empty()).then_some(related),
         ..lsp::Diagnostic::default()
     }
 }

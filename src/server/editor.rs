@@ -80,8 +80,10 @@ pub struct LspEditor {
 #[async_trait]
 impl Editor for LspEditor {
     async fn publish_diagnostics(&self, snapshot: &DocumentSnapshot, diagnostics: Vec<Diagnostic>) {
-        let lsp_diagnostics =
-            diagnostics.iter().map(|d| convert::diagnostic(&snapshot.rope, d, self.encoding)).collect();
+        let lsp_diagnostics = diagnostics
+            .iter()
+            .map(|d| convert::diagnostic(&snapshot.uri, &snapshot.rope, d, self.encoding))
+            .collect();
         self.client.publish_diagnostics(snapshot.uri.clone(), lsp_diagnostics, snapshot.version).await;
     }
 

@@ -180,8 +180,10 @@ fn diagnostics(
         } else {
             (observer.diagnostics(&args.uri), Vec::new(), Vec::new())
         };
-        let diagnostics: Vec<_> =
-            diagnostics.iter().map(|d| convert::diagnostic(&snapshot.rope, d, encoding)).collect();
+        let diagnostics: Vec<_> = diagnostics
+            .iter()
+            .map(|d| convert::diagnostic(&snapshot.uri, &snapshot.rope, d, encoding))
+            .collect();
         let failures: Vec<_> = failures
             .into_iter()
             .map(|(source, reason)| json!({"source": source, "reason": reason}))
