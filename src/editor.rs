@@ -82,6 +82,13 @@ pub trait Editor: Send + Sync {
         EditOutcome::Rejected("this front-end cannot change documents".to_string())
     }
 
+    /// Whether the editor refuses an edit made for another version of the document (LSP
+    /// `workspace.workspaceEdit.documentChanges`). One that does not applies an edit to
+    /// whatever text it has, so what it reports back is verified.
+    fn versions_edits(&self) -> bool {
+        true
+    }
+
     /// Whether the editor makes this kind of file operation itself (LSP
     /// `workspace.workspaceEdit.resourceOperations`); when it does not, the agent changes the
     /// disk and says so in the log.

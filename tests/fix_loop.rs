@@ -482,3 +482,64 @@ fn a_block_for_a_file_elsewhere_is_refused_by_its_path() {
     assert_eq!(client.editor().edits.len(), 1, "only the third reply was applied");
     assert_eq!(client.text(&uri), FIXED);
 }
+
+/// A project opened by an editor that applies edits but does not version them (no
+/// `workspaceEdit.documentChanges`).
+fn unversioned_project(model: &ModelServer, text: &str) -> Project {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("mean.py");
+    std::fs::write(&path, text).expect("write");
+    let capabilities = json!({
+        "general": {"positionEncodings": ["utf-16"]},
+        "workspace": {"applyEdit": true},
+    });
+    let mut client = LspClient::for_project_with(dir.path(), options(model, json!({})), capabilities);
+    client.act_as_editor();
+    let uri = client.open_file(&path, "python");
+    client.diagnostics(&uri);
+    Project { dir, client, uri }
+}
+
+#[test]
+fn an_unversioned_editor_gets_the_edit_and_its_echo_is_checked() {
+    let model = ModelServer::start(vec![openai_chat(&good_reply())]);
+    let Project { dir: _dir, mut client, uri } = unversioned_project(&model, BROKEN);
+    start_fix(&mut client, json!({"uri": uri}));
+    let finished = run_finished(&mut client);
+    assert_eq!(finished["exit_reason"], "clean", "{finished}");
+    assert_eq!(client.text(&uri), FIXED);
+    let edits = &client.editor().edits;
+    assert!(edits[0]["edit"]["changes"].is_object(), "unversioned: {:?}", edits[0]);
+}
+
+#[test]
+fn an_unversioned_edit_that_landed_on_moved_lines_is_said_not_repeated() {
+    let model = ModelServer::start(vec![openai_chat(&good_reply())]);
+    let Project { dir: _dir, mut client, uri } = unversioned_project(&model, BROKEN);
+    // a line typed at the top just before the edit arrives: this editor applies the edit at
+    // the old line numbers, on the wrong line
+    client.type_before_next_edit(&uri, Box::new(|text| format!("# typed by the user\n{text}")));
+    start_fix(&mut client, json!({"uri": uri}));
+    let finished = run_finished(&mut client);
+    assert_eq!(finished["exit_reason"], "failed", "{finished}");
+    assert!(
+        finished["summary"].as_str().unwrap().contains("may have landed in the wrong place"),
+        "{finished}"
+    );
+    assert_eq!(client.editor().edits.len(), 1, "never sent again");
+}
+
+#[test]
+fn a_reply_about_other_code_never_lands_by_a_fuzzy_match() {
+    // the model's SEARCH is about `numbers`; the file says `values`
+    let about_numbers = "mean.py\n<<<<<<< SEARCH\ndef mean(numbers):\n    total = sum(numbers))\n    return total / len(numbers)\n=======\ndef mean(numbers):\n    total = sum(numbers)\n    return total / len(numbers)\n>>>>>>> REPLACE\n";
+    let model = ModelServer::start(vec![openai_chat(about_numbers), openai_chat(&good_reply())]);
+    let Project { dir: _dir, mut client, uri } = project(&model, json!({"similarity": 0.5}), BROKEN);
+    start_fix(&mut client, json!({"uri": uri}));
+    let finished = run_finished(&mut client);
+    assert_eq!(finished["exit_reason"], "clean", "{finished}");
+    assert_eq!(client.text(&uri), FIXED, "only the second reply was applied");
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2);
+    assert!(requests[1].prompt().contains("only roughly matches"), "{}", requests[1].prompt());
+}

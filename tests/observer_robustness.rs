@@ -265,3 +265,31 @@ fn bad_checker_settings_are_reported_and_defaults_used() {
     let uri = client.open_file(&path, "plaintext");
     assert_eq!(client.observer_diagnostics(&uri, true)["diagnostics"], json!([]));
 }
+
+/// `tokamak.diagnostics {wait: true}` waits on its own task: keystrokes typed meanwhile are
+/// handled and published while it still waits.
+#[test]
+fn typing_during_a_long_diagnostics_wait_is_published_meanwhile() {
+    let (project, path) = notes("TODO one\n");
+    let options = generic("slow", "sh", &["-c", "sleep 600"], json!({"timeout_ms": 600000}));
+    let mut client = LspClient::for_project(project.path(), options);
+    let notes_uri = client.open_file(&path, "plaintext");
+    client.send(&json!({"jsonrpc": "2.0", "id": "wait", "method": "workspace/executeCommand", "params": {
+        "command": "tokamak.diagnostics",
+        "arguments": [{"uri": notes_uri, "wait": true, "timeout_ms": 600000}],
+    }}));
+    let code = support::file_uri(&project.path().join("main.py"));
+    client.open(&code, "python", 1, "x = 1\n");
+    client.change(&code, 2, json!([{"range": range((0, 5), (0, 5)), "text": " +"}]));
+    let published = client.wait_for("the keystroke's publish", |m| {
+        m["method"] == "textDocument/publishDiagnostics"
+            && m["params"]["uri"] == code
+            && m["params"]["version"] == 2
+    });
+    assert_eq!(published["params"]["diagnostics"].as_array().map(Vec::len), Some(1), "{published}");
+    // the wait is still going: nothing answered it
+    assert!(client.seen(|m| m["id"] == "wait").is_empty());
+    // and the status is answered meanwhile too
+    let status = client.request("workspace/executeCommand", json!({"command": "tokamak.status"}));
+    assert!(status.get("result").is_some(), "{status}");
+}

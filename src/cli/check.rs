@@ -75,7 +75,8 @@ impl Finding {
             None => self.source.clone(),
         };
         let message = self.message.replace('\n', "\n    ");
-        let also = if self.also.is_empty() { String::new() } else { format!(" (also {})", self.also.join(", ")) };
+        let also =
+            if self.also.is_empty() { String::new() } else { format!(" (also {})", self.also.join(", ")) };
         format!("{}:{}:{}: {} [{tag}] {message}{also}", self.path, self.line, self.column, self.severity)
     }
 }

@@ -95,6 +95,16 @@ fn replace_one(
     let mut replacement = match located.kind {
         MatchKind::Reindented { delta, unit } => reindent(replace, delta, unit),
         MatchKind::Fuzzy { similarity } => {
+            let window = &text[located.range.start..located.range.end];
+            verify_fuzzy(window, search, replace).map_err(|missing| {
+                let first = text[..located.range.start].matches('\n').count() + 1;
+                let last = first + window.trim_end_matches('\n').matches('\n').count();
+                format!(
+                    "this SEARCH only roughly matches lines {first}-{last} ({:.0}% alike), and {missing}, so it may be \
+                     about other code; copy the SEARCH lines exactly from the current file",
+                    similarity * 100.0
+                )
+            })?;
             notes.push(format!("a SEARCH matched {:.0}% alike lines", similarity * 100.0));
             replace.to_string()
         }
@@ -111,6 +121,41 @@ fn replace_one(
     out.push_str(&replacement);
     out.push_str(&text[located.range.end..]);
     Ok(out)
+}
+
+/// A fuzzy match is trusted only where it cannot be about other code: the lines the REPLACE
+/// keeps as they are must be in the matched lines (in order, indentation aside), and when it
+/// keeps none, the SEARCH's names must all be there. `Err`: what is not there.
+fn verify_fuzzy(window: &str, search: &str, replace: &str) -> Result<(), String> {
+    let diff = similar::TextDiff::from_lines(search, replace);
+    let kept: Vec<&str> = diff
+        .iter_all_changes()
+        .filter(|c| c.tag() == similar::ChangeTag::Equal)
+        .map(|c| c.value().trim())
+        .filter(|l| !l.is_empty())
+        .collect();
+    let mut lines = window.lines().map(str::trim);
+    for line in &kept {
+        if !lines.any(|l| l == *line) {
+            return Err(format!("the line it keeps, `{line}`, is not there"));
+        }
+    }
+    if kept.is_empty() {
+        // the names in code, not in a line's trailing comment, in order
+        let names = |text: &str| -> Vec<String> {
+            text.lines()
+                .map(|line| line.split(" #").next().unwrap_or(line).split("//").next().unwrap_or(line))
+                .flat_map(|code| code.split(|c: char| !(c.is_alphanumeric() || c == '_')))
+                .filter(|w| w.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_'))
+                .map(str::to_string)
+                .collect()
+        };
+        let there = names(window);
+        if let Some(name) = names(search).into_iter().find(|n| !there.contains(n)) {
+            return Err(format!("`{name}` is not there"));
+        }
+    }
+    Ok(())
 }
 
 /// Shifts every non-blank line by `delta` columns of `unit`.
@@ -204,5 +249,35 @@ mod tests {
         check("a = 1\r\nb = 2\r\n", &sr("b = 2\n", "b = 3\nc = 4\n"), Ok("a = 1\r\nb = 3\r\nc = 4\r\n"));
         // a whole-file block
         check(CODE, "```python\nx = 1\n```\n", Ok("x = 1\n"));
+    }
+
+    const MEAN: &str =
+        "def mean(values):\n    total = sum(values)\n    count = len(values)\n    return total / count\n";
+
+    #[test]
+    fn a_fuzzy_match_never_lands_on_other_code() {
+        // a reply about `numbers`: the line it keeps is not in the file
+        let about_numbers = sr(
+            "def mean(numbers):\n    total = sum(numbers)\n    count = len(numbers)\n    return total / count\n",
+            "def mean(numbers):\n    total = sum(numbers)\n    count = len(numbers)\n    return total / max(count, 1)\n",
+        );
+        check(MEAN, &about_numbers, Err("block 1: this SEARCH only roughly matches lines 1-4"));
+        let got = apply_blocks(MEAN, &parse_reply(&about_numbers), 0.6).unwrap_err();
+        assert!(got.reason.contains("`def mean(numbers):`"), "{got}");
+        // a one-line change keeps nothing: its names must be there
+        let one_line = sr("    count = len(numbers)   # how many\n", "    count = max(len(numbers), 1)\n");
+        let got = apply_blocks(MEAN, &parse_reply(&one_line), 0.6).unwrap_err();
+        assert!(got.reason.contains("`numbers` is not there"), "{got}");
+        // a SEARCH off by a comment and a space, the kept lines there: applied
+        check(
+            MEAN,
+            &sr(
+                "def mean(values):\n    total = sum(values)  # all\n    count = len(values)\n    return total / count\n",
+                "def mean(values):\n    total = sum(values)\n    count = len(values)\n    return total / max(count, 1)\n",
+            ),
+            Ok(
+                "def mean(values):\n    total = sum(values)\n    count = len(values)\n    return total / max(count, 1)\n",
+            ),
+        );
     }
 }

@@ -1,7 +1,8 @@
 //! Changing an open document through the editor (SPEC E4): a versioned edit of the text the
 //! change was made for, moved onto the user's newer text when they typed meanwhile, retried
 //! once when the editor rejects a stale version, never forced; then the document's new text
-//! as the editor reports it back (or as recorded, for an editor that does not echo).
+//! as the editor reports it back (or as recorded, for an editor that does not echo), checked
+//! to hold the edit when the editor does not version edits.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,6 +19,8 @@ use crate::workspace::DocumentSnapshot;
 const ECHO_TIMEOUT: Duration = Duration::from_secs(10);
 /// After a rejected edit, how long to wait for the user's change to arrive before retrying.
 const REJECT_GRACE: Duration = Duration::from_millis(500);
+/// Document changes an unversioned edit's echo may take.
+const ECHO_CHANGES: usize = 4;
 
 /// Why an edit of an open document was not made; the text is one sentence for the user.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -28,10 +31,59 @@ pub enum DocumentEditError {
     Conflict,
     #[error("the editor applied the edit but never reported the changed text")]
     NoEcho,
+    #[error(
+        "the document changed while the edit was on its way and this editor does not version edits, so it may \
+         have landed in the wrong place: check the file (undo restores it)"
+    )]
+    Misplaced,
     #[error("the editor refused the edit twice ({first}; then {then}); nothing was forced")]
     Refused { first: String, then: String },
     #[error("the edit could not be recorded: {0}")]
     Record(String),
+}
+
+/// An editor without versioned edits applied `edits` (made on `sent`) to whatever text it had
+/// then. Each text it reports is checked: the edits made where they belong on the text before
+/// it (`sent`, or the user's typing that came first) is the echo; anything else is the user's
+/// typing, and the echo is waited for on top of it. No such echo: the edit may have landed on
+/// other lines, and that is said, never repeated.
+async fn verified_echo(
+    observer: &Arc<Observer>,
+    sent: &str,
+    edits: &[(TextRange, String)],
+    mut after: DocumentSnapshot,
+) -> Result<DocumentSnapshot, DocumentEditError> {
+    let mut before = sent.to_string();
+    for _ in 0..ECHO_CHANGES {
+        let text = after.rope.to_string();
+        let meant = reground(sent, &before, edits).ok().map(|moved| applied(&before, &moved));
+        if meant.as_deref() == Some(text.as_str()) {
+            return Ok(after);
+        }
+        before = text;
+        match observer.changed_from(&after.uri, after.version, REJECT_GRACE).await {
+            Some(next) => after = next,
+            None => break,
+        }
+    }
+    tracing::warn!(
+        "{}: no text reported after an unversioned edit holds it where it was meant to go",
+        after.uri
+    );
+    Err(DocumentEditError::Misplaced)
+}
+
+/// `edits` (sorted, in bytes of `text`) made on `text`.
+fn applied(text: &str, edits: &[(TextRange, String)]) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for (range, insert) in edits {
+        out.push_str(text.get(at.min(range.start)..range.start).unwrap_or_default());
+        out.push_str(insert);
+        at = range.end;
+    }
+    out.push_str(text.get(at.min(text.len())..).unwrap_or_default());
+    out
 }
 
 /// Makes `edits` (in bytes of `base`'s text) in the open document through the editor and
@@ -56,10 +108,14 @@ pub async fn apply_to_document(
         let outcome = editor.apply_edit(DocumentEdit { snapshot: &current, edits: &edits, label }).await;
         match outcome {
             EditOutcome::Applied { echoed: true } => {
-                return observer
+                let after = observer
                     .changed_from(uri, current.version, ECHO_TIMEOUT)
                     .await
-                    .ok_or(DocumentEditError::NoEcho);
+                    .ok_or(DocumentEditError::NoEcho)?;
+                if editor.versions_edits() {
+                    return Ok(after);
+                }
+                return verified_echo(observer, &current_text, &edits, after).await;
             }
             EditOutcome::Applied { echoed: false } => {
                 // recorded as ranged changes, last first so each range still holds: the tree

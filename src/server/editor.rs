@@ -130,6 +130,10 @@ impl Editor for LspEditor {
         }
     }
 
+    fn versions_edits(&self) -> bool {
+        self.support.document_changes
+    }
+
     fn makes_file_operation(&self, operation: &FileOperation) -> bool {
         let supported = self.support.resource_operations;
         self.support.document_changes
