@@ -59,7 +59,7 @@ fn bench_checker_result(c: &mut Criterion) {
                 SourceEntry { origin: Origin::Server, version: Some(1), diagnostics, failure: None },
             );
             let published: Vec<_> = file
-                .published()
+                .published(&[])
                 .iter()
                 .map(|d| convert::diagnostic(&snapshot.uri, &snapshot.rope, d, PositionEncoding::Utf16))
                 .collect();

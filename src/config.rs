@@ -70,7 +70,7 @@ pub struct CheckerSettings {
     pub debounce_ms: u64,
     /// Per-checker settings: overrides of a preset (`[checkers.ruff]`) or a generic checker
     /// of your own (`[checkers.shellcheck]`).
-    #[serde(flatten)]
+    #[serde(flatten, deserialize_with = "checker_config")]
     pub tools: BTreeMap<String, CheckerConfig>,
 }
 
@@ -88,9 +88,25 @@ impl Default for CheckerSettings {
     }
 }
 
+/// Whether Tokamak publishes its own run of a checker (`checkers.<name> = "auto"`, or
+/// `publish = …` in its table).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PublishMode {
+    /// Published unless the editor forwards the same tool's diagnostics (its own server): then
+    /// those are shown, and Tokamak's run is kept for the agent only.
+    #[default]
+    Auto,
+    /// Always published.
+    On,
+    /// Never published (still run for the agent).
+    Off,
+}
+
 /// One checker's settings. For a preset every field is optional and overrides the preset;
 /// a generic checker needs `command`, something to match files (`languages` or `files`),
-/// and `pattern` or `errorformat`.
+/// and `pattern` or `errorformat`. `checkers.<name> = "auto" | "on" | "off"` alone sets
+/// only `publish`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CheckerConfig {
@@ -114,6 +130,52 @@ pub struct CheckerConfig {
     /// How the tool counts columns: `utf-8`, `utf-16` or `utf-32` (characters, the default).
     pub column_encoding: Option<String>,
     pub timeout_ms: Option<u64>,
+    pub publish: Option<PublishMode>,
+}
+
+/// `checkers.<name>`: a publish mode string or a table.
+fn checker_config<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<BTreeMap<String, CheckerConfig>, D::Error> {
+    struct Entries;
+    impl<'de> serde::de::Visitor<'de> for Entries {
+        type Value = BTreeMap<String, CheckerConfig>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("checker tables")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut out = BTreeMap::new();
+            while let Some(name) = map.next_key::<String>()? {
+                let entry: OneChecker = map.next_value()?;
+                out.insert(name, entry.0);
+            }
+            Ok(out)
+        }
+    }
+    deserializer.deserialize_map(Entries)
+}
+
+/// One `checkers.<name>` value.
+struct OneChecker(CheckerConfig);
+
+impl<'de> Deserialize<'de> for OneChecker {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Value;
+        impl<'de> serde::de::Visitor<'de> for Value {
+            type Value = CheckerConfig;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("\"auto\", \"on\", \"off\" or a checker table")
+            }
+            fn visit_str<E: serde::de::Error>(self, mode: &str) -> Result<CheckerConfig, E> {
+                let publish = PublishMode::deserialize(serde::de::value::StrDeserializer::<E>::new(mode))?;
+                Ok(CheckerConfig { publish: Some(publish), ..CheckerConfig::default() })
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<CheckerConfig, A::Error> {
+                CheckerConfig::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+            }
+        }
+        deserializer.deserialize_any(Value).map(OneChecker)
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -429,6 +491,28 @@ mod tests {
         assert!(err.to_string().contains("invalid type"), "{err}");
         let err = Settings::from_json(json!({"sintax": {}})).unwrap_err();
         assert!(err.to_string().contains("unknown field `sintax`"), "{err}");
+    }
+
+    #[test]
+    fn a_checker_is_a_publish_mode_or_a_table() {
+        let dir = tempfile::tempdir().unwrap();
+        let user = crate::trust::UserConfig::default();
+        std::fs::write(
+            dir.path().join(CONFIG_FILE),
+            "[checkers]\nruff = \"off\"\n[checkers.pyright]\npublish = \"on\"\ntimeout_ms = 5\n",
+        )
+        .unwrap();
+        let settings =
+            Settings::load_with(Some(dir.path()), serde_json::Value::Null, &user).unwrap().settings;
+        assert_eq!(settings.checkers.tools["ruff"].publish, Some(PublishMode::Off));
+        assert_eq!(settings.checkers.tools["pyright"].publish, Some(PublishMode::On));
+        assert_eq!(settings.checkers.tools["pyright"].timeout_ms, Some(5));
+        let settings = Settings::from_json(json!({"checkers": {"eslint": "auto"}})).unwrap();
+        assert_eq!(settings.checkers.tools["eslint"].publish, Some(PublishMode::Auto));
+        let err = Settings::from_json(json!({"checkers": {"mypy": "sometimes"}})).unwrap_err();
+        assert!(err.to_string().contains("unknown variant `sometimes`"), "{err}");
+        let err = Settings::from_json(json!({"checkers": {"mypy": {"publsh": "on"}}})).unwrap_err();
+        assert!(err.to_string().contains("unknown field `publsh`"), "{err}");
     }
 
     #[test]

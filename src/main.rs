@@ -485,6 +485,9 @@ async fn run_check(paths: &[PathBuf], format: Format, options: &CheckOptions) ->
     for (path, reason) in &report.skipped {
         eprintln!("{}: not checked: {reason}", path.display());
     }
+    for (path, sentence) in &report.syntax_only {
+        eprintln!("{}: {sentence}", path.display());
+    }
     if report.checked == 0 && !report.skipped.is_empty() {
         eprintln!("tokamak: nothing was checked: every file was skipped");
         return ExitCode::from(USAGE);

@@ -52,7 +52,9 @@ fn deterministic_fixes_need_no_model_and_print_the_diff() {
     assert!(stdout.contains("--- a/calc.ts\n+++ b/calc.ts\n"), "{stdout}");
     assert!(stdout.contains("-const total = add(1, 2;\n+const total = add(1, 2);\n"), "{stdout}");
     assert!(
-        stdout.contains("[clean] calc.ts: fixed 1 problem(s) (1 fix(es) without the model)."),
+        stdout.contains(
+            "[clean] calc.ts: fixed 1 problem(s); checked by syntax (1 fix(es) without the model)."
+        ),
         "{stdout}"
     );
     assert_eq!(std::fs::read_to_string(dir.path().join("calc.ts")).unwrap(), "const total = add(1, 2);\n");
@@ -171,5 +173,41 @@ fn blocks_for_other_files_are_refused_by_path_and_a_link_stays_a_link() {
     assert_eq!(
         std::fs::read_to_string(dir.path().join("real/m.py")).unwrap(),
         "def f(a):\n    return g(a, 2)\n"
+    );
+}
+
+/// With no checker installed for Python, a misspelled name cannot be seen: `tokamak fix` does
+/// not call the file clean, and says what to install; `tokamak check` says it too.
+#[test]
+fn a_file_only_the_syntax_check_saw_is_not_called_clean() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join(".git")).unwrap();
+    std::fs::write(dir.path().join("greet.py"), "def greet(name):\n    return \"hi \" + nme\n").unwrap();
+    let bare = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_tokamak"))
+            .args(args)
+            .current_dir(dir.path())
+            .env_remove("TOKAMAK_TOOLS")
+            .env("PATH", "/usr/bin:/bin")
+            .env("HOME", dir.path())
+            .env("XDG_CONFIG_HOME", dir.path().join("config"))
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("tokamak runs")
+    };
+    let fixed = bare(&["fix", "greet.py"]);
+    let stdout = String::from_utf8_lossy(&fixed.stdout);
+    assert!(
+        stdout.starts_with("[unchecked] greet.py: no syntax errors, but only Tokamak's syntax check ran"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("pip install ruff"), "{stdout}");
+    assert!(!stdout.contains("[clean]"), "{stdout}");
+    assert_eq!(fixed.status.code(), Some(1));
+    let checked = bare(&["check", "greet.py"]);
+    let stderr = String::from_utf8_lossy(&checked.stderr);
+    assert!(
+        stderr.contains("greet.py: only Tokamak's syntax check ran (ruff, pyright, mypy not installed"),
+        "{stderr}"
     );
 }

@@ -243,3 +243,59 @@ fn one_mistake_is_one_diagnostic_and_one_action() {
     assert_eq!(diagnostics[0]["code"], "F821", "{observed}");
     assert_eq!(diagnostics[0]["relatedInformation"].as_array().map(Vec::len), Some(2), "{observed}");
 }
+
+/// An editor with its own pyright server forwards its diagnostics: Tokamak stops publishing
+/// its own pyright run for the file (no double squiggles) and the agent still has both.
+#[test]
+fn a_checker_the_editor_runs_itself_is_not_published_twice() {
+    if !require_tools(&["pyright"]) {
+        return;
+    }
+    let project = copy_fixture("checkers/python");
+    let path = project.path().join("app.py");
+    let mut client = LspClient::for_project(project.path(), only("pyright"));
+    let uri = client.open_file(&path, "python");
+    let published = client.diagnostics_from(&uri, "pyright");
+    assert_eq!(findings(&published["diagnostics"], "pyright").len(), 2, "{published}");
+    // the editor's own pyright (its language server says `Pyright`)
+    let forwarded = json!({"range": range((10, 17), (10, 31)), "severity": 1, "source": "Pyright",
+        "code": "reportUndefinedVariable", "message": "\"undefined_name\" is not defined"});
+    client.notify("tokamak/clientDiagnostics", json!({"uri": uri, "version": 1, "diagnostics": [forwarded]}));
+    let republished = client.wait_for("a publish without Tokamak's pyright", |m| {
+        m["method"] == "textDocument/publishDiagnostics"
+            && m["params"]["uri"] == uri.as_str()
+            && m["params"]["diagnostics"]
+                .as_array()
+                .is_some_and(|d| d.iter().all(|d| d["source"] != "pyright"))
+    });
+    assert_eq!(republished["params"]["diagnostics"], json!([]), "{republished}");
+    // the agent still sees Tokamak's own run and the editor's
+    let observed = client.observer_diagnostics(&uri, true);
+    let codes: Vec<&str> =
+        observed["diagnostics"].as_array().unwrap().iter().filter_map(|d| d["code"].as_str()).collect();
+    assert!(codes.contains(&"reportReturnType"), "{observed}");
+    assert!(codes.contains(&"reportUndefinedVariable"), "{observed}");
+}
+
+/// `checkers.pyright = "on"` keeps publishing whatever the editor forwards.
+#[test]
+fn publish_on_keeps_tokamaks_run_published() {
+    if !require_tools(&["pyright"]) {
+        return;
+    }
+    let project = copy_fixture("checkers/python");
+    let path = project.path().join("app.py");
+    let mut client =
+        LspClient::for_project(project.path(), json!({"checkers": {"enable": ["pyright"], "pyright": "on"}}));
+    let uri = client.open_file(&path, "python");
+    client.diagnostics_from(&uri, "pyright");
+    let forwarded =
+        json!({"range": range((10, 17), (10, 31)), "severity": 1, "source": "Pyright", "message": "x"});
+    client.notify("tokamak/clientDiagnostics", json!({"uri": uri, "version": 1, "diagnostics": [forwarded]}));
+    // a keystroke republishes: pyright's run is still there
+    client.change(&uri, 2, json!([{"range": range((0, 0), (0, 0)), "text": "# one more line\n"}]));
+    let published = client.wait_for("the keystroke's publish", |m| {
+        m["method"] == "textDocument/publishDiagnostics" && m["params"]["version"] == 2
+    });
+    assert_eq!(findings(&published["params"]["diagnostics"], "pyright").len(), 2, "{published}");
+}

@@ -189,7 +189,7 @@ async fn fix_loop(
     let baseline = problems(&now);
     let mut focus = select(&request.scope, &now);
     if focus.is_empty() {
-        return Ok(Stop::new(ExitReason::Clean, "nothing to fix"));
+        return Ok(clean_stop(context, &snapshot, "nothing to fix"));
     }
     let targets = focus.clone();
     lock(tally).targets_before = focus.len();
@@ -222,7 +222,7 @@ async fn fix_loop(
         let comparison = compare(&targets, &baseline, &now);
         lock(tally).targets_after = comparison.remaining.len();
         if comparison.is_clean() {
-            return Ok(Stop::new(ExitReason::Clean, fixed_sentence(context, &snapshot, &targets)));
+            return Ok(clean_stop(context, &snapshot, &fixed_sentence(context, &snapshot, &targets)));
         }
         focus = comparison.next_targets();
     }
@@ -339,7 +339,7 @@ async fn fix_loop(
             );
         }
         if comparison.is_clean() {
-            return Ok(Stop::new(ExitReason::Clean, fixed_sentence(context, &after, &targets)));
+            return Ok(clean_stop(context, &after, &fixed_sentence(context, &after, &targets)));
         }
         let state = comparison.problems();
         // one more try with the feedback is allowed; the third time in the same state is a loop
@@ -370,6 +370,17 @@ async fn fix_loop(
 /// "fixed N problem(s)", saying how many of them no source could re-check on the new text
 /// (an editor's own diagnostic that was not forwarded again): those are gone from what
 /// Tokamak sees, not proven fixed.
+/// The end of a run that left nothing to fix, saying what checked the file: clean when its
+/// checkers ran, unchecked when only the syntax check could.
+fn clean_stop(context: &FixContext, now: &DocumentSnapshot, sentence: &str) -> Stop {
+    let coverage = context.observer.coverage(now);
+    if coverage.syntax_only() {
+        let sentence = if sentence == "nothing to fix" { "no syntax errors" } else { sentence };
+        return Stop::new(ExitReason::Unchecked, format!("{sentence}, but {}", coverage.install_hint()));
+    }
+    Stop::new(ExitReason::Clean, format!("{sentence}; checked by {}", coverage.checked_by()))
+}
+
 fn fixed_sentence(context: &FixContext, now: &DocumentSnapshot, targets: &[Diagnostic]) -> String {
     let unverified =
         targets.iter().filter(|t| !context.observer.could_see(&now.uri, now.version, &t.source)).count();

@@ -1,11 +1,12 @@
 //! The fix prompt (SPEC F2): the error summary, the code around the errors (the enclosing
-//! function or class, else nearby lines — never the whole repository), an outline of the
+//! function or class, else nearby lines — never the whole repository; the import block too
+//! for a name or an import that is wrong), an outline of the
 //! file, and what earlier attempts did and why they failed.
 
 use std::fmt::Write as _;
 
 use crate::model::Message;
-use crate::observer::{Diagnostic, error_summary};
+use crate::observer::{Diagnostic, about_names, error_summary};
 use crate::syntax::{SymbolKind, document_symbols, enclosing_symbol, outline};
 use crate::workspace::DocumentSnapshot;
 
@@ -95,6 +96,22 @@ fn symbols_of(snapshot: &DocumentSnapshot) -> Vec<crate::syntax::Symbol> {
         .unwrap_or_default()
 }
 
+/// The lines from the file's first top-level import to its last (`import`, `from … import`,
+/// an ES `import`).
+fn import_block(snapshot: &DocumentSnapshot) -> Option<(usize, usize)> {
+    let tree = snapshot.tree.as_ref()?;
+    let root = tree.root_node();
+    let mut cursor = root.walk();
+    let imports: Vec<(usize, usize)> = root
+        .children(&mut cursor)
+        .filter(|n| {
+            matches!(n.kind(), "import_statement" | "import_from_statement" | "future_import_statement")
+        })
+        .map(|n| (n.start_position().row, n.end_position().row))
+        .collect();
+    Some((imports.first()?.0, imports.last()?.1))
+}
+
 fn context_of(
     snapshot: &DocumentSnapshot,
     symbols: &[crate::syntax::Symbol],
@@ -116,6 +133,13 @@ fn context_of(
             .filter(|(start, end)| end.saturating_sub(*start) < MAX_SCOPE_LINES && *start <= first);
         let span = scope.unwrap_or((first.saturating_sub(WINDOW), (last + WINDOW).min(lines - 1)));
         spans.push((span.0.min(first), span.1.max(last).min(lines - 1)));
+    }
+    // a name that is undefined or unused, or an import that does not resolve, is fixed in the
+    // imports as often as where it is reported: they are shown too, however far above
+    if targets.iter().any(about_names)
+        && let Some(imports) = import_block(snapshot)
+    {
+        spans.push(imports);
     }
     spans.sort_unstable();
     let mut merged: Vec<(usize, usize)> = Vec::new();
@@ -200,6 +224,34 @@ mod tests {
         assert!(user.contains("Attempt 1: your SEARCH block 1 matched nothing"));
         assert!(!user.contains("return x + "), "no other body is sent");
         assert!(user.len() < text.len(), "{} vs {}", user.len(), text.len());
+    }
+
+    #[test]
+    fn a_name_error_far_below_the_imports_shows_them() {
+        let mut text =
+            String::from("\"\"\"Doc.\"\"\"\nimport os\nfrom collections import (\n    OrderedDict,\n)\n\n");
+        for i in 0..60 {
+            let _ = write!(text, "def helper_{i}(x):\n    return x + {i}\n\n");
+        }
+        text.push_str("def late():\n    return defaultdict(list)\n");
+        let snapshot = snapshot(&text);
+        let offset = text.find("defaultdict").unwrap();
+        let undefined = Diagnostic::new(
+            TextRange::new(offset, offset + 11),
+            Severity::Error,
+            "ruff",
+            Some("F821".into()),
+            "Undefined name `defaultdict`".to_string(),
+        );
+        let context = focused_context(&snapshot, std::slice::from_ref(&undefined), 3000);
+        assert!(
+            context.starts_with("…\nimport os\nfrom collections import (\n    OrderedDict,\n)\n…\n"),
+            "{context}"
+        );
+        assert!(context.ends_with("def late():\n    return defaultdict(list)\n"), "{context}");
+        // another kind of error does not bring them
+        let other = Diagnostic { code: Some("E501".into()), message: "Line too long".into(), ..undefined };
+        assert!(!focused_context(&snapshot, &[other], 3000).contains("import os"));
     }
 
     #[test]

@@ -10,6 +10,9 @@ use url::Url;
 pub enum ExitReason {
     /// The targeted diagnostics are gone and nothing new appeared.
     Clean,
+    /// No syntax errors are left, but only the syntax check could run (the file's checkers
+    /// are not installed): the file is not known to be clean.
+    Unchecked,
     /// `fix.max_attempts` model attempts were made.
     MaxAttempts,
     /// After a fix the same errors were back: another attempt would burn tokens in a loop.
@@ -41,6 +44,7 @@ impl ExitReason {
     pub fn as_str(self) -> &'static str {
         match self {
             ExitReason::Clean => "clean",
+            ExitReason::Unchecked => "unchecked",
             ExitReason::MaxAttempts => "max_attempts",
             ExitReason::RepeatedError => "repeated_error",
             ExitReason::TokenLimit => "token_limit",

@@ -91,6 +91,9 @@ pub struct Report {
     pub messages: Vec<String>,
     /// Files that were read and checked.
     pub checked: usize,
+    /// `(path, sentence)` for files only the syntax check could check (their checkers are
+    /// not installed): no findings there does not mean clean.
+    pub syntax_only: Vec<(PathBuf, String)>,
 }
 
 impl Report {
@@ -168,6 +171,10 @@ pub async fn check(paths: &[PathBuf], options: &CheckOptions) -> anyhow::Result<
             report.skipped.push((path.clone(), format!("{source} did not finish in time")));
         }
         report.findings.extend(settled.diagnostics.iter().map(|d| Finding::new(&path, &snapshot, d)));
+        let coverage = observer.coverage(&snapshot);
+        if coverage.syntax_only() {
+            report.syntax_only.push((path.clone(), coverage.install_hint()));
+        }
         observer.close(&uri).await;
     }
     // messages are sent from their own tasks: let them land

@@ -25,9 +25,11 @@ use tokio::task::JoinHandle;
 use url::Url;
 
 pub use diagnostic::{CheckerFix, Diagnostic, Related, Severity};
+pub use problems::about_names;
 pub use store::{FileDiagnostics, Origin, SourceEntry};
 pub use summary::{CHARS_PER_TOKEN, error_summary};
 
+use crate::config::PublishMode;
 use crate::editor::{Editor, MessageLevel};
 use crate::sync::lock;
 use crate::syntax::diagnose;
@@ -54,6 +56,54 @@ pub enum Trigger {
     Save,
     /// Asked for: `settled`, `tokamak check`, `tokamak.diagnostics`.
     Demand,
+}
+
+/// What checks a document besides Tokamak's syntax check ([`Observer::coverage`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Coverage {
+    /// Checkers that run on it.
+    pub checkers: Vec<String>,
+    /// Checkers that apply to it but whose programs are not installed.
+    pub not_found: Vec<String>,
+    /// The editor forwards its own servers' diagnostics for it.
+    pub forwarded: bool,
+}
+
+impl Coverage {
+    /// Only the syntax check ran although checkers for the file exist: a file without syntax
+    /// errors is not known to be clean.
+    pub fn syntax_only(&self) -> bool {
+        self.checkers.is_empty() && !self.forwarded && !self.not_found.is_empty()
+    }
+
+    /// What checked the file, for a summary: "syntax, ruff and pyright".
+    pub fn checked_by(&self) -> String {
+        let mut names = vec!["syntax".to_string()];
+        names.extend(self.checkers.iter().cloned());
+        if self.forwarded {
+            names.push("the editor's servers".to_string());
+        }
+        match names.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+            _ => names.join(""),
+        }
+    }
+
+    /// The sentence for a file checked by syntax only: what to install.
+    pub fn install_hint(&self) -> String {
+        let example = match self.not_found.first().map(String::as_str) {
+            Some(name @ ("ruff" | "pyright" | "mypy" | "basedpyright")) => format!("`pip install {name}`"),
+            Some("tsc") => "`npm install --save-dev typescript`".to_string(),
+            Some("eslint") => "`npm install --save-dev eslint`".to_string(),
+            Some(name) => format!("installing {name}"),
+            None => String::new(),
+        };
+        format!(
+            "only Tokamak's syntax check ran ({} not installed; install one, for example {example}, to check names, \
+             imports and types)",
+            self.not_found.join(", ")
+        )
+    }
 }
 
 /// What [`Observer::settled`] found.
@@ -89,6 +139,8 @@ struct State {
     programs: HashMap<(String, PathBuf), Option<PathBuf>>,
     /// Problems already told to the user, so each is told once.
     told: HashSet<String>,
+    /// The sources the editor has forwarded diagnostics from (lowercase): its own servers.
+    forwarded: HashSet<String>,
 }
 
 pub struct Observer {
@@ -226,14 +278,16 @@ impl Observer {
 
     /// Records what the editor reports (`key` is [`CLIENT_SOURCE`] or
     /// [`CODE_ACTION_SOURCE`]); never published. A report for an older version than the
-    /// document's is dropped: its ranges belong to text that is gone.
+    /// document's is dropped: its ranges belong to text that is gone. `true` when it names a
+    /// source the editor had not forwarded before (what is published may change: see
+    /// [`Observer::republish`]).
     pub fn observe_editor(
         &self,
         snapshot: &DocumentSnapshot,
         key: &str,
         version: Option<i32>,
         diagnostics: Vec<Diagnostic>,
-    ) {
+    ) -> bool {
         if let (Some(reported), Some(current)) = (version, snapshot.version)
             && reported < current
         {
@@ -241,16 +295,26 @@ impl Observer {
                 "dropped {key} diagnostics for version {reported} of {}: it is at {current}",
                 snapshot.uri
             );
-            return;
+            return false;
         }
+        let sources: HashSet<String> = diagnostics
+            .iter()
+            .map(|d| d.source.to_ascii_lowercase())
+            .filter(|s| s != SOURCE && s != "editor")
+            .collect();
         let entry = SourceEntry {
             origin: Origin::Editor,
             version: version.or(snapshot.version),
             diagnostics,
             failure: None,
         };
-        lock(&self.state).files.entry(snapshot.uri.clone()).or_default().set(key, entry);
+        let mut state = lock(&self.state);
+        let new_sources = sources.iter().any(|s| !state.forwarded.contains(s));
+        state.forwarded.extend(sources);
+        state.files.entry(snapshot.uri.clone()).or_default().set(key, entry);
+        drop(state);
         self.changed.notify_waiters();
+        new_sources
     }
 
     /// Everything known about a document now, from every source.
@@ -481,9 +545,56 @@ impl Observer {
     }
 
     async fn publish(&self, snapshot: &DocumentSnapshot) {
+        let hidden = self.hidden(snapshot);
         let diagnostics =
-            lock(&self.state).files.get(&snapshot.uri).map(FileDiagnostics::published).unwrap_or_default();
+            lock(&self.state).files.get(&snapshot.uri).map(|f| f.published(&hidden)).unwrap_or_default();
         self.editor.publish_diagnostics(snapshot, diagnostics).await;
+    }
+
+    /// The checkers whose own runs are not published for a document: `publish = "off"`, and
+    /// with `"auto"` those the editor has its own server for (it forwarded their
+    /// diagnostics). Their results still reach the agent.
+    fn hidden(&self, snapshot: &DocumentSnapshot) -> Vec<String> {
+        let Some(path) = snapshot.path() else { return Vec::new() };
+        let state = lock(&self.state);
+        self.checkers
+            .for_document(snapshot.language, &path)
+            .into_iter()
+            .filter(|c| match c.publish {
+                PublishMode::On => false,
+                PublishMode::Off => true,
+                PublishMode::Auto => c.editor_sources().iter().any(|s| state.forwarded.contains(*s)),
+            })
+            .map(|c| c.name)
+            .collect()
+    }
+
+    /// Publishes a document again (after what is hidden changed).
+    pub async fn republish(&self, uri: &Url) {
+        let _publishing = self.publishing.lock().await;
+        if let Some(snapshot) = self.snapshot(uri) {
+            self.publish(&snapshot).await;
+        }
+    }
+
+    /// What checks a document: the checkers whose programs are there, the ones that apply but
+    /// are not installed, and whether the editor forwards its own servers' diagnostics.
+    pub fn coverage(&self, snapshot: &DocumentSnapshot) -> Coverage {
+        let found: Vec<String> =
+            self.available_checkers(snapshot).into_iter().map(|(c, ..)| c.name).collect();
+        let not_found = match snapshot.path() {
+            Some(path) if self.root_for(&path).is_dir() => self
+                .checkers
+                .for_document(snapshot.language, &path)
+                .into_iter()
+                .map(|c| c.name)
+                .filter(|name| !found.contains(name))
+                .collect(),
+            _ => Vec::new(),
+        };
+        let forwarded =
+            lock(&self.state).files.get(&snapshot.uri).is_some_and(|f| f.get(CLIENT_SOURCE).is_some());
+        Coverage { checkers: found, not_found, forwarded }
     }
 
     /// The checkers for a document whose programs are there, looked up once each.

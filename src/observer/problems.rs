@@ -108,6 +108,12 @@ pub fn one_per_problem(mut diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
     out
 }
 
+/// Whether fixing `d` is likely to touch the file's imports: an undefined or unused name, an
+/// import that does not resolve.
+pub fn about_names(d: &Diagnostic) -> bool {
+    matches!(kind(d), Some(Kind::Undefined(_) | Kind::Unused(_) | Kind::UnresolvedImport(_)))
+}
+
 fn overlap(a: &Diagnostic, b: &Diagnostic) -> bool {
     a.range.start <= b.range.end && b.range.start <= a.range.end
 }

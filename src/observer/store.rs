@@ -79,9 +79,24 @@ impl FileDiagnostics {
         }
     }
 
-    /// What Tokamak publishes: its own sources, de-duplicated, in document order.
-    pub fn published(&self) -> Vec<Diagnostic> {
-        merged(self.sources.values().filter(|e| e.origin == Origin::Server))
+    /// What Tokamak publishes: its own sources but `hidden` (checkers whose diagnostics the
+    /// editor shows from its own server), each problem once, in document order.
+    pub fn published(&self, hidden: &[String]) -> Vec<Diagnostic> {
+        merged(
+            self.sources
+                .iter()
+                .filter(|(key, e)| e.origin == Origin::Server && !hidden.contains(key))
+                .map(|(_, e)| e),
+        )
+    }
+
+    /// The sources the editor forwarded diagnostics from (lowercase).
+    pub fn forwarded_sources(&self) -> Vec<String> {
+        self.sources
+            .values()
+            .filter(|e| e.origin == Origin::Editor)
+            .flat_map(|e| e.diagnostics.iter().map(|d| d.source.to_ascii_lowercase()))
+            .collect()
     }
 
     /// Everything known, from every source, each problem once (what several sources say of
@@ -179,7 +194,7 @@ mod tests {
         // replace bytes 5..8 with 6 bytes: later offsets move by 3, one inside moves to its edge
         file.shift(&[edit(5, 8, 11)]);
         let ranges: Vec<(usize, usize)> =
-            file.published().iter().map(|d| (d.range.start, d.range.end)).collect();
+            file.published(&[]).iter().map(|d| (d.range.start, d.range.end)).collect();
         assert_eq!(ranges, vec![(0, 3), (4, 12), (13, 17)]);
         assert!(file.reported("ruff", Some(1)), "the version stays what it was computed on");
     }
@@ -193,7 +208,7 @@ mod tests {
             entry(Origin::Server, vec![diagnostic(0, 3, "same", "mypy"), diagnostic(5, 6, "other", "mypy")]),
         );
         file.set("client", entry(Origin::Editor, vec![diagnostic(7, 8, "editor", "Pylance")]));
-        assert_eq!(file.published().len(), 2);
+        assert_eq!(file.published(&[]).len(), 2);
         let all: Vec<String> = file.all().iter().map(|d| d.message.clone()).collect();
         assert_eq!(all, ["same", "other", "editor"]);
     }
@@ -203,6 +218,6 @@ mod tests {
         let mut file = FileDiagnostics::default();
         file.set("ruff", entry(Origin::Server, vec![diagnostic(0, 3, "x", "ruff")]));
         file.shift(&[AppliedChange::Full]);
-        assert!(file.published().is_empty());
+        assert!(file.published(&[]).is_empty());
     }
 }

@@ -34,5 +34,8 @@ pub async fn client_diagnostics(backend: &Backend, params: ClientDiagnosticsPara
         .iter()
         .map(|d| convert::diagnostic_from_lsp(&snapshot.rope, d, encoding))
         .collect();
-    observer.observe_editor(&snapshot, CLIENT_SOURCE, params.version, diagnostics);
+    if observer.observe_editor(&snapshot, CLIENT_SOURCE, params.version, diagnostics) {
+        // the editor has a server of its own for a checker Tokamak runs: stop showing both
+        observer.republish(&snapshot.uri).await;
+    }
 }

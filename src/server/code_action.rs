@@ -46,7 +46,12 @@ pub async fn code_action(backend: &Backend, params: CodeActionParams) -> Result<
         .iter()
         .map(|d| convert::diagnostic_from_lsp(&snapshot.rope, d, encoding))
         .collect();
-    observer.observe_editor(&snapshot, CODE_ACTION_SOURCE, snapshot.version, seen);
+    if observer.observe_editor(&snapshot, CODE_ACTION_SOURCE, snapshot.version, seen) {
+        let observer = std::sync::Arc::clone(observer);
+        let uri = snapshot.uri.clone();
+        // not in the menu's way
+        tokio::spawn(async move { observer.republish(&uri).await });
+    }
 
     let wants = |kind: &CodeActionKind| match &params.context.only {
         None => true,

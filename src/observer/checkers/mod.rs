@@ -14,7 +14,7 @@ use regex::Regex;
 
 pub use runner::{RunError, RunInput, run};
 
-use crate::config::{CheckerConfig, CheckerSettings, ConfigError};
+use crate::config::{CheckerConfig, CheckerSettings, ConfigError, PublishMode};
 use crate::text::{Language, PositionEncoding};
 
 /// How a checker gets the buffer's text.
@@ -60,11 +60,24 @@ pub struct Checker {
     /// The tool runs in the nearest folder (from the file up to the root) holding one of
     /// these, as it would when run by hand in that project; else in the root.
     pub project_markers: &'static [&'static str],
+    /// Whether Tokamak's own run is published (see [`Checker::editor_sources`]).
+    pub publish: PublishMode,
 }
 
 impl Checker {
     pub fn applies_to(&self, language: Language, path: &Path) -> bool {
         self.languages.contains(&language) || self.files.as_ref().is_some_and(|files| files.is_match(path))
+    }
+
+    /// The `source` an editor's own server for the same tool puts on its diagnostics
+    /// (lowercase): pyright's language server says `Pyright` (or `basedpyright`, Pylance),
+    /// typescript-language-server `typescript`.
+    pub fn editor_sources(&self) -> Vec<&str> {
+        match self.name.as_str() {
+            "pyright" | "basedpyright" => vec!["pyright", "basedpyright", "pylance"],
+            "tsc" => vec!["typescript", "ts", "tsc"],
+            other => vec![other],
+        }
     }
 }
 
@@ -89,6 +102,7 @@ fn presets(timeout: Duration) -> Vec<Checker> {
         timeout,
         explicit: false,
         project_markers: markers(name),
+        publish: PublishMode::Auto,
     };
     vec![
         preset(
@@ -257,6 +271,9 @@ fn apply_overrides(checker: &mut Checker, config: &CheckerConfig) -> Result<(), 
     if let Some(timeout) = config.timeout_ms {
         checker.timeout = Duration::from_millis(timeout.max(1));
     }
+    if let Some(publish) = config.publish {
+        checker.publish = publish;
+    }
     if config.pattern.is_some() || config.errorformat.is_some() || config.stdin.is_some() {
         return Err(invalid(format!(
             "checkers.{}: a preset's output format and input are fixed; define a checker of another name for a custom one",
@@ -311,6 +328,7 @@ fn generic(name: &str, config: &CheckerConfig, timeout: Duration) -> Result<Chec
         timeout: config.timeout_ms.map_or(timeout, |t| Duration::from_millis(t.max(1))),
         explicit: true,
         project_markers: &[],
+        publish: config.publish.unwrap_or_default(),
     })
 }
 
