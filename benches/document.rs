@@ -5,7 +5,7 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use tokamak::observer::syntax_diagnostics;
+use tokamak::observer::{keystroke_syntax, syntax_diagnostics};
 use tokamak::text::{LineCol, PositionEncoding, TextChange};
 use tokamak::workspace::Workspace;
 use url::Url;
@@ -72,9 +72,27 @@ fn bench_keystroke(c: &mut Criterion, name: &str, text: &str, column: u32, chara
                 TextChange { range: Some((at, LineCol::new(line, column + 1))), text: String::new() }
             };
             let (snapshot, _) = workspace.change(&uri, version, &[change], PositionEncoding::Utf16).unwrap();
-            black_box(syntax_diagnostics(&snapshot))
+            black_box(keystroke_syntax(&snapshot))
         })
     });
+}
+
+/// Placing a syntax error (the repair's re-parses), which a large document gets in the
+/// background after the keystroke, and a small one on it.
+fn bench_placement(c: &mut Criterion) {
+    let uri = Url::parse("file:///bench/big.py").unwrap();
+    for (label, text) in
+        [("10k-line", ten_thousand_lines()), ("60 KB", of_size(60 * 1024)), ("16 KB", of_size(16 * 1024))]
+    {
+        // the colon of a `def` in the middle removed
+        let at = text[text.len() / 2..].find("-> str:").map(|i| text.len() / 2 + i + 6).unwrap();
+        let broken = format!("{}{}", &text[..at], &text[at + 1..]);
+        let mut workspace = Workspace::default();
+        let snapshot = workspace.open(uri.clone(), "python", 1, &broken);
+        c.bench_function(&format!("placing a removed colon's syntax error in a {label} python file"), |b| {
+            b.iter(|| black_box(syntax_diagnostics(&snapshot)))
+        });
+    }
 }
 
 /// The same keystroke (inside an identifier) with tree-sitter alone: the part of a keystroke
@@ -186,6 +204,6 @@ fn bench_keystrokes(c: &mut Criterion) {
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(30);
-    targets = bench_open, bench_keystrokes
+    targets = bench_open, bench_keystrokes, bench_placement
 }
 criterion_main!(benches);

@@ -299,3 +299,42 @@ fn publish_on_keeps_tokamaks_run_published() {
     });
     assert_eq!(findings(&published["params"]["diagnostics"], "pyright").len(), 2, "{published}");
 }
+
+/// tsc and eslint report a broken bracket too: one diagnostic, Tokamak's, naming them.
+#[test]
+fn one_mistake_in_typescript_and_javascript_is_one_diagnostic() {
+    if !require_tools(&["tsc", "eslint"]) {
+        return;
+    }
+    let project = copy_fixture("checkers/typescript");
+    let options = json!({"checkers": {"enable": ["tsc", "eslint"]}});
+    let mut client = LspClient::for_project(project.path(), options);
+    let main = project.path().join("src/main.ts");
+    std::fs::write(&main, "import { double } from \"./util\";\n\nexport const label: number = double(21;\n")
+        .unwrap();
+    let uri = client.open_file(&main, "typescript");
+    let observed = client.observer_diagnostics(&uri, true);
+    let diagnostics = observed["diagnostics"].as_array().unwrap();
+    assert_eq!(diagnostics.len(), 1, "{observed}");
+    assert_eq!(diagnostics[0]["source"], "tokamak", "{observed}");
+    let related = diagnostics[0]["relatedInformation"].as_array().expect("tsc's report is related");
+    assert!(
+        related.iter().any(|r| r["message"].as_str().unwrap().starts_with("tsc (TS1005)")),
+        "{related:?}"
+    );
+
+    let legacy = project.path().join("src/legacy.js");
+    let text = std::fs::read_to_string(&legacy).unwrap();
+    let broken = text.replacen(')', "", 1);
+    std::fs::write(&legacy, &broken).unwrap();
+    let uri = client.open_file(&legacy, "javascript");
+    let observed = client.observer_diagnostics(&uri, true);
+    let diagnostics = observed["diagnostics"].as_array().unwrap();
+    assert_eq!(diagnostics.len(), 1, "{observed}");
+    assert_eq!(diagnostics[0]["source"], "tokamak", "{observed}");
+    let related = diagnostics[0]["relatedInformation"].as_array().expect("eslint's report is related");
+    assert!(
+        related.iter().any(|r| r["message"].as_str().unwrap().starts_with("eslint: Parsing error")),
+        "{related:?}"
+    );
+}

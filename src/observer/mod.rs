@@ -832,20 +832,35 @@ fn forget_runs(state: &mut State, uri: &Url) {
 
 /// Documents up to this size get their syntax errors placed on the keystroke; a larger
 /// document with errors gets them from [`Observer::schedule_repair`] (SPEC §5: a keystroke's
-/// publish stays well under 5 ms on a 10 000-line file).
-const INLINE_REPAIR_BYTES: usize = 64 * 1024;
+/// publish stays well under 5 ms). Placing costs about 3 ms at 16 KiB, 9 ms at 60 KB and
+/// 35 ms in a 10 000-line file (`benches/document.rs`).
+const INLINE_REPAIR_BYTES: usize = 16 * 1024;
 
 /// Sets the document's syntax entry when that is quick; `true` when it must be placed in the
 /// background (a large document with syntax errors), the entry left as it was meanwhile.
 fn set_syntax(file: &mut FileDiagnostics, snapshot: &DocumentSnapshot) -> bool {
-    let quick = match &snapshot.tree {
-        Some(tree) if snapshot.rope.len_bytes() > INLINE_REPAIR_BYTES => !tree.root_node().has_error(),
-        _ => true,
-    };
-    if quick {
-        file.set(SOURCE, syntax_entry(snapshot));
+    match keystroke_syntax(snapshot) {
+        Some(diagnostics) => {
+            file.set(
+                SOURCE,
+                SourceEntry { origin: Origin::Server, version: snapshot.version, diagnostics, failure: None },
+            );
+            false
+        }
+        None => true,
     }
-    !quick
+}
+
+/// What a change computes for a document's syntax before its publish: the diagnostics, or
+/// `None` when they are placed in the background (a document over 16 KiB with errors).
+pub fn keystroke_syntax(snapshot: &DocumentSnapshot) -> Option<Vec<Diagnostic>> {
+    if let Some(tree) = &snapshot.tree
+        && snapshot.rope.len_bytes() > INLINE_REPAIR_BYTES
+        && tree.root_node().has_error()
+    {
+        return None;
+    }
+    Some(syntax_diagnostics(snapshot))
 }
 
 fn syntax_entry(snapshot: &DocumentSnapshot) -> SourceEntry {
