@@ -97,19 +97,28 @@ fn symbols_of(snapshot: &DocumentSnapshot) -> Vec<crate::syntax::Symbol> {
 }
 
 /// The lines from the file's first top-level import to its last (`import`, `from … import`,
-/// an ES `import`).
+/// an ES `import`); without imports, the top of the file up to its first statement, where
+/// one would go.
 fn import_block(snapshot: &DocumentSnapshot) -> Option<(usize, usize)> {
     let tree = snapshot.tree.as_ref()?;
     let root = tree.root_node();
     let mut cursor = root.walk();
-    let imports: Vec<(usize, usize)> = root
-        .children(&mut cursor)
+    let statements: Vec<tree_sitter::Node<'_>> =
+        root.children(&mut cursor).filter(|n| !n.is_extra()).collect();
+    let imports: Vec<(usize, usize)> = statements
+        .iter()
         .filter(|n| {
             matches!(n.kind(), "import_statement" | "import_from_statement" | "future_import_statement")
         })
         .map(|n| (n.start_position().row, n.end_position().row))
         .collect();
-    Some((imports.first()?.0, imports.last()?.1))
+    match (imports.first(), imports.last()) {
+        (Some(first), Some(last)) => Some((first.0, last.1)),
+        _ => {
+            let first = statements.first()?;
+            Some((0, first.start_position().row.min(WINDOW)))
+        }
+    }
 }
 
 fn context_of(
@@ -249,6 +258,15 @@ mod tests {
             "{context}"
         );
         assert!(context.ends_with("def late():\n    return defaultdict(list)\n"), "{context}");
+        // a file without imports shows its top, where one would go
+        let bare = super::tests::snapshot(
+            "\n\ndef f():\n    return 1\n\n\ndef g():\n    return defaultdict(list)\n",
+        );
+        let text = bare.rope.to_string();
+        let offset = text.find("defaultdict").unwrap();
+        let target = Diagnostic { range: TextRange::new(offset, offset + 11), ..undefined.clone() };
+        let context = focused_context(&bare, &[target], 3000);
+        assert!(context.starts_with("\n\ndef f():\n…\ndef g():\n"), "{context}");
         // another kind of error does not bring them
         let other = Diagnostic { code: Some("E501".into()), message: "Line too long".into(), ..undefined };
         assert!(!focused_context(&snapshot, &[other], 3000).contains("import os"));
