@@ -257,10 +257,22 @@ fn a_checker_the_editor_runs_itself_is_not_published_twice() {
     let uri = client.open_file(&path, "python");
     let published = client.diagnostics_from(&uri, "pyright");
     assert_eq!(findings(&published["diagnostics"], "pyright").len(), 2, "{published}");
+    // (a code-action request carrying Tokamak's own pyright diagnostics is not the editor's
+    // server: it changes nothing)
+    let response = client.request(
+        "textDocument/codeAction",
+        json!({"textDocument": {"uri": uri}, "range": range((10, 0), (10, 0)), "context": {"diagnostics": published["diagnostics"]}}),
+    );
+    assert!(response.get("result").is_some(), "{response}");
+    client.change(&uri, 2, json!([{"range": range((0, 0), (0, 0)), "text": "# one more line\n"}]));
+    let still = client.wait_for("the keystroke's publish", |m| {
+        m["method"] == "textDocument/publishDiagnostics" && m["params"]["version"] == 2
+    });
+    assert_eq!(findings(&still["params"]["diagnostics"], "pyright").len(), 2, "{still}");
     // the editor's own pyright (its language server says `Pyright`)
-    let forwarded = json!({"range": range((10, 17), (10, 31)), "severity": 1, "source": "Pyright",
+    let forwarded = json!({"range": range((11, 17), (11, 31)), "severity": 1, "source": "Pyright",
         "code": "reportUndefinedVariable", "message": "\"undefined_name\" is not defined"});
-    client.notify("tokamak/clientDiagnostics", json!({"uri": uri, "version": 1, "diagnostics": [forwarded]}));
+    client.notify("tokamak/clientDiagnostics", json!({"uri": uri, "version": 2, "diagnostics": [forwarded]}));
     let republished = client.wait_for("a publish without Tokamak's pyright", |m| {
         m["method"] == "textDocument/publishDiagnostics"
             && m["params"]["uri"] == uri.as_str()

@@ -33,6 +33,8 @@ const WINDOW: usize = 12;
 /// The most recent notes of earlier attempts shown, and the longest shown whole.
 const MAX_HISTORY: usize = 4;
 const MAX_NOTE_CHARS: usize = 1_500;
+/// The import block shown at most.
+const MAX_IMPORT_LINES: usize = 40;
 /// An enclosing scope longer than this many lines is shown as a window instead.
 const MAX_SCOPE_LINES: usize = 150;
 
@@ -105,15 +107,20 @@ fn import_block(snapshot: &DocumentSnapshot) -> Option<(usize, usize)> {
     let mut cursor = root.walk();
     let statements: Vec<tree_sitter::Node<'_>> =
         root.children(&mut cursor).filter(|n| !n.is_extra()).collect();
+    let is_import = |n: &tree_sitter::Node<'_>| {
+        matches!(n.kind(), "import_statement" | "import_from_statement" | "future_import_statement")
+    };
+    // the leading run of imports (after a docstring), not one far below the others
     let imports: Vec<(usize, usize)> = statements
         .iter()
-        .filter(|n| {
-            matches!(n.kind(), "import_statement" | "import_from_statement" | "future_import_statement")
+        .skip_while(|n| {
+            !is_import(n) && n.kind() == "expression_statement" && n.start_position().row < WINDOW
         })
+        .take_while(|n| is_import(n))
         .map(|n| (n.start_position().row, n.end_position().row))
         .collect();
     match (imports.first(), imports.last()) {
-        (Some(first), Some(last)) => Some((first.0, last.1)),
+        (Some(first), Some(last)) => Some((first.0, last.1.min(first.0 + MAX_IMPORT_LINES))),
         _ => {
             let first = statements.first()?;
             Some((0, first.start_position().row.min(WINDOW)))
@@ -267,6 +274,14 @@ mod tests {
         let target = Diagnostic { range: TextRange::new(offset, offset + 11), ..undefined.clone() };
         let context = focused_context(&bare, &[target], 3000);
         assert!(context.starts_with("\n\ndef f():\n…\ndef g():\n"), "{context}");
+        // an import far below the leading ones is not the block
+        let late =
+            super::tests::snapshot(&format!("import os\n\n{}\nfrom .local import *\n", "x = 1\n".repeat(80)));
+        let text = late.rope.to_string();
+        let offset = text.find("x = 1").unwrap() + 40 * 6;
+        let target = Diagnostic { range: TextRange::new(offset, offset + 1), ..undefined.clone() };
+        let context = focused_context(&late, &[target], 3000);
+        assert!(context.starts_with("import os\n…\n") && !context.contains("from .local"), "{context}");
         // another kind of error does not bring them
         let other = Diagnostic { code: Some("E501".into()), message: "Line too long".into(), ..undefined };
         assert!(!focused_context(&snapshot, &[other], 3000).contains("import os"));

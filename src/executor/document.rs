@@ -54,10 +54,20 @@ async fn verified_echo(
     mut after: DocumentSnapshot,
 ) -> Result<DocumentSnapshot, DocumentEditError> {
     let mut before = sent.to_string();
+    // the edit made on what was sent, and where its inserted text is there
+    let (made, inserted) = made_on(sent, edits);
     for _ in 0..ECHO_CHANGES {
         let text = after.rope.to_string();
         let meant = reground(sent, &before, edits).ok().map(|moved| applied(&before, &moved));
         if meant.as_deref() == Some(text.as_str()) {
+            return Ok(after);
+        }
+        // the echo and more typing, seen at once: the inserted text is there, in place, the
+        // user's changes away from its lines
+        let held = reground(&made, &text, &inserted).is_ok_and(|moved| {
+            moved.iter().all(|(range, insert)| text.get(range.start..range.end) == Some(insert.as_str()))
+        });
+        if held && before == sent {
             return Ok(after);
         }
         before = text;
@@ -71,6 +81,19 @@ async fn verified_echo(
         after.uri
     );
     Err(DocumentEditError::Misplaced)
+}
+
+/// `edits` made on `text`, and each inserted text's range in the result.
+fn made_on(text: &str, edits: &[(TextRange, String)]) -> (String, Vec<(TextRange, String)>) {
+    let made = applied(text, edits);
+    let mut inserted = Vec::with_capacity(edits.len());
+    let mut shift: isize = 0;
+    for (range, insert) in edits {
+        let start = range.start.saturating_add_signed(shift);
+        inserted.push((TextRange::new(start, start + insert.len()), insert.clone()));
+        shift += insert.len() as isize - range.len() as isize;
+    }
+    (made, inserted)
 }
 
 /// `edits` (sorted, in bytes of `text`) made on `text`.
@@ -148,5 +171,22 @@ pub async fn apply_to_document(
                 rejected = Some(reason);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn edits_made_on_a_text_and_where_their_text_lands() {
+        let edits = vec![(TextRange::new(0, 1), "xyz".to_string()), (TextRange::new(4, 7), String::new())];
+        let (made, inserted) = made_on("a\nb\ncd\ne\n", &edits);
+        assert_eq!(made, "xyz\nb\ne\n");
+        assert_eq!(
+            inserted,
+            vec![(TextRange::new(0, 3), "xyz".to_string()), (TextRange::new(6, 6), String::new())]
+        );
+        assert_eq!(applied("abc", &[]), "abc");
     }
 }

@@ -251,7 +251,8 @@ impl Observer {
                 state.files.insert(uri.clone(), FileDiagnostics::default());
             }
             let file = state.files.entry(uri.clone()).or_default();
-            set_syntax(file, &snapshot)
+            // a large document being parsed keeps its syntax until the parse is done
+            !snapshot.syntax_pending && set_syntax(file, &snapshot)
         };
         self.after_change(&snapshot).await;
         drop(publishing);
@@ -297,8 +298,17 @@ impl Observer {
             );
             return false;
         }
+        let mut state = lock(&self.state);
+        // the editor's own servers: sources of what it reports that are not Tokamak's
+        // publish coming back (a code-action context holds Tokamak's diagnostics too)
+        let ours: Vec<(String, String)> = state
+            .files
+            .get(&snapshot.uri)
+            .map(|f| f.published(&[]).into_iter().map(|d| (d.source, d.message)).collect())
+            .unwrap_or_default();
         let sources: HashSet<String> = diagnostics
             .iter()
+            .filter(|d| !ours.iter().any(|(source, message)| *source == d.source && *message == d.message))
             .map(|d| d.source.to_ascii_lowercase())
             .filter(|s| s != SOURCE && s != "editor")
             .collect();
@@ -308,7 +318,6 @@ impl Observer {
             diagnostics,
             failure: None,
         };
-        let mut state = lock(&self.state);
         let new_sources = sources.iter().any(|s| !state.forwarded.contains(s));
         state.forwarded.extend(sources);
         state.files.entry(snapshot.uri.clone()).or_default().set(key, entry);
@@ -513,10 +522,12 @@ impl Observer {
         let snapshot = snapshot.clone();
         tokio::spawn(async move {
             let (uri, version) = (snapshot.uri.clone(), snapshot.version);
+            // the same version can hold other text (a save that resynchronised, a reopen)
+            let text = snapshot.rope.clone();
             let still_current = |observer: &Observer| {
                 lock(&observer.workspace)
                     .snapshot(&uri)
-                    .is_some_and(|s| s.version == version && s.tree.is_some())
+                    .is_some_and(|s| s.version == version && s.tree.is_some() && s.rope == text)
             };
             // typing goes on: only the version it pauses at is worth the re-parses
             tokio::time::sleep(PARSE_PAUSE).await;

@@ -39,7 +39,6 @@ pub fn one_per_problem(mut diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
             &b.message,
         ))
     });
-    diagnostics.dedup_by(|later, earlier| later.range == earlier.range && later.message == earlier.message);
 
     let kinds: Vec<Option<Kind>> = diagnostics.iter().map(kind).collect();
     // where each diagnostic goes: itself, or the index of the one that stands for it
@@ -55,6 +54,16 @@ pub fn one_per_problem(mut diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
         anchors.iter().copied().min_by_key(|&a| diagnostics[a].range.start.abs_diff(start))
     };
     for i in 0..diagnostics.len() {
+        // the same words at the same place from two sources (the editor's ruff and
+        // Tokamak's): one problem, whatever its kind, the more precise kept
+        if let Some(j) = (0..i).find(|&j| {
+            into[j] == j
+                && diagnostics[j].range == diagnostics[i].range
+                && diagnostics[j].message == diagnostics[i].message
+        }) {
+            into[i] = j;
+            continue;
+        }
         let Some(k) = &kinds[i] else { continue };
         if *k == Kind::Syntax {
             if !anchors.contains(&i) {
@@ -80,6 +89,17 @@ pub fn one_per_problem(mut diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
         }
     }
 
+    // a member of a member belongs to the same group
+    for i in 0..into.len() {
+        let mut root = into[i];
+        for _ in 0..into.len() {
+            if into[root] == root {
+                break;
+            }
+            root = into[root];
+        }
+        into[i] = root;
+    }
     // each group's most precise member stands for it, the others become its related ones
     let mut groups: Vec<Vec<usize>> = vec![Vec::new(); diagnostics.len()];
     for (i, &j) in into.iter().enumerate() {
@@ -317,6 +337,17 @@ mod tests {
                 (30, "ruff".to_string(), vec!["pyright".into(), "mypy".into()]),
             ]
         );
+        assert!(out[0].fix.is_some());
+    }
+
+    #[test]
+    fn the_same_words_from_the_editor_keep_tokamaks_fix() {
+        let mut ours = d(7, 9, "ruff", Some("F401"), "`os` imported but unused");
+        ours.fix = Some(CheckerFix { description: "Remove unused import".into(), edits: vec![], safe: true });
+        // the editor's Ruff extension, forwarded: same words, same place
+        let theirs = d(7, 9, "Ruff", Some("F401"), "`os` imported but unused");
+        let out = one_per_problem(vec![theirs, ours]);
+        assert_eq!(summary(&out), vec![(7, "ruff".to_string(), vec!["Ruff".into()])]);
         assert!(out[0].fix.is_some());
     }
 

@@ -612,6 +612,10 @@ fn best_repair(
                     break;
                 }
                 let local = candidate.repair.shifted(shift);
+                // a removal running past the window's lines is judged on the document only
+                if local.at + local.removed > window.prefix + window.len {
+                    continue;
+                }
                 let mut edited = window_tree.clone();
                 edited.edit(&local.input_edit(&window.text));
                 let Some(new_tree) = parser.parse(local.apply(&window.text), Some(&edited)) else { continue };
