@@ -125,7 +125,7 @@ fn tokens(language: Language, region: &str) -> Vec<&'static str> {
         _ => vec![";", ","],
     };
     let (open, stray) = balance(region, language);
-    for c in open {
+    for (c, _) in open {
         out.push(match c {
             '(' => ")",
             '[' => "]",
@@ -144,13 +144,14 @@ fn tokens(language: Language, region: &str) -> Vec<&'static str> {
     out
 }
 
-/// The openers `text` leaves open and the closers in it that close nothing.
-fn balance(text: &str, language: Language) -> (Vec<char>, Vec<char>) {
-    let mut open: Vec<char> = Vec::new();
+/// The openers `text` leaves open (with their offsets) and the closers in it that close
+/// nothing.
+fn balance(text: &str, language: Language) -> (Vec<(char, usize)>, Vec<char>) {
+    let mut open: Vec<(char, usize)> = Vec::new();
     let mut stray: Vec<char> = Vec::new();
     let mut quote: Option<char> = None;
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
+    let mut chars = text.char_indices().peekable();
+    while let Some((offset, c)) = chars.next() {
         if let Some(q) = quote {
             if c == '\\' {
                 chars.next();
@@ -163,32 +164,32 @@ fn balance(text: &str, language: Language) -> (Vec<char>, Vec<char>) {
             '"' | '\'' => quote = Some(c),
             '`' if language != Language::Python => quote = Some(c),
             '#' if language == Language::Python => {
-                for c in chars.by_ref() {
+                for (_, c) in chars.by_ref() {
                     if c == '\n' {
                         break;
                     }
                 }
             }
-            '/' if language != Language::Python && chars.peek() == Some(&'/') => {
-                for c in chars.by_ref() {
+            '/' if language != Language::Python && chars.peek().map(|(_, c)| *c) == Some('/') => {
+                for (_, c) in chars.by_ref() {
                     if c == '\n' {
                         break;
                     }
                 }
             }
-            '(' | '[' | '{' => open.push(c),
+            '(' | '[' | '{' => open.push((c, offset)),
             ')' | ']' | '}' => {
                 let opener = match c {
                     ')' => '(',
                     ']' => '[',
                     _ => '{',
                 };
-                if open.last() == Some(&opener) {
+                if open.last().map(|(o, _)| *o) == Some(opener) {
                     open.pop();
-                } else if let Some(at) = open.iter().rposition(|&o| o == opener) {
+                } else if let Some(at) = open.iter().rposition(|(o, _)| *o == opener) {
                     // closes an outer one: the ones after it were never closed
-                    let unclosed: Vec<char> = open.drain(at..).skip(1).collect();
-                    stray.extend(unclosed.iter().map(|&o| match o {
+                    let unclosed: Vec<(char, usize)> = open.drain(at..).skip(1).collect();
+                    stray.extend(unclosed.iter().map(|(o, _)| match o {
                         '(' => ')',
                         '[' => ']',
                         _ => '}',
@@ -466,6 +467,37 @@ fn repaired(tree: &Tree, rope: &Rope, language: Language) -> Option<Vec<SyntaxPr
 /// line), bytes away (a closer: bytes to the end of its line).
 type Rank = (bool, bool, bool, usize, u8, usize);
 
+/// The `}` the innermost block left open before `to` (the first problem's line) misses (its
+/// `{` ending its line): at the end of its last line indented deeper, before the first line
+/// as shallow as the opener's that is not its closer — or at the start of that line when it
+/// begins with what followed the `}` (`)`, `;`, `,`).
+fn block_closer_at_dedent(text: &str, starts: &[usize], to: usize) -> Option<Repair> {
+    let (open, _) = balance(&text[..to], Language::TypeScript);
+    let opener_line = open
+        .iter()
+        .rev()
+        .filter(|(c, _)| *c == '{')
+        .map(|(_, at)| line_of(starts, *at))
+        .find(|&l| line_text(text, starts, l).trim_end().ends_with('{'))?;
+    let own = indent(line_text(text, starts, opener_line))?;
+    let mut body_end = None;
+    for l in opener_line + 1..starts.len() {
+        let code = line_text(text, starts, l);
+        match indent(code) {
+            None => {}
+            Some(i) if i > own => body_end = Some(l),
+            Some(_) if code.trim_start().starts_with('}') => return None,
+            // what is left of `});`, `};` or `},` once its `}` is gone: the `}` goes before it
+            Some(i) if code.trim_start().starts_with([')', ';', ',']) => {
+                return Some(Repair { at: starts[l] + i, removed: 0, inserted: "}", token: String::new() });
+            }
+            Some(_) => break,
+        }
+    }
+    let at = end_of_code(text, starts, body_end?)?;
+    Some(Repair { at, removed: 0, inserted: "}", token: String::new() })
+}
+
 /// Whether `opener` at the end of line `line` would open a block whose closer is already
 /// there: a line below at the same indentation that starts with the matching closer, every
 /// line between indented deeper.
@@ -631,6 +663,14 @@ fn best_repair(
         }
         None => candidates.into_iter().take(SHORTLIST * 4).collect(),
     };
+    // a block left open closes where its indentation ends (often past the window)
+    let mut shortlist = shortlist;
+    if language != Language::Python
+        && let Some(closer) = block_closer_at_dedent(text, &starts, starts[line])
+    {
+        let line = line_of(&starts, closer.at);
+        shortlist.insert(0, Candidate { repair: closer, line_end: true, line, weak: false, paired: true });
+    }
 
     // the shortlist judged on the whole document (an incremental parse each)
     let (_, count) = first_and_count(tree.root_node());
@@ -776,15 +816,16 @@ mod tests {
             15,
             "unexpected \")\"",
         ),
-        // FIXME: a person closes the `if` before `return 2;` (its indentation says so); the
-        // closer is placed at the end, where tsc places it too
+        // the `if` closes before `return 2;`, as its indentation says (tsc: at the end)
         (
             Language::TypeScript,
             "function f(x: number) {\n  if (x) {\n    return 1;\n\n  return 2;\n}\n",
-            6,
-            1,
+            3,
+            13,
             "expected \"}\"",
         ),
+        // what is left of `});` says where its `}` was
+        (Language::TypeScript, "run(() => {\n  go();\n);\n", 3, 1, "expected \"}\""),
         // TSX: a JSX expression's brace, a call's parenthesis, a function's brace
         (Language::Tsx, "function App() {\n  return <div>{x</div>;\n}\n", 2, 16, "expected \"}\""),
         (
