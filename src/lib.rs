@@ -6,6 +6,7 @@
 pub mod agent;
 pub mod cli;
 pub mod config;
+pub mod context;
 pub mod edit;
 pub mod editor;
 pub mod executor;

@@ -146,6 +146,17 @@ enum Command {
 
 #[derive(Subcommand)]
 enum BenchWhat {
+    /// The workspace index on a real tree: built cold, one file updated, symbol searches and
+    /// the callers and importers of each best hit, with the times and the memory it took.
+    Context {
+        /// The tree to index (e.g. /usr/lib/python3.11).
+        root: PathBuf,
+        /// Symbol searches to time.
+        #[arg(long = "query", default_values_t = ["urlopen".to_string(), "parse_args".to_string(), "HTTPConnection".to_string()])]
+        queries: Vec<String>,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
     /// How precisely syntax errors are placed: real code with one token removed (a block's
     /// `:`, a bracket, a brace), Tokamak's first syntax error against the line the token was
     /// removed from, beside ruff's (Python) and tsc's (TypeScript) on the same files.
@@ -257,6 +268,24 @@ fn main() -> ExitCode {
             let model = model_overlay(model_url, model, provider, max_reply_tokens);
             let options = BenchOptions { filter, max_attempts, model };
             runtime.block_on(run_bench_fix(&dir, format, &options))
+        }
+        Command::Bench { what: BenchWhat::Context { root, queries, format } } => {
+            tokamak::logging::init_cli();
+            match tokamak::cli::bench_context::bench_context(&root, &queries) {
+                Ok(bench) => {
+                    match format {
+                        Format::Text => print!("{}", tokamak::cli::bench_context::table(&bench)),
+                        Format::Json => {
+                            println!("{}", serde_json::to_string_pretty(&bench).unwrap_or_default())
+                        }
+                    }
+                    ExitCode::SUCCESS
+                }
+                Err(err) => {
+                    eprintln!("tokamak: {err:#}");
+                    ExitCode::from(USAGE)
+                }
+            }
         }
         Command::Bench { what: BenchWhat::Syntax { python, typescript, files, ruff, tsc, format } } => {
             tokamak::logging::init_cli();

@@ -1,6 +1,7 @@
 //! The command line's front-ends over the same engine the language server uses.
 
 pub mod bench;
+pub mod bench_context;
 pub mod bench_syntax;
 pub mod check;
 pub mod fix;
