@@ -26,6 +26,20 @@ enum Command {
     /// Serve the Language Server Protocol on stdin/stdout (the default when stdin is not a
     /// terminal).
     Lsp,
+    /// Rank the workspace's files for a question, in English or Korean, with no model: the
+    /// files that matter first, the symbols in them and why they rank.
+    Context {
+        /// The question ("where is login handled?", "로그인 기능 어디 있어?").
+        query: String,
+        /// The workspace (default: the nearest folder up from here with .git or tokamak.toml).
+        #[arg(long)]
+        root: Option<PathBuf>,
+        /// Files shown at most.
+        #[arg(long, default_value_t = 10)]
+        limit: usize,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
     /// Print the Observer's diagnostics for files and folders, like a linter; exit status 1
     /// when any error is found.
     Check {
@@ -154,6 +168,10 @@ enum BenchWhat {
         /// Symbol searches to time.
         #[arg(long = "query", default_values_t = ["urlopen".to_string(), "parse_args".to_string(), "HTTPConnection".to_string()])]
         queries: Vec<String>,
+        /// A question set (`question TAB expected,files` lines, e.g.
+        /// fixtures/context/cpython-queries.tsv): top-1/top-5 hit rates beside a plain BM25.
+        #[arg(long)]
+        questions: Option<PathBuf>,
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
@@ -269,9 +287,17 @@ fn main() -> ExitCode {
             let options = BenchOptions { filter, max_attempts, model };
             runtime.block_on(run_bench_fix(&dir, format, &options))
         }
-        Command::Bench { what: BenchWhat::Context { root, queries, format } } => {
+        Command::Bench { what: BenchWhat::Context { root, queries, questions, format } } => {
             tokamak::logging::init_cli();
-            match tokamak::cli::bench_context::bench_context(&root, &queries) {
+            let questions =
+                match questions.as_deref().map(tokamak::cli::bench_context::read_questions).transpose() {
+                    Ok(questions) => questions,
+                    Err(err) => {
+                        eprintln!("tokamak: {err:#}");
+                        return ExitCode::from(USAGE);
+                    }
+                };
+            match tokamak::cli::bench_context::bench_context(&root, &queries, questions.as_deref()) {
                 Ok(bench) => {
                     match format {
                         Format::Text => print!("{}", tokamak::cli::bench_context::table(&bench)),
@@ -352,6 +378,42 @@ fn main() -> ExitCode {
                     ExitCode::from(USAGE)
                 }
             }
+        }
+        Command::Context { query, root, limit, format } => {
+            tokamak::logging::init_cli();
+            let root = root.unwrap_or_else(|| tokamak::config::find_root(Path::new(".")));
+            let index = tokamak::context::Index::build(&root);
+            let ranked = tokamak::context::rank(&index, &query, None, limit);
+            match format {
+                Format::Json => {
+                    let shown: Vec<serde_json::Value> = ranked
+                        .iter()
+                        .map(|r| {
+                            serde_json::json!({
+                                "path": r.path.strip_prefix(&root).unwrap_or(&r.path),
+                                "score": r.score,
+                                "symbols": r.symbols,
+                                "reasons": r.reasons,
+                            })
+                        })
+                        .collect();
+                    println!("{}", serde_json::to_string_pretty(&shown).unwrap_or_default());
+                }
+                Format::Text => {
+                    for r in &ranked {
+                        let path = r.path.strip_prefix(&root).unwrap_or(&r.path);
+                        println!("{:6.1}  {}", r.score, path.display());
+                        for s in &r.symbols {
+                            println!("        {} {} (line {})", s.kind, s.name, s.line);
+                        }
+                        println!("        because it {}", r.reasons.join("; "));
+                    }
+                    if ranked.is_empty() {
+                        eprintln!("tokamak: nothing in {} matches {query:?}", root.display());
+                    }
+                }
+            }
+            ExitCode::SUCCESS
         }
         Command::Check { paths, format, checkers } => {
             tokamak::logging::init_cli();

@@ -6,11 +6,22 @@ use std::process::Command;
 fn bench_context_indexes_a_project_and_answers_its_queries() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("app")).unwrap();
-    std::fs::write(dir.path().join("app/auth.py"), "def login(user):\n    return check(user)\n\n\ndef check(user):\n    return True\n").unwrap();
-    std::fs::write(dir.path().join("app/views.py"), "from app.auth import login\n\n\ndef view(request):\n    return login(request.user)\n").unwrap();
+    std::fs::write(
+        dir.path().join("app/auth.py"),
+        "def login(user):\n    return check(user)\n\n\ndef check(user):\n    return True\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("app/views.py"),
+        "from app.auth import login\n\n\ndef view(request):\n    return login(request.user)\n",
+    )
+    .unwrap();
     std::fs::write(dir.path().join("app/blob.py"), b"\x00binary").unwrap();
+    let questions = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(questions.path(), "# question TAB files\n로그인 어디?\tapp/auth.py\nwhere is the view\tapp/views.py\n").unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_tokamak"))
-        .args(["bench", "context", "--query", "login", "--format", "json"])
+        .args(["bench", "context", "--query", "login", "--format", "json", "--questions"])
+        .arg(questions.path())
         .arg(dir.path())
         .output()
         .expect("tokamak runs");
@@ -26,4 +37,36 @@ fn bench_context_indexes_a_project_and_answers_its_queries() {
     assert_eq!(queries[1][2], 1, "the view calls it");
     assert_eq!(queries[2][0], "importers of app.auth");
     assert_eq!(queries[2][2], 1);
+    assert_eq!(bench["questions"]["questions"], 2, "{bench}");
+    assert_eq!(bench["questions"]["top1"], 100.0, "{bench}");
+    // the plain BM25 has no Korean: the first question reaches nothing
+    assert_eq!(bench["questions"]["bm25_top5"], 50.0, "{bench}");
+}
+
+#[test]
+fn context_ranks_files_for_a_korean_question() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join(".git")).unwrap();
+    std::fs::create_dir_all(dir.path().join("src/auth")).unwrap();
+    std::fs::write(
+        dir.path().join("src/auth/login.py"),
+        "def login(name, password):\n    return name and password\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("src/report.py"), "def monthly_report(rows):\n    return sum(rows)\n")
+        .unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_tokamak"))
+        .args(["context", "로그인 기능 어디 있어?", "--format", "json"])
+        .current_dir(dir.path())
+        .output()
+        .expect("tokamak runs");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let ranked: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    assert_eq!(ranked[0]["path"], "src/auth/login.py", "{ranked}");
+    assert_eq!(ranked[0]["symbols"][0], serde_json::json!({"name": "login", "kind": "function", "line": 1}));
+    let reasons: Vec<&str> =
+        ranked[0]["reasons"].as_array().unwrap().iter().filter_map(|r| r.as_str()).collect();
+    assert!(reasons.contains(&"defines function login"), "{reasons:?}");
+    assert!(reasons.iter().any(|r| r.starts_with("has login") && r.ends_with("in its path")), "{reasons:?}");
+    assert_eq!(ranked.as_array().map(Vec::len), Some(1), "the report does not match: {ranked}");
 }

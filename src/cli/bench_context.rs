@@ -22,11 +22,81 @@ pub struct ContextBench {
     pub update_ms: f64,
     /// `(query, milliseconds, results)` for each query.
     pub queries: Vec<(String, f64, usize)>,
+    /// The question set's hit rates, when one was given.
+    pub questions: Option<QuestionScores>,
+}
+
+/// Top-1 and top-5 hit rates over a question set, Tokamak's ranking beside a plain BM25.
+#[derive(Debug, Clone, Serialize)]
+pub struct QuestionScores {
+    pub questions: usize,
+    pub top1: f64,
+    pub top5: f64,
+    pub bm25_top1: f64,
+    pub bm25_top5: f64,
+    /// The slowest question's ranking, in milliseconds.
+    pub slowest_ms: f64,
+    /// Questions whose expected files were not in Tokamak's top 5: `(question, its top 3)`.
+    pub misses: Vec<(String, Vec<String>)>,
+}
+
+/// Reads a question set: `question TAB file,file` lines; `#` starts a comment.
+pub fn read_questions(path: &Path) -> anyhow::Result<Vec<(String, Vec<String>)>> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        if line.trim().is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let Some((question, files)) = line.split_once('\t') else {
+            anyhow::bail!("{}:{}: a question, a tab, then the files that answer it", path.display(), n + 1);
+        };
+        out.push((question.trim().to_string(), files.split(',').map(|f| f.trim().to_string()).collect()));
+    }
+    Ok(out)
+}
+
+fn score_questions(index: &Index, root: &Path, questions: &[(String, Vec<String>)]) -> QuestionScores {
+    let rel = |p: &Path| p.strip_prefix(root).unwrap_or(p).to_string_lossy().into_owned();
+    let (mut top1, mut top5, mut bm1, mut bm5) = (0usize, 0usize, 0usize, 0usize);
+    let mut slowest_ms: f64 = 0.0;
+    let mut misses = Vec::new();
+    for (question, expected) in questions {
+        let started = Instant::now();
+        let ranked: Vec<String> =
+            crate::context::rank(index, question, None, 5).iter().map(|r| rel(&r.path)).collect();
+        slowest_ms = slowest_ms.max(ms(started));
+        let plain: Vec<String> =
+            crate::context::plain_bm25(index, question, 5).iter().map(|r| rel(&r.path)).collect();
+        let hit = |list: &[String], n: usize| list.iter().take(n).any(|p| expected.contains(p));
+        top1 += usize::from(hit(&ranked, 1));
+        top5 += usize::from(hit(&ranked, 5));
+        bm1 += usize::from(hit(&plain, 1));
+        bm5 += usize::from(hit(&plain, 5));
+        if !hit(&ranked, 5) {
+            misses.push((question.clone(), ranked.into_iter().take(3).collect()));
+        }
+    }
+    let rate = |n: usize| 100.0 * n as f64 / questions.len().max(1) as f64;
+    QuestionScores {
+        questions: questions.len(),
+        top1: rate(top1),
+        top5: rate(top5),
+        bm25_top1: rate(bm1),
+        bm25_top5: rate(bm5),
+        slowest_ms,
+        misses,
+    }
 }
 
 /// Builds the index of `root` and times `queries` (symbol searches) and, for the best hit of
 /// the first, its callers and its file's importers.
-pub fn bench_context(root: &Path, queries: &[String]) -> anyhow::Result<ContextBench> {
+pub fn bench_context(
+    root: &Path,
+    queries: &[String],
+    questions: Option<&[(String, Vec<String>)]>,
+) -> anyhow::Result<ContextBench> {
     let before = resident_mb();
     let started = Instant::now();
     let mut index = Index::build(root);
@@ -60,7 +130,9 @@ pub fn bench_context(root: &Path, queries: &[String]) -> anyhow::Result<ContextB
             timed.push((format!("importers of {module}"), ms(started), importers.len()));
         }
     }
+    let questions = questions.map(|q| score_questions(&index, root, q));
     Ok(ContextBench {
+        questions,
         root: root.to_path_buf(),
         files: index.len(),
         skipped: index.skipped.len(),
@@ -85,6 +157,15 @@ pub fn table(bench: &ContextBench) -> String {
     );
     for (what, elapsed, results) in &bench.queries {
         out.push_str(&format!("{what}: {elapsed:.2} ms, {results} result(s)\n"));
+    }
+    if let Some(q) = &bench.questions {
+        out.push_str(&format!(
+            "{} questions: Tokamak top-1 {:.0}%, top-5 {:.0}% (slowest {:.1} ms); plain BM25 top-1 {:.0}%, top-5 {:.0}%\n",
+            q.questions, q.top1, q.top5, q.slowest_ms, q.bm25_top1, q.bm25_top5
+        ));
+        for (question, top) in &q.misses {
+            out.push_str(&format!("  missed {question:?}: {}\n", top.join(", ")));
+        }
     }
     out
 }

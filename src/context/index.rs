@@ -22,6 +22,26 @@ pub const MAX_CALLER_DEPTH: usize = 5;
 struct Entry {
     hash: [u8; 32],
     facts: FileFacts,
+    /// Each identifier word of the text (lowercase) and how often it occurs.
+    words: std::collections::HashMap<String, u32>,
+    /// All the words counted.
+    length: u32,
+}
+
+impl Entry {
+    fn new(text: &str, hash: [u8; 32], facts: FileFacts) -> Entry {
+        let mut words: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
+        let mut length = 0u32;
+        for token in text.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|t| !t.is_empty()) {
+            for word in split_words(token) {
+                if word.len() > 1 {
+                    *words.entry(word).or_default() += 1;
+                    length += 1;
+                }
+            }
+        }
+        Entry { hash, facts, words, length }
+    }
 }
 
 /// Why a file is not in the index.
@@ -135,7 +155,7 @@ impl Index {
             return false;
         }
         let Some(facts) = facts(Language::from_path(path), text) else { return false };
-        self.files.insert(path.to_path_buf(), Entry { hash, facts });
+        self.files.insert(path.to_path_buf(), Entry::new(text, hash, facts));
         self.skipped.retain(|s| s.path != path);
         true
     }
@@ -224,6 +244,13 @@ impl Index {
             }
         }
         out
+    }
+
+    /// Each file with its definitions, its word counts and its word total (for ranking).
+    pub(super) fn files(
+        &self,
+    ) -> impl Iterator<Item = (&Path, &[Definition], &std::collections::HashMap<String, u32>, u32)> {
+        self.files.iter().map(|(p, e)| (p.as_path(), e.facts.definitions.as_slice(), &e.words, e.length))
     }
 
     fn all_definitions(&self) -> impl Iterator<Item = Found<'_>> {
@@ -317,7 +344,7 @@ fn read_entry(path: &Path) -> Result<Entry, String> {
     let text = String::from_utf8(bytes).map_err(|_| "not UTF-8".to_string())?;
     let hash: [u8; 32] = Sha256::digest(text.as_bytes()).into();
     let facts = facts(Language::from_path(path), &text).ok_or_else(|| "not parsed".to_string())?;
-    Ok(Entry { hash, facts })
+    Ok(Entry::new(&text, hash, facts))
 }
 
 /// How well `name` matches `query` (lowercase); `None`: not at all.
