@@ -18,7 +18,11 @@ fn bench_context_indexes_a_project_and_answers_its_queries() {
     .unwrap();
     std::fs::write(dir.path().join("app/blob.py"), b"\x00binary").unwrap();
     let questions = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(questions.path(), "# question TAB files\n로그인 어디?\tapp/auth.py\nwhere is the view\tapp/views.py\n").unwrap();
+    std::fs::write(
+        questions.path(),
+        "# question TAB files\n로그인 어디?\tapp/auth.py\nwhere is the view\tapp/views.py\n",
+    )
+    .unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_tokamak"))
         .args(["bench", "context", "--query", "login", "--format", "json", "--questions"])
         .arg(questions.path())
