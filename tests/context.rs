@@ -1,5 +1,7 @@
 //! The workspace index from the command line: `tokamak bench context` on a small project.
 
+mod support;
+
 use std::process::Command;
 
 #[test]
@@ -73,4 +75,57 @@ fn context_ranks_files_for_a_korean_question() {
     assert!(reasons.contains(&"defines function login"), "{reasons:?}");
     assert!(reasons.iter().any(|r| r.starts_with("has login") && r.ends_with("in its path")), "{reasons:?}");
     assert_eq!(ranked.as_array().map(Vec::len), Some(1), "the report does not match: {ranked}");
+}
+
+/// `tokamak.context` over stdio: ranked files with reasons, the open buffer's unsaved text
+/// counted, the document the user is in ranked up.
+#[test]
+fn the_context_command_ranks_with_the_buffers_text() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("src/auth")).unwrap();
+    std::fs::write(
+        dir.path().join("src/auth/login.py"),
+        "def login(name, password):\n    return name and password\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("src/report.py"), "def monthly_report(rows):\n    return sum(rows)\n")
+        .unwrap();
+    let mut client = support::LspClient::for_project(dir.path(), serde_json::json!({}));
+    let ask = |client: &mut support::LspClient, arguments: serde_json::Value| {
+        let response = client.request(
+            "workspace/executeCommand",
+            serde_json::json!({"command": "tokamak.context", "arguments": [arguments]}),
+        );
+        assert!(response.get("error").is_none(), "{response}");
+        response["result"].clone()
+    };
+    let ranked = ask(&mut client, serde_json::json!({"query": "로그인 기능 어디 있어?"}));
+    assert_eq!(ranked[0]["path"], "src/auth/login.py", "{ranked}");
+    assert!(
+        ranked[0]["reasons"].as_array().unwrap().iter().any(|r| r == "defines function login"),
+        "{ranked}"
+    );
+
+    // an unsaved edit in the open report: it now defines the login export
+    let report = dir.path().join("src/report.py");
+    let uri = client.open_file(&report, "python");
+    client.change(
+        &uri,
+        2,
+        serde_json::json!([{"text": "def export_login_report(rows):\n    return sum(rows)\n"}]),
+    );
+    let ranked = ask(&mut client, serde_json::json!({"query": "login report", "uri": uri}));
+    assert_eq!(ranked[0]["path"], "src/report.py", "{ranked}");
+    assert!(
+        ranked[0]["reasons"].as_array().unwrap().iter().any(|r| r == "is open in the editor"),
+        "{ranked}"
+    );
+    assert!(ranked[0]["symbols"][0]["name"] == "export_login_report", "{ranked}");
+
+    // a question without words is refused with a sentence
+    let response = client.request(
+        "workspace/executeCommand",
+        serde_json::json!({"command": "tokamak.context", "arguments": [{"query": "  "}]}),
+    );
+    assert!(response["error"]["message"].as_str().unwrap().contains("needs a query"), "{response}");
 }

@@ -14,6 +14,8 @@ use crate::text::Language;
 
 /// Files larger than this are skipped and counted (generated bundles, data).
 pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
+/// Files indexed at most (a workspace opened at a home folder stays bounded).
+pub const MAX_FILES: usize = 50_000;
 /// Callers are followed this many levels at most.
 pub const MAX_CALLER_DEPTH: usize = 5;
 
@@ -88,6 +90,13 @@ impl Index {
             let path = entry.path();
             if !entry.file_type().is_some_and(|t| t.is_file()) || !indexed_language(path) {
                 continue;
+            }
+            if paths.len() == MAX_FILES {
+                skipped.push(Skipped {
+                    path: root.to_path_buf(),
+                    reason: format!("more than {MAX_FILES} files: the rest are not indexed"),
+                });
+                break;
             }
             match entry.metadata() {
                 Ok(meta) if meta.len() > MAX_FILE_BYTES => skipped.push(Skipped {

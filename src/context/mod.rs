@@ -3,7 +3,7 @@
 //! built from them with its queries (`index.rs`: definitions, symbol search, callers,
 //! importers), files ranked for a question in English or Korean with their reasons
 //! (`rank.rs`, `terms.rs`: BM25 over identifier words, definitions, paths, the open file).
-//! Not yet wired into the agent or the server.
+//! The server answers `tokamak.context` with it; the agent does not use it yet.
 
 mod extract;
 mod index;

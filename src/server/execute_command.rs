@@ -23,6 +23,7 @@ pub const COMMANDS: &[&str] = &[
     "tokamak.status",
     "tokamak.diagnostics",
     "tokamak.checkModel",
+    "tokamak.context",
     "tokamak.checkpoints",
     "tokamak.rollback",
 ];
@@ -106,6 +107,7 @@ fn deferred_work(
         "tokamak.diagnostics" => diagnostics(backend, argument(arguments)?).map(|f| Box::pin(f) as _),
         "tokamak.checkModel" => Ok(Box::pin(check_model(backend, argument(arguments)?))),
         "tokamak.plan" => super::tasks::plan(backend, goal("tokamak.plan", arguments)?),
+        "tokamak.context" => super::context::context(backend, argument(arguments)?),
         other => Err(Error::invalid_params(format!("unknown command {other:?}"))),
     }
 }

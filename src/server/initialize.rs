@@ -154,6 +154,7 @@ pub async fn initialized(backend: &Backend) {
     if backend.client_configuration.get() == Some(&true) {
         super::configuration::read_client_configuration(backend);
     }
+    super::context::start_index(backend);
     tracing::info!("tokamak {} ready", env!("CARGO_PKG_VERSION"));
 }
 

@@ -13,6 +13,7 @@ mod checkpoints;
 mod client_diagnostics;
 mod code_action;
 mod configuration;
+mod context;
 pub mod convert;
 mod document_symbol;
 mod editor;
@@ -80,6 +81,8 @@ pub struct Backend {
     /// What the agent's actions work with (none without a workspace folder).
     executor: OnceLock<Option<Arc<crate::executor::ExecutorContext>>>,
     log_queue: Mutex<Option<LogMessageQueue>>,
+    /// The workspace index (`tokamak.context`), built in the background after `initialized`.
+    index: context::SharedIndex,
 }
 
 /// The model settings the agent resolves a [`crate::model::ModelConfig`] from.
@@ -112,6 +115,7 @@ impl Backend {
             history: OnceLock::new(),
             executor: OnceLock::new(),
             log_queue: Mutex::new(log_queue),
+            index: context::SharedIndex::default(),
         }
     }
 
