@@ -129,3 +129,25 @@ fn the_context_command_ranks_with_the_buffers_text() {
     );
     assert!(response["error"]["message"].as_str().unwrap().contains("needs a query"), "{response}");
 }
+
+/// The index is built after `initialized`, shown as work-done progress to an editor that
+/// offers it.
+#[test]
+fn the_index_build_is_shown_as_progress() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.py"), "def a():\n    pass\n").unwrap();
+    std::fs::write(dir.path().join("b.ts"), "export const b = 1;\n").unwrap();
+    let mut client = support::LspClient::editor_for_project(dir.path(), serde_json::json!({}));
+    let end = client.wait_for("the end of the index's progress", |m| {
+        m["method"] == "$/progress"
+            && m["params"]["token"] == "tokamak-index"
+            && m["params"]["value"]["kind"] == "end"
+    });
+    assert_eq!(end["params"]["value"]["message"], "2 files indexed (0 skipped)", "{end}");
+    let begun = client.seen(|m| {
+        m["method"] == "$/progress"
+            && m["params"]["token"] == "tokamak-index"
+            && m["params"]["value"]["kind"] == "begin"
+    });
+    assert_eq!(begun[0]["params"]["value"]["title"], "Tokamak: indexing", "{begun:?}");
+}

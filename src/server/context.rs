@@ -1,7 +1,8 @@
 //! `tokamak.context {query, uri?, limit?}`: the workspace's files ranked for a question
 //! (`context::rank`), the open documents' unsaved text included and `uri` counted as the file
-//! the user is in. The index is built once, in the background, after `initialized`; a query
-//! that comes first waits for it (the command runs off the message queue).
+//! the user is in. The index is built once, in the background, after `initialized` (with
+//! work-done progress); a query that comes first waits for it (the command runs off the
+//! message queue).
 
 use std::sync::{Arc, Mutex};
 
@@ -12,6 +13,7 @@ use url::Url;
 
 use super::Backend;
 use crate::context::{Index, rank};
+use crate::editor::{Editor, Progress};
 use crate::sync::lock;
 
 /// The session's index, built at most once.
@@ -28,12 +30,25 @@ pub struct ContextArgs {
     pub limit: Option<usize>,
 }
 
-/// Starts building the index of the workspace root in the background.
+/// The work-done progress token of the index's build.
+const PROGRESS_TOKEN: &str = "tokamak-index";
+
+/// Starts building the index of the workspace root in the background, shown as work-done
+/// progress ("Tokamak: indexing", then how many files).
 pub fn start_index(backend: &Backend) {
     let Some(root) = backend.root.get().cloned().flatten() else { return };
     let cell = Arc::clone(&backend.index);
+    let editor = backend.editor();
     tokio::spawn(async move {
-        built(&cell, &root).await;
+        let begin =
+            Progress::Begin { title: "Tokamak: indexing".to_string(), message: root.display().to_string() };
+        editor.progress(PROGRESS_TOKEN, begin).await;
+        let shared = built(&cell, &root).await;
+        let message = {
+            let index = lock(shared);
+            format!("{} files indexed ({} skipped)", index.len(), index.skipped.len())
+        };
+        editor.progress(PROGRESS_TOKEN, Progress::End { message }).await;
     });
 }
 
