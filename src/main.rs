@@ -238,6 +238,27 @@ enum ModelAction {
     },
 }
 
+/// A benchmark's result as a table or JSON; its error as one line and the usage status.
+fn print_bench<T: serde::Serialize>(
+    result: anyhow::Result<T>,
+    format: Format,
+    table: impl Fn(&T) -> String,
+) -> ExitCode {
+    match result {
+        Ok(result) => {
+            match format {
+                Format::Text => print!("{}", table(&result)),
+                Format::Json => println!("{}", serde_json::to_string_pretty(&result).unwrap_or_default()),
+            }
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            eprintln!("tokamak: {err:#}");
+            ExitCode::from(USAGE)
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let command = match cli.command {
@@ -297,41 +318,15 @@ fn main() -> ExitCode {
                         return ExitCode::from(USAGE);
                     }
                 };
-            match tokamak::cli::bench_context::bench_context(&root, &queries, questions.as_deref()) {
-                Ok(bench) => {
-                    match format {
-                        Format::Text => print!("{}", tokamak::cli::bench_context::table(&bench)),
-                        Format::Json => {
-                            println!("{}", serde_json::to_string_pretty(&bench).unwrap_or_default())
-                        }
-                    }
-                    ExitCode::SUCCESS
-                }
-                Err(err) => {
-                    eprintln!("tokamak: {err:#}");
-                    ExitCode::from(USAGE)
-                }
-            }
+            let bench = tokamak::cli::bench_context::bench_context(&root, &queries, questions.as_deref());
+            print_bench(bench, format, tokamak::cli::bench_context::table)
         }
         Command::Bench { what: BenchWhat::Syntax { python, typescript, files, ruff, tsc, format } } => {
             tokamak::logging::init_cli();
             let options =
                 tokamak::cli::bench_syntax::SyntaxBenchOptions { python, typescript, files, ruff, tsc };
-            match tokamak::cli::bench_syntax::bench_syntax(&options) {
-                Ok(rows) => {
-                    match format {
-                        Format::Text => print!("{}", tokamak::cli::bench_syntax::table(&rows)),
-                        Format::Json => {
-                            println!("{}", serde_json::to_string_pretty(&rows).unwrap_or_default())
-                        }
-                    }
-                    ExitCode::SUCCESS
-                }
-                Err(err) => {
-                    eprintln!("tokamak: {err:#}");
-                    ExitCode::from(USAGE)
-                }
-            }
+            let rows = tokamak::cli::bench_syntax::bench_syntax(&options);
+            print_bench(rows, format, |rows| tokamak::cli::bench_syntax::table(rows))
         }
         Command::Run { goal, root, yes, dry_run, test_command, model_url, model, provider, format } => {
             tokamak::logging::init_cli();

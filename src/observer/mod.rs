@@ -569,14 +569,13 @@ impl Observer {
         let Some(path) = snapshot.path() else { return Vec::new() };
         let state = lock(&self.state);
         self.checkers
-            .for_document(snapshot.language, &path)
-            .into_iter()
+            .applying(snapshot.language, &path)
             .filter(|c| match c.publish {
                 PublishMode::On => false,
                 PublishMode::Off => true,
                 PublishMode::Auto => c.editor_sources().iter().any(|s| state.forwarded.contains(*s)),
             })
-            .map(|c| c.name)
+            .map(|c| c.name.clone())
             .collect()
     }
 

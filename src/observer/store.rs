@@ -90,15 +90,6 @@ impl FileDiagnostics {
         )
     }
 
-    /// The sources the editor forwarded diagnostics from (lowercase).
-    pub fn forwarded_sources(&self) -> Vec<String> {
-        self.sources
-            .values()
-            .filter(|e| e.origin == Origin::Editor)
-            .flat_map(|e| e.diagnostics.iter().map(|d| d.source.to_ascii_lowercase()))
-            .collect()
-    }
-
     /// Everything known, from every source, each problem once (what several sources say of
     /// the same problem is one diagnostic), in document order: what the fix loop works from.
     pub fn all(&self) -> Vec<Diagnostic> {

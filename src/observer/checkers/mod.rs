@@ -247,7 +247,12 @@ impl Checkers {
     }
 
     pub fn for_document(&self, language: Language, path: &Path) -> Vec<Checker> {
-        self.all.iter().filter(|c| c.applies_to(language, path)).cloned().collect()
+        self.applying(language, path).cloned().collect()
+    }
+
+    /// The checkers for a document, borrowed (for what runs on every publish).
+    pub fn applying<'a>(&'a self, language: Language, path: &'a Path) -> impl Iterator<Item = &'a Checker> {
+        self.all.iter().filter(move |c| c.applies_to(language, path))
     }
 }
 
