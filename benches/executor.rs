@@ -141,6 +141,7 @@ fn bench_actions(c: &mut Criterion) {
         settings,
         Arc::new(RefuseUnlisted),
         None,
+        Some(tokamak::context::LiveIndex::new(&root, None)),
     );
     let executor = Executor::new(context, "bench", None, CancellationToken::new());
     let read = Action::Read { path: "pkg7/module_42.py".into(), lines: None };

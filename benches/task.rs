@@ -130,6 +130,7 @@ fn setup(steps: usize) -> (tempfile::TempDir, TaskContext, Arc<Script>) {
         settings,
         Arc::new(RefuseUnlisted),
         None,
+        Some(tokamak::context::LiveIndex::new(&root, None)),
     );
     let model = Arc::new(Script { replies: Mutex::new(script(steps)), prompts: Mutex::new(Vec::new()) });
     let context = TaskContext {

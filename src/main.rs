@@ -377,7 +377,8 @@ fn main() -> ExitCode {
         Command::Context { query, root, limit, format } => {
             tokamak::logging::init_cli();
             let root = root.unwrap_or_else(|| tokamak::config::find_root(Path::new(".")));
-            let index = tokamak::context::Index::build(&root);
+            let cache = tokamak::context::LiveIndex::cache_file(&root);
+            let (index, _) = tokamak::context::Index::build_cached(&root, &cache);
             let ranked = tokamak::context::rank(&index, &query, None, limit);
             match format {
                 Format::Json => {

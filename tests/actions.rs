@@ -531,3 +531,68 @@ fn a_server_that_refuses_tools_gets_the_text_protocol_and_the_user_is_told() {
         "it is explained"
     );
 }
+
+#[test]
+fn navigation_actions_answer_from_the_index_and_follow_the_runs_own_edits() {
+    let dir = project(&[
+        ("app/__init__.py", ""),
+        (
+            "app/auth.py",
+            "from .models import User\n\n\ndef login(name, password):\n    user = User(name)\n    return check_password(user, password)\n\n\ndef check_password(user, password):\n    return user.password == password\n",
+        ),
+        (
+            "app/models.py",
+            "class User:\n    def __init__(self, name):\n        self.name = name\n\n    def validate_email(self):\n        return '@' in self.name\n",
+        ),
+        (
+            "app/views.py",
+            "from app.auth import login\n\n\ndef login_view(request):\n    return login(request.name, request.password)\n",
+        ),
+        ("app/cookies.py", "def set_cookie(response, value):\n    response.headers['Set-Cookie'] = value\n"),
+    ]);
+    let root = dir.path();
+    let model = ModelServer::start(vec![
+        plan(),
+        action(json!({"action": "symbols", "query": "ValidateEmail"})),
+        action(json!({"action": "definition", "name": "check_password"})),
+        action(json!({"action": "callers", "name": "check_password", "depth": 3})),
+        action(json!({"action": "importers", "module": "app/models.py"})),
+        action(json!({"action": "locate", "query": "쿠키 설정은 어디서 해?"})),
+        action_with(
+            json!({"action": "edit", "path": "app/auth.py"}),
+            "<<<<<<< SEARCH\n    return check_password(user, password)\n=======\n    return verify_password(user, password)\n>>>>>>> REPLACE\n",
+        ),
+        action(json!({"action": "callers", "name": "verify_password"})),
+        action(json!({"action": "definition", "name": "nowhere_at_all"})),
+        done("looked around"),
+    ]);
+    let user = UserDirs::new();
+    let output = run(&user, root, &model, "find your way around");
+    assert_eq!(output.status.code(), Some(0), "stderr:\n{}", text(&output.stderr));
+    let told = results(&model);
+    assert_eq!(told.len(), 8, "{told:#?}");
+    assert!(told[0].contains("app/models.py:5 method User.validate_email"), "symbols: {}", told[0]);
+    assert!(
+        told[1].contains("app/auth.py:9-10 function check_password")
+            && told[1].contains("return user.password == password"),
+        "definition: {}",
+        told[1]
+    );
+    assert!(
+        told[2].contains("level 1: app/auth.py:6 in login")
+            && told[2].contains("level 2: app/views.py:5 in login_view"),
+        "callers: {}",
+        told[2]
+    );
+    assert!(told[3].contains("app/auth.py:1"), "importers: {}", told[3]);
+    let first = told[4].lines().nth(1).unwrap_or_default();
+    assert!(first.starts_with("app/cookies.py"), "locate: {}", told[4]);
+    // the run's own edit is in the index at once
+    assert!(told[6].contains("level 1: app/auth.py:6 in login"), "callers after the edit: {}", told[6]);
+    assert!(
+        told[7].starts_with("Refused of definition")
+            && told[7].contains("no definition of \"nowhere_at_all\""),
+        "{}",
+        told[7]
+    );
+}

@@ -143,11 +143,103 @@ fn the_index_build_is_shown_as_progress() {
             && m["params"]["token"] == "tokamak-index"
             && m["params"]["value"]["kind"] == "end"
     });
-    assert_eq!(end["params"]["value"]["message"], "2 files indexed (0 skipped)", "{end}");
+    assert_eq!(
+        end["params"]["value"]["message"], "2 files indexed (2 parsed, the rest from the cache; 0 skipped)",
+        "{end}"
+    );
     let begun = client.seen(|m| {
         m["method"] == "$/progress"
             && m["params"]["token"] == "tokamak-index"
             && m["params"]["value"]["kind"] == "begin"
     });
     assert_eq!(begun[0]["params"]["value"]["title"], "Tokamak: indexing", "{begun:?}");
+}
+
+/// The index follows the editor: an open document's edits (a rename), files created, changed
+/// and deleted on disk (`workspace/didChangeWatchedFiles`, after the server registered its
+/// watcher), and a restart reads the cache instead of parsing again.
+#[test]
+fn the_index_follows_edits_and_watched_files_and_survives_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("app")).unwrap();
+    std::fs::write(
+        root.join("app/auth.py"),
+        "def login(user):\n    return check(user)\n\n\ndef check(user):\n    return True\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("app/views.py"),
+        "from app.auth import login\n\n\ndef view(request):\n    return login(request.user)\n",
+    )
+    .unwrap();
+    let user = support::UserDirs::new();
+    let capabilities = serde_json::json!({
+        "general": {"positionEncodings": ["utf-16"]},
+        "window": {"workDoneProgress": true},
+        "workspace": {"didChangeWatchedFiles": {"dynamicRegistration": true}},
+    });
+    let mut client = support::LspClient::for_project_as(user, root, serde_json::json!({}), capabilities);
+    let registration =
+        client.wait_for("the file watcher's registration", |m| m["method"] == "client/registerCapability");
+    let registered = &registration["params"]["registrations"][0];
+    assert_eq!(registered["method"], "workspace/didChangeWatchedFiles", "{registration}");
+    assert_eq!(
+        registered["registerOptions"]["watchers"][0]["globPattern"],
+        "**/*.{py,pyi,ts,mts,cts,tsx,js,mjs,cjs,jsx}"
+    );
+    let symbols = |client: &mut support::LspClient, query: &str| -> Vec<String> {
+        let response = client.request(
+            "workspace/executeCommand",
+            serde_json::json!({"command": "tokamak.context", "arguments": [{"query": query}]}),
+        );
+        assert!(response.get("error").is_none(), "{response}");
+        response["result"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|file| file["symbols"].as_array().cloned().unwrap_or_default())
+            .filter_map(|s| s["name"].as_str().map(str::to_string))
+            .collect()
+    };
+    assert!(symbols(&mut client, "check").contains(&"check".to_string()));
+
+    // rename check → verify in the open buffer (unsaved)
+    let auth = root.join("app/auth.py");
+    let uri = client.open_file(&auth, "python");
+    client.change(&uri, 2, serde_json::json!([{"text": "def login(user):\n    return verify(user)\n\n\ndef verify(user):\n    return True\n"}]));
+    let found = symbols(&mut client, "verify check");
+    assert!(found.contains(&"verify".to_string()) && !found.contains(&"check".to_string()), "{found:?}");
+
+    // a file created on disk, then one deleted
+    std::fs::write(root.join("app/cookies.py"), "def set_cookie(response):\n    pass\n").unwrap();
+    std::fs::remove_file(root.join("app/views.py")).unwrap();
+    client.notify(
+        "workspace/didChangeWatchedFiles",
+        serde_json::json!({"changes": [
+            {"uri": support::file_uri(&root.join("app/cookies.py")), "type": 1},
+            {"uri": support::file_uri(&root.join("app/views.py")), "type": 3},
+        ]}),
+    );
+    let found = symbols(&mut client, "cookie view");
+    assert!(found.contains(&"set_cookie".to_string()), "{found:?}");
+    assert!(!found.contains(&"view".to_string()), "the deleted file is gone: {found:?}");
+    let user = std::mem::replace(&mut client.user, support::UserDirs::new());
+    drop(client);
+
+    // a restart with the same cache: nothing unchanged is parsed again
+    let mut client = support::LspClient::for_project_as(
+        user,
+        root,
+        serde_json::json!({}),
+        serde_json::json!({"general": {"positionEncodings": ["utf-16"]}, "window": {"workDoneProgress": true}}),
+    );
+    let end = client.wait_for("the end of the index's progress", |m| {
+        m["method"] == "$/progress"
+            && m["params"]["token"] == "tokamak-index"
+            && m["params"]["value"]["kind"] == "end"
+    });
+    let message = end["params"]["value"]["message"].as_str().unwrap_or_default().to_string();
+    // the cache was written at the first build (auth and views); cookies.py is new to it
+    assert_eq!(message, "2 files indexed (1 parsed, the rest from the cache; 0 skipped)", "{end}");
 }

@@ -21,6 +21,11 @@ pub const TOOLS: &str = r#"Act with exactly one action per reply: a JSON object 
 - {"action": "read", "path": "src/app.py", "lines": "10-40"}  a file's text ("lines" is optional)
 - {"action": "list", "dir": "src", "glob": "**/*.py"}  a folder's entries, or the files matching a glob (both optional)
 - {"action": "search", "pattern": "def login", "glob": "*.py"}  lines matching a regular expression ("glob" optional)
+- {"action": "symbols", "query": "validate email"}  definitions whose names are like the query
+- {"action": "definition", "name": "User"}  where a name is defined, with its text
+- {"action": "callers", "name": "login", "depth": 2}  who calls a function, and who calls those ("depth" 1-5, optional)
+- {"action": "importers", "module": "app.models"}  the files that import a module
+- {"action": "locate", "query": "where is the login handled"}  the files most relevant to a question
 - {"action": "edit", "path": "src/app.py"}  followed, after the JSON block, by SEARCH/REPLACE blocks:
 <<<<<<< SEARCH
 exact lines from the file
@@ -58,7 +63,11 @@ pub fn parse(reply: &str) -> Result<Reply, String> {
         Value::Object(object) => object,
         _ => return Err("the action must be a JSON object".to_string()),
     };
-    for key in ["action", "tool", "name"] {
+    // the key that named the action goes; `name` stays an argument when `action` or `tool`
+    // named it (`{"action": "definition", "name": "User"}`)
+    if let Some(key) =
+        ["action", "tool", "name"].into_iter().find(|key| object.get(*key).is_some_and(Value::is_string))
+    {
         object.remove(key);
     }
     // `{"tool": "read", "arguments": {...}}` / `{"action": "read", "args": {...}}`

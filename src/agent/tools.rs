@@ -52,6 +52,34 @@ pub fn tools() -> Vec<Tool> {
             ),
         ),
         tool(
+            "symbols",
+            "Find definitions (classes, functions, methods) whose names are like the query, fuzzily and in any case; each with its file, line and signature.",
+            object(json!({"query": {"type": "string"}}), &["query"]),
+        ),
+        tool(
+            "definition",
+            "Where a name is defined, with the definition's text.",
+            object(json!({"name": {"type": "string"}}), &["name"]),
+        ),
+        tool(
+            "callers",
+            "Who calls a function (by name), and who calls those, up to depth levels; says when a call may be to another function of the same name.",
+            object(
+                json!({"name": {"type": "string"}, "depth": {"type": "integer", "minimum": 1, "maximum": 5}}),
+                &["name"],
+            ),
+        ),
+        tool(
+            "importers",
+            "The files that import a module (Python: dotted, as app.models; TypeScript/JavaScript: the path without extension, as src/util).",
+            object(json!({"module": {"type": "string"}}), &["module"]),
+        ),
+        tool(
+            "locate",
+            "The files most relevant to a question in English or Korean (\"where is the login handled?\"), with why each ranks.",
+            object(json!({"query": {"type": "string"}}), &["query"]),
+        ),
+        tool(
             "edit",
             "Change a file with SEARCH/REPLACE blocks: <<<<<<< SEARCH, the exact lines to find, =======, the lines to put there, >>>>>>> REPLACE. Copy the SEARCH lines exactly from the file.",
             object(json!({"path": path, "blocks": {"type": "string"}}), &["path", "blocks"]),

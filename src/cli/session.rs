@@ -10,6 +10,7 @@ use async_trait::async_trait;
 
 use super::Headless;
 use crate::config::Settings;
+use crate::context::LiveIndex;
 use crate::editor::Editor;
 use crate::executor::{
     Approver, Confinement, Decision, ExecutorContext, ExecutorSettings, RefuseUnlisted, Request,
@@ -78,6 +79,7 @@ impl Session {
             executor_settings,
             approver,
             history.clone(),
+            Some(LiveIndex::new(&root, Some(LiveIndex::cache_file(&root)))),
         );
         Ok(Session { root, settings, history, executor })
     }

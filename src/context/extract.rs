@@ -11,7 +11,7 @@ use crate::text::Language;
 /// Deeper than this the tree is not searched (bounded recursion on pathological input).
 const MAX_DEPTH: usize = 200;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Definition {
     pub name: String,
     pub kind: SymbolKind,
@@ -22,7 +22,7 @@ pub struct Definition {
     pub signature: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Import {
     /// As written: `os.path`, `.models`, `./util`, `react`.
     pub module: String,
@@ -32,7 +32,7 @@ pub struct Import {
     pub line: usize,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Call {
     /// The called name: `f` for `f()`, `validate` for `user.validate()`, `User` for
     /// `new User()`.
@@ -44,7 +44,7 @@ pub struct Call {
     pub caller: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct FileFacts {
     pub definitions: Vec<Definition>,
     pub imports: Vec<Import>,

@@ -4,12 +4,12 @@
 //! is defined, symbols like a query, who calls a function (up to five levels, by name, with
 //! ambiguity said), who imports a module.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use super::extract::{Definition, FileFacts, facts};
+use super::extract::{Definition, FileFacts, facts, facts_of_tree};
 use crate::text::Language;
 
 /// Files larger than this are skipped and counted (generated bundles, data).
@@ -20,7 +20,7 @@ pub const MAX_FILES: usize = 50_000;
 pub const MAX_CALLER_DEPTH: usize = 5;
 
 /// One indexed file.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 struct Entry {
     hash: [u8; 32],
     facts: FileFacts,
@@ -84,9 +84,43 @@ pub struct Caller {
 impl Index {
     /// Indexes every file under `root` the walk does not ignore.
     pub fn build(root: &Path) -> Index {
+        Index::build_reusing(root, &HashMap::new())
+    }
+
+    /// Indexes `root` reusing what `cache` (a file [`Index::save`] wrote) knows: a file whose
+    /// content hash is there is not parsed again. A missing, unreadable or older cache is
+    /// ignored; the index is then saved back when anything was parsed. Returns the index and
+    /// how many files were parsed.
+    pub fn build_cached(root: &Path, cache: &Path) -> (Index, usize) {
+        let known = load_cache(cache);
+        let index = Index::build_reusing(root, &known);
+        let parsed = index.files.values().filter(|e| !known.contains_key(&e.hash)).count();
+        if parsed > 0 || known.len() != index.files.len() {
+            if let Err(err) = index.save(cache) {
+                tracing::warn!("could not save the index to {}: {err}", cache.display());
+            }
+        }
+        (index, parsed)
+    }
+
+    /// Writes every file's facts keyed by content hash (atomically: a temporary file renamed).
+    pub fn save(&self, cache: &Path) -> std::io::Result<()> {
+        let entries: Vec<&Entry> = self.files.values().collect();
+        let file =
+            CacheFile { version: CACHE_VERSION.to_string(), entries: entries.into_iter().cloned().collect() };
+        let bytes = serde_json::to_vec(&file).map_err(std::io::Error::other)?;
+        if let Some(dir) = cache.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let temporary = cache.with_extension("tmp");
+        std::fs::write(&temporary, bytes)?;
+        std::fs::rename(&temporary, cache)
+    }
+
+    fn build_reusing(root: &Path, known: &HashMap<[u8; 32], Entry>) -> Index {
         let mut paths = Vec::new();
         let mut skipped = Vec::new();
-        for entry in ignore::WalkBuilder::new(root).hidden(true).build().flatten() {
+        for entry in ignore::WalkBuilder::new(root).hidden(true).require_git(false).build().flatten() {
             let path = entry.path();
             if !entry.file_type().is_some_and(|t| t.is_file()) || !indexed_language(path) {
                 continue;
@@ -113,7 +147,9 @@ impl Index {
             let handles: Vec<_> = paths
                 .chunks(chunk)
                 .map(|part| {
-                    scope.spawn(move || part.iter().map(|p| (p.clone(), read_entry(p))).collect::<Vec<_>>())
+                    scope.spawn(move || {
+                        part.iter().map(|p| (p.clone(), read_entry(p, known))).collect::<Vec<_>>()
+                    })
                 })
                 .collect();
             handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
@@ -156,6 +192,17 @@ impl Index {
     /// Brings one file up to date with `text` (an open document's, or the disk's); `false`
     /// when it was already (same content hash) or is not a language the index reads.
     pub fn update(&mut self, path: &Path, text: &str) -> bool {
+        self.update_parsed(path, text, None)
+    }
+
+    /// [`Index::update`] with the text's tree when there is one already (an open document's,
+    /// kept by incremental parsing): the file is then not parsed again.
+    pub fn update_parsed(
+        &mut self,
+        path: &Path,
+        text: &str,
+        tree: Option<(&tree_sitter::Tree, Language)>,
+    ) -> bool {
         if !indexed_language(path) {
             return false;
         }
@@ -163,15 +210,43 @@ impl Index {
         if self.files.get(path).is_some_and(|e| e.hash == hash) {
             return false;
         }
-        let Some(facts) = facts(Language::from_path(path), text) else { return false };
+        let language = Language::from_path(path);
+        let facts = match tree {
+            Some((tree, parsed_as)) if parsed_as == language => Some(facts_of_tree(tree, text, language)),
+            _ => facts(language, text),
+        };
+        let Some(facts) = facts else { return false };
         self.files.insert(path.to_path_buf(), Entry::new(text, hash, facts));
         self.skipped.retain(|s| s.path != path);
         true
     }
 
+    /// Whether a file is indexed.
+    pub fn contains(&self, path: &Path) -> bool {
+        self.files.contains_key(path)
+    }
+
     /// Forgets a deleted file.
     pub fn remove(&mut self, path: &Path) -> bool {
+        self.skipped.retain(|s| s.path != path);
         self.files.remove(path).is_some()
+    }
+
+    /// Brings one file up to date with the disk: read again, forgotten when it is gone, skipped
+    /// (and counted) when it has become too large or binary. `false` when nothing changed.
+    pub fn refresh(&mut self, path: &Path) -> bool {
+        if !indexed_language(path) || !path.starts_with(&self.root) {
+            return false;
+        }
+        match read_file(path) {
+            Ok(text) => self.update(path, &text),
+            Err(_) if !path.exists() => self.remove(path),
+            Err(reason) => {
+                let removed = self.remove(path);
+                self.skipped.push(Skipped { path: path.to_path_buf(), reason });
+                removed
+            }
+        }
     }
 
     /// Where `name` is defined (a class, function, method …), in path order.
@@ -345,13 +420,49 @@ fn indexed_language(path: &Path) -> bool {
     )
 }
 
-fn read_entry(path: &Path) -> Result<Entry, String> {
+/// What the cache file holds: every entry (its content hash inside), for one version of the
+/// extraction.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct CacheFile {
+    version: String,
+    entries: Vec<Entry>,
+}
+
+/// A cache written by another version of Tokamak is not read: what is extracted may differ.
+const CACHE_VERSION: &str = concat!("index-1-", env!("CARGO_PKG_VERSION"));
+
+fn load_cache(cache: &Path) -> HashMap<[u8; 32], Entry> {
+    let Ok(bytes) = std::fs::read(cache) else { return HashMap::new() };
+    match serde_json::from_slice::<CacheFile>(&bytes) {
+        Ok(file) if file.version == CACHE_VERSION => file.entries.into_iter().map(|e| (e.hash, e)).collect(),
+        Ok(_) => HashMap::new(),
+        Err(err) => {
+            tracing::warn!("ignored the index cache {}: {err}", cache.display());
+            HashMap::new()
+        }
+    }
+}
+
+/// A file's text, or why it is not indexed (too large, binary, not UTF-8, unreadable).
+fn read_file(path: &Path) -> Result<String, String> {
+    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(format!("larger than {} KiB", MAX_FILE_BYTES / 1024));
+    }
     let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
     if bytes.contains(&0) {
         return Err("binary (it has NUL bytes)".to_string());
     }
-    let text = String::from_utf8(bytes).map_err(|_| "not UTF-8".to_string())?;
+    String::from_utf8(bytes).map_err(|_| "not UTF-8".to_string())
+}
+
+/// A file's entry: parsed, or what `known` has for its content hash.
+fn read_entry(path: &Path, known: &HashMap<[u8; 32], Entry>) -> Result<Entry, String> {
+    let text = read_file(path)?;
     let hash: [u8; 32] = Sha256::digest(text.as_bytes()).into();
+    if let Some(entry) = known.get(&hash) {
+        return Ok(entry.clone());
+    }
     let facts = facts(Language::from_path(path), &text).ok_or_else(|| "not parsed".to_string())?;
     Ok(Entry::new(&text, hash, facts))
 }

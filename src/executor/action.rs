@@ -29,6 +29,28 @@ pub enum Action {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         glob: Option<String>,
     },
+    /// Definitions whose names are like `query` (fuzzy, case-insensitive), best first.
+    Symbols {
+        query: String,
+    },
+    /// Where a name is defined, with the definition's text.
+    Definition {
+        name: String,
+    },
+    /// Who calls a function, and who calls those, up to `depth` levels (1 to 5; 2 unless said).
+    Callers {
+        name: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        depth: Option<usize>,
+    },
+    /// The files that import a module (`pkg.models`, `src/util`).
+    Importers {
+        module: String,
+    },
+    /// The files most relevant to a question (English or Korean), with why.
+    Locate {
+        query: String,
+    },
     /// SEARCH/REPLACE blocks (or a diff, or the whole new text) for one file.
     Edit {
         path: String,
@@ -77,6 +99,11 @@ impl Action {
             Action::Read { .. } => "read",
             Action::List { .. } => "list",
             Action::Search { .. } => "search",
+            Action::Symbols { .. } => "symbols",
+            Action::Definition { .. } => "definition",
+            Action::Callers { .. } => "callers",
+            Action::Importers { .. } => "importers",
+            Action::Locate { .. } => "locate",
             Action::Edit { .. } => "edit",
             Action::Create { .. } => "create",
             Action::Delete { .. } => "delete",
@@ -88,7 +115,14 @@ impl Action {
 
     pub fn kind(&self) -> ActionKind {
         match self {
-            Action::Read { .. } | Action::List { .. } | Action::Search { .. } => ActionKind::Read,
+            Action::Read { .. }
+            | Action::List { .. }
+            | Action::Search { .. }
+            | Action::Symbols { .. }
+            | Action::Definition { .. }
+            | Action::Callers { .. }
+            | Action::Importers { .. }
+            | Action::Locate { .. } => ActionKind::Read,
             Action::Edit { .. } | Action::Create { .. } | Action::Delete { .. } | Action::Rename { .. } => {
                 ActionKind::Write
             }
@@ -130,8 +164,22 @@ impl Action {
 }
 
 /// Every action's name.
-pub const ACTION_NAMES: &[&str] =
-    &["read", "list", "search", "edit", "create", "delete", "rename", "run", "git_commit"];
+pub const ACTION_NAMES: &[&str] = &[
+    "read",
+    "list",
+    "search",
+    "symbols",
+    "definition",
+    "callers",
+    "importers",
+    "locate",
+    "edit",
+    "create",
+    "delete",
+    "rename",
+    "run",
+    "git_commit",
+];
 
 /// What an action gave back.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -16,6 +16,7 @@ mod confine;
 mod disk_editor;
 mod document;
 mod look;
+mod navigate;
 mod output;
 pub mod policy;
 mod rollback;
@@ -95,6 +96,8 @@ pub struct ExecutorContext {
     pub settings: ExecutorSettings,
     pub approver: Arc<dyn Approver>,
     pub history: Option<Arc<History>>,
+    /// The workspace index the navigation actions read (and the run's writes update).
+    pub index: Option<Arc<crate::context::LiveIndex>>,
     /// The user has been told that commands run without a sandbox.
     sandbox_told: AtomicBool,
 }
@@ -107,6 +110,7 @@ impl ExecutorContext {
         settings: ExecutorSettings,
         approver: Arc<dyn Approver>,
         history: Option<Arc<History>>,
+        index: Option<Arc<crate::context::LiveIndex>>,
     ) -> Arc<ExecutorContext> {
         Arc::new(ExecutorContext {
             confinement,
@@ -115,6 +119,7 @@ impl ExecutorContext {
             settings,
             approver,
             history,
+            index,
             sandbox_told: AtomicBool::new(false),
         })
     }
@@ -243,6 +248,11 @@ impl Executor {
             Action::Read { path, lines } => self.read(path, *lines),
             Action::List { dir, glob } => self.list(dir.as_deref(), glob.as_deref()),
             Action::Search { pattern, glob } => self.search(pattern, glob.as_deref()),
+            Action::Symbols { .. }
+            | Action::Definition { .. }
+            | Action::Callers { .. }
+            | Action::Importers { .. }
+            | Action::Locate { .. } => self.navigate(action).await,
             Action::Edit { path, blocks } => self.edit(path, blocks).await,
             Action::Create { path, text } => self.create(path, text).await,
             Action::Delete { path } => self.delete(path).await,
@@ -258,6 +268,7 @@ impl Executor {
                 return Err(hit);
             }
         };
+        self.reindex(&result.changed);
         if let Some(journal) = &self.journal {
             journal.record(
                 "action",
@@ -273,6 +284,22 @@ impl Executor {
         }
         tracing::debug!("{}: {} → {}", self.run_id, action.name(), result.summary);
         Ok(result)
+    }
+
+    /// Tells the index of the files an action changed: an open document's text (the editor
+    /// has it), else the disk's.
+    fn reindex(&self, changed: &[String]) {
+        let Some(index) = &self.context.index else { return };
+        for relative in changed {
+            let path = self.root().join(relative);
+            let snapshot = file_uri(&path).ok().and_then(|uri| self.context.observer.snapshot(&uri));
+            match snapshot {
+                Some(s) => {
+                    index.document_changed(&path, s.rope.clone(), s.tree.clone().map(|t| (t, s.language)))
+                }
+                None => index.disk_changed(&path),
+            }
+        }
     }
 
     fn record_limit(&self, action: &Action, hit: LimitHit) {

@@ -4,20 +4,19 @@
 //! work-done progress); a query that comes first waits for it (the command runs off the
 //! message queue).
 
-use std::sync::{Arc, Mutex};
-
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tower_lsp::jsonrpc::{Error, Result};
+use tower_lsp::lsp_types::{
+    DidChangeWatchedFilesParams, DidChangeWatchedFilesRegistrationOptions, FileSystemWatcher, GlobPattern,
+    Registration,
+};
 use url::Url;
 
 use super::Backend;
-use crate::context::{Index, rank};
+use crate::context::rank;
 use crate::editor::{Editor, Progress};
-use crate::sync::lock;
-
-/// The session's index, built at most once.
-pub type SharedIndex = Arc<tokio::sync::OnceCell<Mutex<Index>>>;
+use crate::workspace::DocumentSnapshot;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -33,39 +32,87 @@ pub struct ContextArgs {
 /// The work-done progress token of the index's build.
 const PROGRESS_TOKEN: &str = "tokamak-index";
 
+/// The files the index reads, for the editor's file watcher.
+const WATCHED: &str = "**/*.{py,pyi,ts,mts,cts,tsx,js,mjs,cjs,jsx}";
+
+/// How long the editor may take to answer the watcher's registration.
+const REGISTER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Starts building the index of the workspace root in the background, shown as work-done
-/// progress ("Tokamak: indexing", then how many files).
+/// progress ("Tokamak: indexing", then how many files), and asks the editor to tell it of
+/// files changed on disk when it can watch them.
 pub fn start_index(backend: &Backend) {
-    let Some(root) = backend.root.get().cloned().flatten() else { return };
-    let cell = Arc::clone(&backend.index);
+    let Some(index) = backend.index.get().cloned() else { return };
     let editor = backend.editor();
     tokio::spawn(async move {
-        let begin =
-            Progress::Begin { title: "Tokamak: indexing".to_string(), message: root.display().to_string() };
+        let begin = Progress::Begin {
+            title: "Tokamak: indexing".to_string(),
+            message: index.root().display().to_string(),
+        };
         editor.progress(PROGRESS_TOKEN, begin).await;
-        let shared = built(&cell, &root).await;
-        let message = {
-            let index = lock(shared);
-            format!("{} files indexed ({} skipped)", index.len(), index.skipped.len())
+        let files = index.current().await.len();
+        let message = match index.report() {
+            Some(report) => format!(
+                "{files} files indexed ({} parsed, the rest from the cache; {} skipped)",
+                report.parsed, report.skipped
+            ),
+            None => format!("{files} files indexed"),
         };
         editor.progress(PROGRESS_TOKEN, Progress::End { message }).await;
     });
+    if backend.watch_files.get() == Some(&true) {
+        let client = backend.client.clone();
+        tokio::spawn(async move {
+            let options = DidChangeWatchedFilesRegistrationOptions {
+                watchers: vec![FileSystemWatcher {
+                    glob_pattern: GlobPattern::String(WATCHED.to_string()),
+                    kind: None,
+                }],
+            };
+            let registration = Registration {
+                id: "tokamak-index-watcher".to_string(),
+                method: "workspace/didChangeWatchedFiles".to_string(),
+                register_options: serde_json::to_value(options).ok(),
+            };
+            let asked = super::transport::ask_within(REGISTER_TIMEOUT, async move {
+                client.register_capability(vec![registration]).await
+            });
+            match asked.await {
+                Some(Ok(())) => tracing::debug!("the editor watches {WATCHED} for the index"),
+                Some(Err(err)) => tracing::info!("the editor did not register the file watcher: {err}"),
+                None => tracing::info!("the editor did not answer the file watcher's registration"),
+            }
+        });
+    }
 }
 
-async fn built<'a>(cell: &'a SharedIndex, root: &std::path::Path) -> &'a Mutex<Index> {
-    cell.get_or_init(|| async {
-        let root = root.to_path_buf();
-        let started = std::time::Instant::now();
-        let index = tokio::task::spawn_blocking(move || Index::build(&root)).await.unwrap_or_default();
-        tracing::info!(
-            "indexed {} files ({} skipped) in {} ms",
-            index.len(),
-            index.skipped.len(),
-            started.elapsed().as_millis()
-        );
-        Mutex::new(index)
-    })
-    .await
+/// An open document changed: the index takes its text (and tree) before its next query.
+pub fn document_changed(backend: &Backend, snapshot: &DocumentSnapshot) {
+    if let (Some(index), Some(path)) = (backend.index.get(), snapshot.path()) {
+        let tree = snapshot.tree.clone().map(|tree| (tree, snapshot.language));
+        index.document_changed(&path, snapshot.rope.clone(), tree);
+    }
+}
+
+/// A document was closed: what is on disk counts again.
+pub fn document_closed(backend: &Backend, uri: &Url) {
+    if let (Some(index), Ok(path)) = (backend.index.get(), uri.to_file_path()) {
+        index.disk_changed(&path);
+    }
+}
+
+/// `workspace/didChangeWatchedFiles`: files created, changed or deleted on disk; an open
+/// document's own text wins over its file's.
+pub fn watched_files_changed(backend: &Backend, params: DidChangeWatchedFilesParams) {
+    let Some(index) = backend.index.get() else { return };
+    for change in params.changes {
+        if backend.workspace().snapshot(&change.uri).is_some() {
+            continue;
+        }
+        if let Ok(path) = change.uri.to_file_path() {
+            index.disk_changed(&path);
+        }
+    }
 }
 
 /// The work of `tokamak.context`, owning what it needs.
@@ -73,30 +120,17 @@ pub fn context(
     backend: &Backend,
     args: ContextArgs,
 ) -> Result<futures::future::BoxFuture<'static, Result<Value>>> {
-    let Some(root) = backend.root.get().cloned().flatten() else {
+    let Some(live) = backend.index.get().cloned() else {
         return Err(Error::invalid_params("tokamak.context needs a workspace folder".to_string()));
     };
     if args.query.trim().is_empty() {
         return Err(Error::invalid_params("tokamak.context needs a query".to_string()));
     }
-    let cell = Arc::clone(&backend.index);
-    let open: Vec<(std::path::PathBuf, String)> = backend
-        .workspace()
-        .snapshots()
-        .into_iter()
-        .filter_map(|s| Some((s.path()?, s.rope.to_string())))
-        .collect();
+    let root = live.root().to_path_buf();
     let active = args.uri.as_ref().and_then(|u| u.to_file_path().ok());
     let limit = args.limit.unwrap_or(10).clamp(1, 100);
     Ok(Box::pin(async move {
-        let index = built(&cell, &root).await;
-        let mut index = lock(index);
-        // what the user sees, not what is on disk
-        for (path, text) in &open {
-            if path.starts_with(&root) {
-                index.update(path, text);
-            }
-        }
+        let index = live.current().await;
         let ranked = rank(&index, &args.query, active.as_deref(), limit);
         let shown: Vec<Value> = ranked
             .iter()

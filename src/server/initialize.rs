@@ -91,6 +91,19 @@ pub async fn initialize(backend: &Backend, params: InitializeParams) -> Result<I
         ),
     };
     let _ = backend.support.set(support);
+    let watch = params
+        .capabilities
+        .workspace
+        .as_ref()
+        .and_then(|w| w.did_change_watched_files.as_ref())
+        .and_then(|w| w.dynamic_registration)
+        .unwrap_or(false);
+    let _ = backend.watch_files.set(watch);
+    if let Some(root) = &root {
+        let _ = backend
+            .index
+            .set(crate::context::LiveIndex::new(root, Some(crate::context::LiveIndex::cache_file(root))));
+    }
     let _ = backend.root.set(root.clone());
     *crate::sync::lock(&backend.fix_settings) = settings.fix.clone();
     *crate::sync::lock(&backend.limits) = settings.limits.clone();
@@ -114,6 +127,7 @@ pub async fn initialize(backend: &Backend, params: InitializeParams) -> Result<I
                 ExecutorSettings::from_settings(&settings, trust.trusted),
                 Arc::new(RefuseUnlisted),
                 Some(Arc::clone(history)),
+                backend.index.get().cloned(),
             )),
             Err(err) => {
                 tracing::warn!("the agent cannot act on {}: {err}", root.display());

@@ -81,8 +81,11 @@ pub struct Backend {
     /// What the agent's actions work with (none without a workspace folder).
     executor: OnceLock<Option<Arc<crate::executor::ExecutorContext>>>,
     log_queue: Mutex<Option<LogMessageQueue>>,
-    /// The workspace index (`tokamak.context`), built in the background after `initialized`.
-    index: context::SharedIndex,
+    /// The workspace index (`tokamak.context`, the agent's navigation), made at `initialize`
+    /// when there is a root and built in the background after `initialized`.
+    index: OnceLock<Arc<crate::context::LiveIndex>>,
+    /// The client registers file watchers on request (`workspace/didChangeWatchedFiles`).
+    watch_files: OnceLock<bool>,
 }
 
 /// The model settings the agent resolves a [`crate::model::ModelConfig`] from.
@@ -115,7 +118,8 @@ impl Backend {
             history: OnceLock::new(),
             executor: OnceLock::new(),
             log_queue: Mutex::new(log_queue),
-            index: context::SharedIndex::default(),
+            index: OnceLock::new(),
+            watch_files: OnceLock::new(),
         }
     }
 
@@ -223,6 +227,10 @@ impl LanguageServer for Backend {
 
     async fn did_save(&self, params: DidSaveTextDocumentParams) {
         guard::notification("textDocument/didSave", text_sync::did_save(self, params)).await;
+    }
+
+    async fn did_change_watched_files(&self, params: DidChangeWatchedFilesParams) {
+        context::watched_files_changed(self, params);
     }
 
     async fn did_close(&self, params: DidCloseTextDocumentParams) {

@@ -13,6 +13,7 @@ pub async fn did_open(backend: &Backend, params: DidOpenTextDocumentParams) {
     };
     let item = params.text_document;
     let snapshot = observer.open(item.uri, &item.language_id, item.version, &item.text).await;
+    super::context::document_changed(backend, &snapshot);
     tracing::debug!("opened {} ({}, version {})", snapshot.uri, snapshot.language, item.version);
     if let Some(reason) = &snapshot.syntax_skipped {
         let message = format!("Tokamak does not parse {}: {reason}.", file_name(&snapshot));
@@ -29,11 +30,15 @@ pub async fn did_change(backend: &Backend, params: DidChangeTextDocumentParams) 
     let version = params.text_document.version;
     let changes: Vec<_> = params.content_changes.into_iter().map(convert::text_change).collect();
     match observer.change(&uri, version, &changes, backend.encoding()).await {
-        Ok((_, report)) if report.clamped_edits > 0 => tracing::warn!(
-            "{uri} version {version}: {} edit(s) had positions out of range; clamped them",
-            report.clamped_edits
-        ),
-        Ok(_) => {}
+        Ok((snapshot, report)) => {
+            super::context::document_changed(backend, &snapshot);
+            if report.clamped_edits > 0 {
+                tracing::warn!(
+                    "{uri} version {version}: {} edit(s) had positions out of range; clamped them",
+                    report.clamped_edits
+                );
+            }
+        }
         Err(err @ ChangeError::StaleVersion { .. }) => tracing::warn!("{err}"),
         Err(err @ ChangeError::UnknownDocument(_)) => tracing::warn!("ignored a change: {err}"),
     }
@@ -43,8 +48,9 @@ pub async fn did_save(backend: &Backend, params: DidSaveTextDocumentParams) {
     let Some(observer) = backend.observer() else {
         return;
     };
-    if let Err(err) = observer.save(&params.text_document.uri, params.text.as_deref()).await {
-        tracing::warn!("ignored a save: {err}");
+    match observer.save(&params.text_document.uri, params.text.as_deref()).await {
+        Ok(snapshot) => super::context::document_changed(backend, &snapshot),
+        Err(err) => tracing::warn!("ignored a save: {err}"),
     }
 }
 
@@ -56,6 +62,7 @@ pub async fn did_close(backend: &Backend, params: DidCloseTextDocumentParams) {
     if !observer.close(&uri).await {
         tracing::warn!("ignored a close: {uri} is not open");
     }
+    super::context::document_closed(backend, &uri);
 }
 
 fn file_name(snapshot: &DocumentSnapshot) -> String {

@@ -13,7 +13,7 @@ const MAX_DEPTH: usize = 200;
 /// Longest signature kept, in characters.
 const MAX_SIGNATURE_CHARS: usize = 200;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum SymbolKind {
     Class,
     Function,

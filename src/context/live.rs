@@ -1,0 +1,216 @@
+//! The session's index kept live: built once, off the async threads, reusing the facts cached
+//! under the project's cache folder by content hash; then brought up to date one file at a
+//! time — from open documents (their rope and incrementally parsed tree, on each change) and
+//! from files changed on disk (watched-file events, the agent's own writes) — never rebuilt
+//! whole. A change only marks its file; the marks are applied before the next query.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
+use ropey::Rope;
+use tree_sitter::Tree;
+
+use super::index::Index;
+use crate::sync::lock;
+use crate::text::Language;
+
+/// What a file is brought up to date with before the next query.
+enum Pending {
+    /// An open document's text, with its tree when it has one.
+    Text { rope: Rope, tree: Option<(Tree, Language)> },
+    /// Whatever the disk has (or its absence).
+    Disk,
+}
+
+/// How the index was built.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BuildReport {
+    pub files: usize,
+    /// Files parsed (the others came from the cache).
+    pub parsed: usize,
+    pub skipped: usize,
+    pub millis: u128,
+}
+
+/// The index of one workspace root, shared by the server, the executor and the agent.
+pub struct LiveIndex {
+    root: PathBuf,
+    /// Where the index is saved (`None`: not saved, as in tests of the index itself).
+    cache: Option<PathBuf>,
+    cell: tokio::sync::OnceCell<Mutex<Index>>,
+    pending: Mutex<BTreeMap<PathBuf, Pending>>,
+    /// The root's `.gitignore`, for files that appear on disk after the build.
+    ignore: Gitignore,
+    report: Mutex<Option<BuildReport>>,
+}
+
+impl LiveIndex {
+    /// An index of `root`, not built yet; saved in `cache` when given.
+    pub fn new(root: &Path, cache: Option<PathBuf>) -> Arc<LiveIndex> {
+        let mut builder = GitignoreBuilder::new(root);
+        builder.add(root.join(".gitignore"));
+        let ignore = builder.build().unwrap_or_else(|_| Gitignore::empty());
+        Arc::new(LiveIndex {
+            root: root.to_path_buf(),
+            cache,
+            cell: tokio::sync::OnceCell::new(),
+            pending: Mutex::new(BTreeMap::new()),
+            ignore,
+            report: Mutex::new(None),
+        })
+    }
+
+    /// The index file of a project under its cache folder.
+    pub fn cache_file(root: &Path) -> PathBuf {
+        crate::places::project_cache(root).join("index.json")
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// How the build went, once it is done.
+    pub fn report(&self) -> Option<BuildReport> {
+        lock(&self.report).clone()
+    }
+
+    /// The index, built the first time (a query that comes first waits for it) and with
+    /// every change marked since applied. Hold the guard only briefly: changes are applied
+    /// under it.
+    pub async fn current(self: &Arc<Self>) -> MutexGuard<'_, Index> {
+        let this = Arc::clone(self);
+        let cell = self
+            .cell
+            .get_or_init(|| async move {
+                let built = tokio::task::spawn_blocking(move || this.build()).await;
+                Mutex::new(built.unwrap_or_default())
+            })
+            .await;
+        if !lock(&self.pending).is_empty() {
+            let this = Arc::clone(self);
+            // re-reading many files (a branch switch) must not hold an async thread
+            let _ = tokio::task::spawn_blocking(move || this.apply_pending()).await;
+        }
+        lock(cell)
+    }
+
+    /// The index as it is, if it is built (for status lines; no changes applied).
+    pub fn try_current(&self) -> Option<MutexGuard<'_, Index>> {
+        self.cell.get().map(lock)
+    }
+
+    /// An open document changed (or was opened): its text will be indexed, from its tree
+    /// when it has one. Cheap: the rope and tree are shared, not copied.
+    pub fn document_changed(&self, path: &Path, rope: Rope, tree: Option<(Tree, Language)>) {
+        if path.starts_with(&self.root) {
+            lock(&self.pending).insert(path.to_path_buf(), Pending::Text { rope, tree });
+        }
+    }
+
+    /// A file changed, appeared or went away on disk (or an open document was closed: the
+    /// disk's text is what counts again).
+    pub fn disk_changed(&self, path: &Path) {
+        if path.starts_with(&self.root) {
+            lock(&self.pending).insert(path.to_path_buf(), Pending::Disk);
+        }
+    }
+
+    fn build(&self) -> Index {
+        let started = Instant::now();
+        let (index, parsed) = match &self.cache {
+            Some(cache) => Index::build_cached(&self.root, cache),
+            None => {
+                let index = Index::build(&self.root);
+                let parsed = index.len();
+                (index, parsed)
+            }
+        };
+        let report = BuildReport {
+            files: index.len(),
+            parsed,
+            skipped: index.skipped.len(),
+            millis: started.elapsed().as_millis(),
+        };
+        tracing::info!(
+            "indexed {} files ({} parsed, the rest from the cache; {} skipped) in {} ms",
+            report.files,
+            report.parsed,
+            report.skipped,
+            report.millis
+        );
+        *lock(&self.report) = Some(report);
+        index
+    }
+
+    /// Applies the marked changes; returns how many files changed in the index.
+    fn apply_pending(&self) -> usize {
+        let Some(cell) = self.cell.get() else { return 0 };
+        let mut index = lock(cell);
+        let pending = std::mem::take(&mut *lock(&self.pending));
+        let mut changed = 0;
+        for (path, change) in pending {
+            changed += usize::from(match change {
+                Pending::Text { rope, tree } => {
+                    let text = rope.to_string();
+                    index.update_parsed(&path, &text, tree.as_ref().map(|(t, l)| (t, *l)))
+                }
+                Pending::Disk if !index.contains(&path) && self.ignored(&path) => false,
+                Pending::Disk => index.refresh(&path),
+            });
+        }
+        changed
+    }
+
+    /// Whether a file that was not indexed is one the build would have left out (ignored by
+    /// the root's `.gitignore`, or under a hidden folder).
+    fn ignored(&self, path: &Path) -> bool {
+        let Ok(relative) = path.strip_prefix(&self.root) else { return true };
+        let hidden = relative.components().any(|c| c.as_os_str().to_string_lossy().starts_with('.'));
+        hidden || self.ignore.matched_path_or_any_parents(path, false).is_ignore()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn changes_are_marked_then_applied_before_the_next_query() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::write(root.join("a.py"), "def alpha():\n    pass\n").unwrap();
+        std::fs::write(root.join(".gitignore"), "gen/\n").unwrap();
+        let cache = root.join(".cache/index.json");
+        let live = LiveIndex::new(&root, Some(cache.clone()));
+        assert_eq!(live.current().await.definitions("alpha").len(), 1);
+        assert_eq!(live.report().unwrap().parsed, 1);
+
+        // an open document's unsaved text
+        let rope = Rope::from_str("def beta():\n    pass\n");
+        live.document_changed(&root.join("a.py"), rope, None);
+        {
+            let index = live.current().await;
+            assert!(index.definitions("alpha").is_empty());
+            assert_eq!(index.definitions("beta").len(), 1);
+        }
+        // a file created on disk, one ignored, one deleted
+        std::fs::write(root.join("b.py"), "def gamma():\n    pass\n").unwrap();
+        std::fs::create_dir(root.join("gen")).unwrap();
+        std::fs::write(root.join("gen/c.py"), "def delta():\n    pass\n").unwrap();
+        live.disk_changed(&root.join("b.py"));
+        live.disk_changed(&root.join("gen/c.py"));
+        assert_eq!(live.current().await.definitions("gamma").len(), 1);
+        assert!(live.current().await.definitions("delta").is_empty(), "gen/ is ignored");
+        std::fs::remove_file(root.join("b.py")).unwrap();
+        live.disk_changed(&root.join("b.py"));
+        assert!(live.current().await.definitions("gamma").is_empty());
+
+        // a restart reuses the cache: nothing is parsed again
+        let again = LiveIndex::new(&root, Some(cache));
+        assert_eq!(again.current().await.definitions("alpha").len(), 1);
+        assert_eq!(again.report().unwrap().parsed, 0, "{:?}", again.report());
+    }
+}
