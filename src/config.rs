@@ -203,6 +203,40 @@ pub struct Settings {
     pub test: TestSettings,
     /// `[plan]`: how plans are made.
     pub plan: PlanSettings,
+    /// `[context]`: what the model sees of the workspace.
+    pub context: ContextSettings,
+}
+
+/// `[context]` (SPEC C2–C4).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ContextSettings {
+    /// Tokens of the workspace (rules, files, outlines, paths) one prompt may carry.
+    pub budget_tokens: usize,
+    /// Model summaries of large files a run may ask for (cached by content hash; 0: outlines
+    /// only).
+    pub summaries: usize,
+    /// A file of more lines than this is shown by its summary or outline rather than whole.
+    pub large_file_lines: usize,
+    /// Past this many replies in one step the conversation is compressed…
+    pub compress_turns: usize,
+    /// …or past this many tokens of it.
+    pub compress_tokens: usize,
+    /// Replies kept verbatim after a compression.
+    pub keep_turns: usize,
+}
+
+impl Default for ContextSettings {
+    fn default() -> Self {
+        ContextSettings {
+            budget_tokens: 6000,
+            summaries: 2,
+            large_file_lines: 400,
+            compress_turns: 20,
+            compress_tokens: 10_000,
+            keep_turns: 4,
+        }
+    }
 }
 
 /// `[plan]`.

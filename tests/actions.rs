@@ -596,3 +596,46 @@ fn navigation_actions_answer_from_the_index_and_follow_the_runs_own_edits() {
         told[7]
     );
 }
+
+/// A long step's history is compressed (SPEC C4): past `[context] compress_turns` replies the
+/// model gets the step's first message with a structured summary, and the last replies as
+/// they were; the audit log says so.
+#[test]
+fn a_long_step_is_compressed_into_a_summary() {
+    let dir =
+        project(&[("app/models.py", "class User:\n    pass\n"), ("app/views.py", "def view():\n    pass\n")]);
+    let root = dir.path();
+    std::fs::write(
+        root.join("tokamak.toml"),
+        "[checkers]\nenable = []\n[context]\ncompress_turns = 3\nkeep_turns = 1\n",
+    )
+    .unwrap();
+    let model = ModelServer::start(vec![
+        plan(),
+        action(json!({"action": "read", "path": "app/models.py"})),
+        action(json!({"action": "symbols", "query": "User"})),
+        action(json!({"action": "read", "path": "app/views.py"})),
+        action(json!({"action": "list", "dir": "app"})),
+        done("looked at everything"),
+    ]);
+    let user = UserDirs::new();
+    let output = run(&user, root, &model, "look at the user model");
+    assert_eq!(output.status.code(), Some(0), "stderr:\n{}", text(&output.stderr));
+    let requests = model.requests();
+    assert_eq!(requests.len(), 6);
+    // the fifth reply's request: compressed (four replies in, more than three)
+    let messages = requests[5].body["messages"].as_array().unwrap().clone();
+    let first = messages[1]["content"].as_str().unwrap();
+    assert!(
+        first.contains("Earlier in this step (compressed after 4 replies; the last 1 are below"),
+        "{first}"
+    );
+    assert!(first.contains("Concepts looked up: User\n"), "{first}");
+    assert!(first.contains("Files read: app/models.py, app/views.py\n"), "{first}");
+    assert!(first.contains("- symbols → symbols like User: 1\n"), "{first}");
+    assert_eq!(messages.len(), 4, "system, the first message, the last reply and its result: {messages:#?}");
+    assert!(messages[3]["content"].as_str().unwrap().starts_with("Result of list:"), "{messages:#?}");
+    let events: Vec<Value> = audit_lines(&user).into_iter().filter(|l| l["event"] == "compressed").collect();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["messages_removed"], 6);
+}

@@ -90,6 +90,9 @@ fn the_context_command_ranks_with_the_buffers_text() {
     .unwrap();
     std::fs::write(dir.path().join("src/report.py"), "def monthly_report(rows):\n    return sum(rows)\n")
         .unwrap();
+    std::fs::write(dir.path().join("AGENTS.md"), "Keep functions short.\n").unwrap();
+    std::fs::create_dir(dir.path().join(".tokamak")).unwrap();
+    std::fs::write(dir.path().join(".tokamak/rules.md"), "No new dependencies.\n").unwrap();
     let mut client = support::LspClient::for_project(dir.path(), serde_json::json!({}));
     let ask = |client: &mut support::LspClient, arguments: serde_json::Value| {
         let response = client.request(
@@ -106,6 +109,15 @@ fn the_context_command_ranks_with_the_buffers_text() {
         "{ranked}"
     );
 
+    // the status says what the index holds and which rules every run reads
+    let status = client.request(
+        "workspace/executeCommand",
+        serde_json::json!({"command": "tokamak.status", "arguments": [{}]}),
+    );
+    let context = &status["result"]["context"];
+    assert_eq!(context["rules"], serde_json::json!(["AGENTS.md", ".tokamak/rules.md"]), "{status}");
+    assert_eq!(context["index"]["files"], 2, "{status}");
+    assert_eq!(context["index"]["parsed"], 2, "{status}");
     // an unsaved edit in the open report: it now defines the login export
     let report = dir.path().join("src/report.py");
     let uri = client.open_file(&report, "python");
@@ -242,4 +254,83 @@ fn the_index_follows_edits_and_watched_files_and_survives_a_restart() {
     let message = end["params"]["value"]["message"].as_str().unwrap_or_default().to_string();
     // the cache was written at the first build (auth and views); cookies.py is new to it
     assert_eq!(message, "2 files indexed (1 parsed, the rest from the cache; 0 skipped)", "{end}");
+}
+
+/// A copy of the shop fixture (Python and TypeScript, rules, a large file) in a temporary folder.
+fn shop() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    support::copy_tree(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/context/shop"),
+        dir.path(),
+    );
+    dir
+}
+
+/// Seed 000's scenarios: a Korean question reaches the English code first, without a model.
+#[test]
+fn seed_scenarios_find_the_code_first() {
+    let dir = shop();
+    let user = support::UserDirs::new();
+    let first = |question: &str| -> String {
+        let output = user
+            .command(&["context", question, "--format", "json", "--root", &dir.path().display().to_string()])
+            .output()
+            .expect("tokamak runs");
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        let ranked: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+        ranked[0]["path"].as_str().unwrap_or_default().to_string()
+    };
+    assert_eq!(first("로그인 기능 어디 있어?"), "app/auth/login.py");
+    assert_eq!(first("User 클래스에 validate_email 메서드 추가해줘"), "app/models/user.py");
+    assert_eq!(first("세션 쿠키는 어디서 만들어?"), "app/auth/sessions.py");
+    assert_eq!(first("결제 환불은 어떻게 처리돼?"), "app/payments/gateway.py");
+    assert_eq!(first("where is the cart total computed"), "app/cart.py");
+    assert_eq!(first("비밀번호 해시 검증"), "app/auth/passwords.py");
+}
+
+/// The planner's prompt holds the project's rules, the README's opening and the files ranked
+/// for the goal within the budget; a large file is summarized by the model once, and the
+/// summary is reused from the cache by the next run.
+#[test]
+fn plans_see_rules_ranked_files_and_cached_summaries() {
+    use support::model_server::{ModelServer, openai_chat};
+    let dir = shop();
+    let root = dir.path();
+    let user = support::UserDirs::new();
+    let plan = |model: &ModelServer| {
+        user.command(&["plan", "결제 게이트웨이 환불에 로그 추가해줘", "--root", &root.display().to_string()])
+            .current_dir(root)
+            .env("TOKAMAK_LLM_URL", model.url())
+            .env("TOKAMAK_MODEL", "scripted")
+            .output()
+            .unwrap()
+    };
+    let summary = "The gateway client charges in 120 steps and refunds receipts.";
+    let model =
+        ModelServer::start(vec![openai_chat(summary), openai_chat("1. Log refunds in Gateway.refund\n")]);
+    let output = plan(&model);
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2, "a summary, then the plan");
+    let asked = requests[0].body["messages"].to_string();
+    assert!(asked.contains("The file app/payments/gateway.py") && asked.contains("Summarize it."), "{asked}");
+    let prompt = requests[1].body["messages"][1]["content"].as_str().unwrap_or_default().to_string();
+    assert!(prompt.starts_with("The project's rules:\n--- AGENTS.md ---\n# Rules for agents"), "{prompt}");
+    assert!(prompt.contains("The project's README.md (its opening):\n# Shop"), "{prompt}");
+    assert!(prompt.contains("### app/payments/gateway.py"), "{prompt}");
+    assert!(prompt.contains(&format!("(its summary; 611 lines)\n{summary}")), "{prompt}");
+    assert!(prompt.contains("Goal: 결제 게이트웨이 환불에 로그 추가해줘"), "{prompt}");
+    assert!(
+        !prompt.contains("packages/admin"),
+        "the admin package's rules are not about this goal: {prompt}"
+    );
+
+    // the next run reuses the summary: one request, the plan's
+    let model = ModelServer::start(vec![openai_chat("1. Log refunds in Gateway.refund\n")]);
+    let output = plan(&model);
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let requests = model.requests();
+    assert_eq!(requests.len(), 1, "the summary came from the cache");
+    let prompt = requests[0].body["messages"][1]["content"].as_str().unwrap_or_default().to_string();
+    assert!(prompt.contains(summary), "{prompt}");
 }

@@ -4,6 +4,7 @@
 //! or a guard stops it. Malformed arguments, unknown tools, refusals and replies without an
 //! action go back to the model as errors; they never end the loop by themselves — the limits
 //! do, and so does the same action on the same state coming back a third time (SPEC G2).
+//! A long step's history is compressed into a summary as it goes (`trajectory.rs`, SPEC C4).
 //! With `model.tools = "auto"`, a server that refuses tools gets the text protocol from then
 //! on, and the user is told once.
 
@@ -17,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use super::protocol::{self, Reply as TextReply};
 use super::report::{ExitReason, Tokens};
 use super::tools::{self, Called};
+use super::trajectory::Trajectory;
 use crate::editor::MessageLevel;
 use crate::executor::{Action, Executor, LimitHit};
 use crate::model::{CallOptions, Message, Model, ModelError, Reply, Request, ToolsMode};
@@ -77,6 +79,7 @@ pub async fn act(
     let mut tokens = Tokens::default();
     let mut turns = 0u32;
     let tool_call_limit = executor.context().settings.limits.tool_calls;
+    let mut trajectory = Trajectory::default();
     let end =
         |exit_reason, summary: String, tokens, turns| ActOutcome { exit_reason, summary, tokens, turns };
     loop {
@@ -100,6 +103,19 @@ pub async fn act(
                 format!("stopped after {turns} replies (limits.tool_calls is {tool_call_limit})"),
                 tokens,
                 turns,
+            );
+        }
+        let compression = trajectory.compress_if_due(
+            &mut messages,
+            request.goal,
+            &executor.changed_files(),
+            &executor.context().settings.context,
+        );
+        if let Some((removed, before, after)) = compression {
+            report(format!("compressed the step's history ({before} → {after} tokens)"));
+            executor.record(
+                "compressed",
+                json!({"messages_removed": removed, "tokens_before": before, "tokens_after": after}),
             );
         }
         let reply = match ask(model, &messages, protocol, cancel).await {
@@ -127,6 +143,7 @@ pub async fn act(
             }
         };
         turns += 1;
+        trajectory.reply(&reply.text);
         executor.record(
             "prompt",
             json!({
@@ -146,12 +163,13 @@ pub async fn act(
             for call in &reply.tool_calls {
                 let (key, answer) = match tools::read_call(call) {
                     Ok(Called::Done(summary)) => return end(ExitReason::Done, summary, tokens, turns),
-                    Ok(Called::Act(action)) => match take(executor, &action, report).await {
+                    Ok(Called::Act(action)) => match take(executor, &action, report, &mut trajectory).await {
                         Ok(taken) => taken,
                         Err(hit) => return end(limit_reason(hit), hit.to_string(), tokens, turns),
                     },
                     Err(reason) => {
                         report(format!("a tool call was not usable: {reason}"));
+                        trajectory.unusable(&reason);
                         (fingerprint(&["unusable", &call.name, &call.arguments]), format!("Error: {reason}"))
                     }
                 };
@@ -167,12 +185,13 @@ pub async fn act(
         messages.push(Message::assistant(reply.text.clone()));
         let (key, answer) = match protocol::parse(&reply.text) {
             Ok(TextReply::Done(summary)) => return end(ExitReason::Done, summary, tokens, turns),
-            Ok(TextReply::Act(action)) => match take(executor, &action, report).await {
+            Ok(TextReply::Act(action)) => match take(executor, &action, report, &mut trajectory).await {
                 Ok(taken) => taken,
                 Err(hit) => return end(limit_reason(hit), hit.to_string(), tokens, turns),
             },
             Err(reason) => {
                 report(format!("the reply had no usable action: {reason}"));
+                trajectory.unusable(&reason);
                 let reason = if protocol == Protocol::Native && reason.starts_with("your reply had no action")
                 {
                     "your reply called no tool: call one of the tools to act, or done when the goal is reached".to_string()
@@ -218,9 +237,11 @@ async fn take(
     executor: &Executor,
     action: &Action,
     report: &(dyn Fn(String) + Send + Sync),
+    trajectory: &mut Trajectory,
 ) -> Result<([u8; 32], String), LimitHit> {
     let result = executor.execute(action).await?;
     report(result.summary.clone());
+    trajectory.action(action, &result);
     let arguments = serde_json::to_string(action).unwrap_or_default();
     let key = fingerprint(&[&arguments, &result.text]);
     let label = if result.ok { "Result" } else { "Refused" };

@@ -238,6 +238,14 @@ async fn fix_loop(
         }
     };
     let path = display_path(context.root.as_deref(), uri);
+    // the project's rules (SPEC C7), nearest to the file first, within a quarter of the budget
+    let rules = match (&context.root, uri.to_file_path()) {
+        (Some(root), Ok(file)) => crate::context::render_rules(
+            &crate::context::project_rules(root, Some(&file)),
+            settings.context_tokens,
+        ),
+        _ => String::new(),
+    };
     for attempt in 1..=settings.max_attempts {
         let spent = lock(tally).tokens.total();
         if spent >= settings.max_tokens {
@@ -266,6 +274,7 @@ async fn fix_loop(
             targets: &focus,
             history: &history,
             context_tokens: settings.context_tokens,
+            rules: &rules,
         };
         let options = CallOptions { deltas: None, cancel: run.cancel.child_token() };
         let reply = match model.send(&Request::chat(prompt.messages()), &options).await {

@@ -18,6 +18,8 @@ mod runs;
 mod targets;
 mod task;
 mod tools;
+mod trajectory;
+mod workspace;
 
 pub use fix::{FixContext, FixRequest, display_path, fix};
 

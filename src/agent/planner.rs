@@ -1,5 +1,5 @@
 //! The planner (SPEC P2): asks the model for a plan for a goal — with the project's rules, a
-//! view of the workspace (its files, within a budget) and the user's selection — and reads
+//! view of the workspace (its rules and the files ranked for the goal, within a budget) and the user's selection — and reads
 //! the reply into a [`Plan`], asking once more, with the reason, when it is not one.
 
 use std::path::Path;
@@ -17,16 +17,15 @@ and nothing else: one line per step with a short imperative title, then, if usef
 the files, classes and functions involved. Mark a step that needs earlier steps with [depends: N] (several: \
 [depends: 1, 2]). Put tests in a step of their own. Write no code.";
 
-/// Files named in the workspace view at most.
+/// Files named in the fallback workspace view at most.
 const MAX_FILES: usize = 150;
-/// Bytes of each rules file put in the prompt at most.
-const MAX_RULES_BYTES: usize = 4 * 1024;
 
 /// What a plan is made for.
 pub struct PlanRequest<'a> {
     pub goal: &'a str,
-    /// The workspace root.
-    pub root: &'a Path,
+    /// What the prompt shows of the workspace: its rules and the files ranked for the goal,
+    /// within the context budget (`agent::workspace_context`).
+    pub workspace: &'a str,
     /// What the user selected, if anything.
     pub selection: Option<Selection>,
     pub max_steps: usize,
@@ -103,13 +102,7 @@ pub async fn make_plan(
 
 fn prompt(request: &PlanRequest<'_>) -> String {
     let mut out = String::new();
-    let rules = project_rules(request.root);
-    if !rules.is_empty() {
-        out.push_str("The project's rules:\n");
-        out.push_str(&rules);
-        out.push('\n');
-    }
-    out.push_str(&workspace_view(request.root));
+    out.push_str(request.workspace);
     if let Some(selection) = &request.selection {
         out.push('\n');
         out.push_str(&selection.describe());
@@ -123,17 +116,8 @@ fn prompt(request: &PlanRequest<'_>) -> String {
     out
 }
 
-/// `AGENTS.md`, `CONTRIBUTING.md` and `.tokamak/rules.md` at the root, each cut to a few KB.
-pub fn project_rules(root: &Path) -> String {
-    let mut out = String::new();
-    for name in ["AGENTS.md", "CONTRIBUTING.md", ".tokamak/rules.md"] {
-        let Ok(text) = std::fs::read_to_string(root.join(name)) else { continue };
-        out.push_str(&format!("--- {name} ---\n{}\n", crate::executor::cut(text.trim(), MAX_RULES_BYTES)));
-    }
-    out
-}
-
-/// The workspace's files (those `.gitignore` keeps), up to a limit, saying how many were left out.
+/// The workspace's files (those `.gitignore` keeps), up to a limit, saying how many were left
+/// out: what a prompt shows when there is no index.
 pub fn workspace_view(root: &Path) -> String {
     let mut files: Vec<String> = ignore::WalkBuilder::new(root)
         .hidden(true)

@@ -47,6 +47,8 @@ pub struct FixPrompt<'a> {
     /// One paragraph per earlier attempt.
     pub history: &'a [String],
     pub context_tokens: usize,
+    /// The project's rules as `context::render_rules` shows them (empty: none).
+    pub rules: &'a str,
 }
 
 impl FixPrompt<'_> {
@@ -67,6 +69,9 @@ impl FixPrompt<'_> {
         let outline = outline(&symbols);
         if !outline.trim().is_empty() {
             let _ = writeln!(out, "\nOutline of {}:\n{outline}", self.path);
+        }
+        if !self.rules.is_empty() {
+            let _ = write!(out, "\n{}", self.rules);
         }
         if !self.history.is_empty() {
             out.push_str("\nEarlier in this run (do not repeat what failed):\n");
@@ -232,8 +237,10 @@ mod tests {
             targets: std::slice::from_ref(&target),
             history: &["Attempt 1: your SEARCH block 1 matched nothing".to_string()],
             context_tokens: 3000,
+            rules: "The project's rules:\n--- AGENTS.md ---\nNo prints.\n",
         };
         let user = prompt.user();
+        assert!(user.contains("\nThe project's rules:\n--- AGENTS.md ---\nNo prints.\n"), "{user}");
         assert!(user.contains("def broken(items):\n    total = 0\n"), "{user}");
         assert!(!user.contains("return x + 3\n"), "bodies of other functions stay out: {user}");
         assert!(user.contains("def helper_79(x)"), "the outline names every function");

@@ -21,10 +21,11 @@ use super::act::{ActOutcome, ActRequest, act};
 use super::engine::{Engine, Phase};
 use super::fix::{FixContext, FixRequest, fix};
 use super::plan::{Plan, StepStatus};
-use super::planner::{PlanFailure, PlanRequest, Selection, make_plan, project_rules};
+use super::planner::{PlanFailure, PlanRequest, Selection, make_plan};
 use super::report::{ExitReason, RunReport, Tokens};
 use super::runs::{RunHandle, Runs};
 use super::targets::{Scope, problems};
+use super::workspace::workspace_context;
 use crate::agent::Signature;
 use crate::config::{FixSettings, LimitSettings, PlanSettings};
 use crate::editor::{DocumentEdit, EditOutcome, Editor, FileOperation, MessageLevel, Progress};
@@ -72,14 +73,20 @@ pub async fn plan_goal(
     cancel: &CancellationToken,
 ) -> Result<(Plan, Tokens), PlanFailure> {
     let model = context.model.clone().map_err(PlanFailure::Model)?;
+    let active = selection.as_ref().map(|s| context.executor.confinement.root().join(&s.path));
+    let (workspace, spent) =
+        workspace_context(&context.executor, Some(model.as_ref()), goal, active.as_deref(), cancel).await;
     let request = PlanRequest {
         goal,
-        root: context.executor.confinement.root(),
+        workspace: &workspace,
         selection,
         max_steps: context.plan.max_steps,
         history: None,
     };
-    make_plan(model.as_ref(), &request, plan_id, cancel).await
+    let (plan, mut tokens) = make_plan(model.as_ref(), &request, plan_id, cancel).await?;
+    tokens.prompt = tokens.prompt.saturating_add(spent.prompt);
+    tokens.completion = tokens.completion.saturating_add(spent.completion);
+    Ok((plan, tokens))
 }
 
 /// How the run stopped, before its summary is written.
@@ -126,6 +133,7 @@ pub async fn run_task(context: &TaskContext, request: TaskRequest, run: RunHandl
         turns: 0,
         iterations: 0,
         plan: Arc::new(Mutex::new(None)),
+        active: request.selection.as_ref().map(|s| executor_context.confinement.root().join(&s.path)),
     };
     let stop = engine.drive(&request).await;
     timer.abort();
@@ -198,6 +206,8 @@ struct Runner<'a> {
     /// Rounds of fixing or retrying a step, against `limits.iterations`.
     iterations: u32,
     plan: Arc<Mutex<Option<Plan>>>,
+    /// The file the user selected in, if any: ranked up in the context, its rules read.
+    active: Option<std::path::PathBuf>,
 }
 
 /// What observing a step found.
@@ -258,9 +268,10 @@ impl Runner<'_> {
             None => {
                 self.go(Phase::Planning, &request.goal);
                 self.report("planning".to_string()).await;
+                let workspace = self.workspace(model.as_ref(), &request.goal).await;
                 let plan_request = PlanRequest {
                     goal: &request.goal,
-                    root: self.executor.context().confinement.root(),
+                    workspace: &workspace,
                     selection: request.selection.clone(),
                     max_steps: self.context.plan.max_steps,
                     history: None,
@@ -372,6 +383,25 @@ impl Runner<'_> {
         Stop { reason, summary: format!("{why}; {done} step(s) were done") }
     }
 
+    /// The workspace as the prompts show it for `question` (summaries cost tokens too), and
+    /// a line in the audit log saying what it held.
+    async fn workspace(&mut self, model: &dyn Model, question: &str) -> String {
+        let (text, spent) = workspace_context(
+            self.executor.context(),
+            Some(model),
+            question,
+            self.active.as_deref(),
+            &self.cancel,
+        )
+        .await;
+        self.add_tokens(spent);
+        self.executor.record(
+            "context",
+            serde_json::json!({"question": question, "tokens": crate::model::estimate_tokens(&text), "summary_tokens": spent.total()}),
+        );
+        text
+    }
+
     fn add_tokens(&mut self, tokens: Tokens) {
         self.tokens.prompt = self.tokens.prompt.saturating_add(tokens.prompt);
         self.tokens.completion = self.tokens.completion.saturating_add(tokens.completion);
@@ -386,9 +416,10 @@ impl Runner<'_> {
         outline: &str,
         round: usize,
     ) -> Result<(), Stop> {
+        let workspace = self.workspace(model, &request.goal).await;
         let plan_request = PlanRequest {
             goal: &request.goal,
-            root: self.executor.context().confinement.root(),
+            workspace: &workspace,
             selection: request.selection.clone(),
             max_steps: self.context.plan.max_steps,
             history: Some(outline.to_string()),
@@ -433,17 +464,16 @@ impl Runner<'_> {
         let name = format!("step {}/{total}: {}", index + 1, step.title);
         self.report(name.clone()).await;
         let changed_before = self.executor.changed_files();
-        let rules = project_rules(self.executor.context().confinement.root());
         let mut goal = step.title.clone();
         if !step.detail.is_empty() {
             goal.push_str(&format!("\n{}", step.detail));
         }
+        let overall = lock(&self.plan).as_ref().map(|p| p.goal.clone()).unwrap_or_default();
+        let workspace = self.workspace(model, &format!("{goal}\n{overall}")).await;
         let mut feedback = String::new();
         loop {
-            let mut context_text = String::new();
-            if !rules.is_empty() {
-                context_text.push_str(&format!("The project's rules:\n{rules}\n"));
-            }
+            let mut context_text = workspace.clone();
+            context_text.push('\n');
             context_text.push_str(&format!(
                 "The plan for the goal \"{}\" (○ pending, ⚡ this step, ✓ done, ✗ failed):\n{plan_text}\nYou are carrying out step {} only.",
                 lock(&self.plan).as_ref().map(|p| p.goal.clone()).unwrap_or_default(),

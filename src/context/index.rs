@@ -221,6 +221,11 @@ impl Index {
         true
     }
 
+    /// A file's definitions (empty when it is not indexed).
+    pub fn file_definitions(&self, path: &Path) -> &[Definition] {
+        self.files.get(path).map_or(&[], |e| e.facts.definitions.as_slice())
+    }
+
     /// Whether a file is indexed.
     pub fn contains(&self, path: &Path) -> bool {
         self.files.contains_key(path)

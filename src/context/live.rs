@@ -97,9 +97,10 @@ impl LiveIndex {
         lock(cell)
     }
 
-    /// The index as it is, if it is built (for status lines; no changes applied).
+    /// The index as it is, if it is built and not being updated this moment (for status
+    /// lines, which must not wait; no changes applied).
     pub fn try_current(&self) -> Option<MutexGuard<'_, Index>> {
-        self.cell.get().map(lock)
+        self.cell.get()?.try_lock().ok()
     }
 
     /// An open document changed (or was opened): its text will be indexed, from its tree

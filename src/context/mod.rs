@@ -9,10 +9,16 @@ mod extract;
 mod index;
 mod live;
 mod rank;
+mod rules;
+mod summary;
 mod terms;
+mod view;
 
 pub use extract::{Call, Definition, FileFacts, Import, facts, facts_of_tree};
 pub use index::{Caller, Found, Index, MAX_CALLER_DEPTH, MAX_FILE_BYTES, Skipped, module_name, split_words};
 pub use live::{BuildReport, LiveIndex};
 pub use rank::{Ranked, RankedSymbol, plain_bm25, query_words, rank};
+pub use rules::{RULE_FILES, RuleFile, project_rules, render_rules};
+pub use summary::Summaries;
 pub use terms::{english_words, term_count};
+pub use view::{Shown, View, ViewRequest, view, view_with_summaries};

@@ -69,6 +69,8 @@ pub struct ExecutorSettings {
     pub key_variables: Vec<String>,
     /// Ask the approver before every change to files, showing the diff.
     pub approve_changes: bool,
+    /// `[context]`: what prompts show of the workspace.
+    pub context: crate::config::ContextSettings,
 }
 
 impl ExecutorSettings {
@@ -84,6 +86,7 @@ impl ExecutorSettings {
             trusted,
             key_variables: settings.key_variables(),
             approve_changes: false,
+            context: settings.context.clone(),
         }
     }
 }
@@ -103,6 +106,16 @@ pub struct ExecutorContext {
 }
 
 impl ExecutorContext {
+    /// A file's text as the user sees it: the open document's, else the disk's (`None`: not
+    /// readable as text).
+    pub fn current_text(&self, path: &Path) -> Option<String> {
+        let uri = Url::from_file_path(path).ok()?;
+        match self.observer.snapshot(&uri) {
+            Some(snapshot) => Some(snapshot.rope.to_string()),
+            None => read_text(path).ok(),
+        }
+    }
+
     pub fn new(
         confinement: Confinement,
         observer: Arc<Observer>,

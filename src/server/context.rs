@@ -115,6 +115,25 @@ pub fn watched_files_changed(backend: &Backend, params: DidChangeWatchedFilesPar
     }
 }
 
+/// What `tokamak.status` says of the context: the index (files, skipped, how it was built,
+/// `null` while it builds) and the project's rules files every run reads.
+pub fn status(backend: &Backend) -> Value {
+    let Some(live) = backend.index.get() else { return Value::Null };
+    let rules: Vec<String> = crate::context::project_rules(live.root(), None)
+        .into_iter()
+        .map(|r| r.path.display().to_string())
+        .collect();
+    let index = live.report().map(|report| {
+        json!({
+            "files": live.try_current().map_or(report.files, |index| index.len()),
+            "skipped": report.skipped,
+            "parsed": report.parsed,
+            "buildMs": report.millis as u64,
+        })
+    });
+    json!({"index": index, "rules": rules})
+}
+
 /// The work of `tokamak.context`, owning what it needs.
 pub fn context(
     backend: &Backend,

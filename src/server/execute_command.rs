@@ -142,6 +142,7 @@ fn status(backend: &Backend) -> Value {
         "trusted": trust.is_some_and(|t| t.trusted),
         "trust": trust.map(|t| t.source.clone()),
         "auditLogs": backend.history().map(|h| h.audit_dir()),
+        "context": super::context::status(backend),
     })
 }
 
