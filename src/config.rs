@@ -340,11 +340,22 @@ impl Default for LimitSettings {
 }
 
 /// `[test]` (a trusted setting).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TestSettings {
     /// The project's test command, as an argument list (`["python", "-m", "pytest", "-q"]`).
     pub command: Option<Vec<String>>,
+    /// Run the tests that reach what a step changed first (pytest node ids, vitest/jest
+    /// files), when the command's runner is one Tokamak knows.
+    pub impact_first: bool,
+    /// After those pass, run the whole command too.
+    pub then_all: bool,
+}
+
+impl Default for TestSettings {
+    fn default() -> Self {
+        TestSettings { command: None, impact_first: true, then_all: true }
+    }
 }
 
 /// `[fix]`: how far one fix run may go before it stops (SPEC F2, G1).

@@ -639,3 +639,97 @@ fn a_long_step_is_compressed_into_a_summary() {
     assert_eq!(events.len(), 1, "{events:?}");
     assert_eq!(events[0]["messages_removed"], 6);
 }
+
+/// Impact (SPEC C6): after a step changes a definition, the tests that reach it run first —
+/// pytest node ids of the test functions calling it directly or through a caller — then the
+/// whole suite; the model can ask for the same with the `impact` action.
+#[test]
+fn the_tests_that_reach_a_change_run_first() {
+    if !support::require_tools(&["pytest"]) {
+        return;
+    }
+    let dir = project(&[
+        ("conftest.py", "# puts the project on pytest's path\n"),
+        ("app/__init__.py", ""),
+        (
+            "app/models.py",
+            "class User:\n    def __init__(self, email):\n        self.email = email\n\n    def validate_email(self):\n        return '@' in self.email\n",
+        ),
+        (
+            "app/signup.py",
+            "from app.models import User\n\n\ndef signup(email):\n    return User(email).validate_email()\n",
+        ),
+        ("app/other.py", "def unrelated():\n    return 1\n"),
+        (
+            "tests/test_models.py",
+            "from app.models import User\n\n\nclass TestUser:\n    def test_valid(self):\n        assert User('a@b.c').validate_email()\n",
+        ),
+        (
+            "tests/test_signup.py",
+            "from app.signup import signup\n\n\ndef test_signup_refuses():\n    assert not signup('nope')\n",
+        ),
+        (
+            "tests/test_other.py",
+            "from app.other import unrelated\n\n\ndef test_unrelated():\n    assert unrelated() == 1\n",
+        ),
+    ]);
+    let root = dir.path();
+    let model = ModelServer::start(vec![
+        plan(),
+        action_with(
+            json!({"action": "edit", "path": "app/models.py"}),
+            "<<<<<<< SEARCH\n        return '@' in self.email\n=======\n        return '@' in self.email and '.' in self.email\n>>>>>>> REPLACE\n",
+        ),
+        action(json!({"action": "impact"})),
+        done("emails need a dot"),
+    ]);
+    // the test command runs only in a folder the user trusts
+    let user = UserDirs::trusting(&[root]);
+    let python = support::tools_dir().join("venv/bin/python").display().to_string();
+    let test_command = format!("{python} -m pytest -q -p no:cacheprovider");
+    let output = user
+        .command(&[
+            "run",
+            "emails need a dot",
+            "--yes",
+            "--root",
+            &root.display().to_string(),
+            "--test-command",
+            &test_command,
+        ])
+        .current_dir(root)
+        .env("TOKAMAK_LLM_URL", model.url())
+        .env("TOKAMAK_MODEL", "scripted")
+        .env("OPENAI_API_KEY", KEY)
+        .envs(support::tool_env())
+        .output()
+        .expect("run tokamak");
+    let told = results(&model);
+    let audit: Vec<Value> = audit_lines(&user).into_iter().filter(|l| l["action"] == "run").collect();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "stdout:\n{}\nstderr:\n{}\ntold: {told:#?}\nruns: {audit:#?}",
+        text(&output.stdout),
+        text(&output.stderr)
+    );
+    assert!(told[1].contains("Changed: validate_email (app/models.py)"), "{}", told[1]);
+    assert!(
+        told[1].contains("Tests that reach it (2): tests/test_models.py::TestUser::test_valid, tests/test_signup.py::test_signup_refuses"),
+        "{}",
+        told[1]
+    );
+    let runs: Vec<Vec<String>> = audit_lines(&user)
+        .into_iter()
+        .filter(|l| l["event"] == "action" && l["action"] == "run")
+        .map(|l| serde_json::from_value(l["arguments"]["command"].clone()).unwrap())
+        .collect();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    assert_eq!(
+        runs[0][6..],
+        ["tests/test_models.py::TestUser::test_valid", "tests/test_signup.py::test_signup_refuses"]
+    );
+    assert_eq!(runs[1].len(), 6, "then the whole suite: {runs:?}");
+    let impact: Vec<Value> = audit_lines(&user).into_iter().filter(|l| l["event"] == "impact").collect();
+    assert_eq!(impact[0]["changed"], json!(["validate_email"]), "{impact:?}");
+}

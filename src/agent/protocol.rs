@@ -26,6 +26,7 @@ pub const TOOLS: &str = r#"Act with exactly one action per reply: a JSON object 
 - {"action": "callers", "name": "login", "depth": 2}  who calls a function, and who calls those ("depth" 1-5, optional)
 - {"action": "importers", "module": "app.models"}  the files that import a module
 - {"action": "locate", "query": "where is the login handled"}  the files most relevant to a question
+- {"action": "impact", "path": "app/models.py", "names": ["User"]}  callers, importers and tests a change reaches (without names: what this run changed)
 - {"action": "edit", "path": "src/app.py"}  followed, after the JSON block, by SEARCH/REPLACE blocks:
 <<<<<<< SEARCH
 exact lines from the file

@@ -612,18 +612,55 @@ impl Runner<'_> {
             }
         }
         let tests = match self.executor.context().settings.test_command.clone() {
-            Some(command) if !self.cancel.is_cancelled() => {
-                self.report("running the tests".to_string()).await;
-                match self.executor.execute(&Action::Run { command, timeout: None }).await {
-                    Ok(result) => {
-                        Some((result.exit_status == Some(0), crate::executor::cut(&result.text, 6 * 1024)))
-                    }
-                    Err(hit) => Some((false, hit.to_string())),
-                }
-            }
+            Some(command) if !self.cancel.is_cancelled() => Some(self.run_tests(command).await),
             _ => None,
         };
         Observation { introduced, tests }
+    }
+
+    /// Runs the tests: first those that reach what the run changed (SPEC C6, `[test]
+    /// impact_first`), then, when they pass and `then_all` says so, the whole command.
+    /// Returns whether they passed and their output.
+    async fn run_tests(&self, command: Vec<String>) -> (bool, String) {
+        let settings = &self.executor.context().settings;
+        let root = self.executor.context().confinement.root();
+        let mut focused = None;
+        if settings.test_impact_first
+            && let Some(impact) = self.executor.run_impact(None).await
+        {
+            self.executor.record(
+                "impact",
+                serde_json::json!({
+                    "changed": impact.symbols.iter().map(|(_, n)| n.clone()).collect::<Vec<_>>(),
+                    "callers": impact.callers.len(),
+                    "importers": impact.importers.len(),
+                    "tests": impact.tests.len(),
+                }),
+            );
+            focused = crate::context::focused_test_command(&command, root, &impact.tests);
+        }
+        let mut output = String::new();
+        if let Some(focused) = focused {
+            let count = focused.len() - command.len();
+            self.report(format!("running the {count} test(s) that reach the change")).await;
+            let (passed, text) = self.run_command(focused).await;
+            output.push_str(&format!("The tests that reach the change ({count}):\n{text}\n"));
+            if !passed || !settings.test_then_all {
+                return (passed, crate::executor::cut(&output, 6 * 1024));
+            }
+            output.push_str("They pass. The whole test command:\n");
+        }
+        self.report("running the tests".to_string()).await;
+        let (passed, text) = self.run_command(command).await;
+        output.push_str(&text);
+        (passed, crate::executor::cut(&output, 6 * 1024))
+    }
+
+    async fn run_command(&self, command: Vec<String>) -> (bool, String) {
+        match self.executor.execute(&Action::Run { command, timeout: None }).await {
+            Ok(result) => (result.exit_status == Some(0), crate::executor::cut(&result.text, 4 * 1024)),
+            Err(hit) => (false, hit.to_string()),
+        }
     }
 
     /// A file's settled diagnostics: the open document's, else the file's on disk checked by

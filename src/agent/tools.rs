@@ -80,6 +80,11 @@ pub fn tools() -> Vec<Tool> {
             object(json!({"query": {"type": "string"}}), &["query"]),
         ),
         tool(
+            "impact",
+            "What a change reaches: the changed definitions' callers, the importers of their modules, and the tests that reach them. With path and names: those definitions; with path only: what this run changed in that file; with neither: everything this run changed.",
+            object(json!({"path": path, "names": {"type": "array", "items": {"type": "string"}}}), &[]),
+        ),
+        tool(
             "edit",
             "Change a file with SEARCH/REPLACE blocks: <<<<<<< SEARCH, the exact lines to find, =======, the lines to put there, >>>>>>> REPLACE. Copy the SEARCH lines exactly from the file.",
             object(json!({"path": path, "blocks": {"type": "string"}}), &["path", "blocks"]),

@@ -221,6 +221,16 @@ impl Index {
         true
     }
 
+    /// The indexed files, in path order.
+    pub fn paths(&self) -> impl Iterator<Item = &Path> {
+        self.files.keys().map(PathBuf::as_path)
+    }
+
+    /// A file's facts, if it is indexed.
+    pub fn file_facts(&self, path: &Path) -> Option<&FileFacts> {
+        self.files.get(path).map(|e| &e.facts)
+    }
+
     /// A file's definitions (empty when it is not indexed).
     pub fn file_definitions(&self, path: &Path) -> &[Definition] {
         self.files.get(path).map_or(&[], |e| e.facts.definitions.as_slice())

@@ -6,6 +6,7 @@
 //! The server answers `tokamak.context` with it; the agent does not use it yet.
 
 mod extract;
+mod impact;
 mod index;
 mod live;
 mod rank;
@@ -15,6 +16,10 @@ mod terms;
 mod view;
 
 pub use extract::{Call, Definition, FileFacts, Import, facts, facts_of_tree};
+pub use impact::{
+    Impact, TestTarget, changed_definitions, describe as describe_impact, focused_test_command, impact,
+    is_test_file,
+};
 pub use index::{Caller, Found, Index, MAX_CALLER_DEPTH, MAX_FILE_BYTES, Skipped, module_name, split_words};
 pub use live::{BuildReport, LiveIndex};
 pub use rank::{Ranked, RankedSymbol, plain_bm25, query_words, rank};

@@ -51,6 +51,14 @@ pub enum Action {
     Locate {
         query: String,
     },
+    /// What a change reaches: callers, importers and the tests that reach it. `names` in
+    /// `path`, or without names what this run changed in `path` (or in every file).
+    Impact {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        path: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        names: Option<Vec<String>>,
+    },
     /// SEARCH/REPLACE blocks (or a diff, or the whole new text) for one file.
     Edit {
         path: String,
@@ -104,6 +112,7 @@ impl Action {
             Action::Callers { .. } => "callers",
             Action::Importers { .. } => "importers",
             Action::Locate { .. } => "locate",
+            Action::Impact { .. } => "impact",
             Action::Edit { .. } => "edit",
             Action::Create { .. } => "create",
             Action::Delete { .. } => "delete",
@@ -122,7 +131,8 @@ impl Action {
             | Action::Definition { .. }
             | Action::Callers { .. }
             | Action::Importers { .. }
-            | Action::Locate { .. } => ActionKind::Read,
+            | Action::Locate { .. }
+            | Action::Impact { .. } => ActionKind::Read,
             Action::Edit { .. } | Action::Create { .. } | Action::Delete { .. } | Action::Rename { .. } => {
                 ActionKind::Write
             }
@@ -173,6 +183,7 @@ pub const ACTION_NAMES: &[&str] = &[
     "callers",
     "importers",
     "locate",
+    "impact",
     "edit",
     "create",
     "delete",

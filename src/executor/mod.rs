@@ -61,6 +61,9 @@ pub struct ExecutorSettings {
     pub auto_commit: bool,
     pub limits: LimitSettings,
     pub test_command: Option<Vec<String>>,
+    /// `[test] impact_first` and `then_all`.
+    pub test_impact_first: bool,
+    pub test_then_all: bool,
     /// The least similarity a fuzzy SEARCH match needs (`fix.similarity`).
     pub similarity: f32,
     /// The folder is trusted: its own allow-list applies and git hooks run.
@@ -82,6 +85,8 @@ impl ExecutorSettings {
             auto_commit: settings.auto_commit,
             limits: settings.limits.clone(),
             test_command: settings.test.command.clone(),
+            test_impact_first: settings.test.impact_first,
+            test_then_all: settings.test.then_all,
             similarity: settings.fix.similarity,
             trusted,
             key_variables: settings.key_variables(),
@@ -265,7 +270,8 @@ impl Executor {
             | Action::Definition { .. }
             | Action::Callers { .. }
             | Action::Importers { .. }
-            | Action::Locate { .. } => self.navigate(action).await,
+            | Action::Locate { .. }
+            | Action::Impact { .. } => self.navigate(action).await,
             Action::Edit { path, blocks } => self.edit(path, blocks).await,
             Action::Create { path, text } => self.create(path, text).await,
             Action::Delete { path } => self.delete(path).await,

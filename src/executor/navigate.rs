@@ -1,7 +1,7 @@
 //! The actions that navigate the workspace index (SPEC C5): `symbols` (fuzzy symbol search),
 //! `definition` (where a name is defined, with its text), `callers` (up to five levels, with
 //! ambiguity said), `importers` (who imports a module) and `locate` (files ranked for a
-//! question). They read the index as the editor's open documents and the run's own writes
+//! question), `impact` (what a change reaches, tests included). They read the index as the editor's open documents and the run's own writes
 //! left it.
 
 use std::collections::BTreeMap;
@@ -10,7 +10,7 @@ use std::path::Path;
 use super::action::{Action, ActionResult};
 use super::output::cut;
 use super::{Executor, Stop};
-use crate::context::{Index, MAX_CALLER_DEPTH, rank};
+use crate::context::{Impact, Index, MAX_CALLER_DEPTH, changed_definitions, describe_impact, impact, rank};
 
 /// Symbols listed at most.
 const MAX_SYMBOLS: usize = 30;
@@ -29,6 +29,9 @@ impl Executor {
         let Some(live) = &self.context.index else {
             return Err(Stop::Refused("the workspace index is not available in this session".to_string()));
         };
+        if let Action::Impact { path, names } = action {
+            return self.impact_action(path.as_deref(), names.as_deref()).await;
+        }
         // the run's own open documents are the editor's: the index has them from the editor
         let index = live.current().await;
         let root = self.root().to_path_buf();
@@ -50,6 +53,70 @@ impl Executor {
             Action::Locate { query } => locate(&index, query, &relative),
             _ => return Err(Stop::Refused(format!("{} is not a navigation action", action.name()))),
         })
+    }
+
+    /// What this run's changes reach (`only`: in that file): the changed definitions (the
+    /// text before the run against now), their callers, importers and the tests that reach
+    /// them. `None` without an index.
+    pub async fn run_impact(&self, only: Option<&Path>) -> Option<Impact> {
+        let live = self.context.index.as_ref()?;
+        let mut changes = Vec::new();
+        for relative in self.changed_files() {
+            let path = self.root().join(&relative);
+            if only.is_some_and(|o| o != path) {
+                continue;
+            }
+            let language = crate::text::Language::from_path(&path);
+            if !language.is_parsed() {
+                continue;
+            }
+            let before = self.original(&relative).flatten();
+            let after = self.context.current_text(&path);
+            let names = changed_definitions(language, before.as_deref(), after.as_deref());
+            changes.push((path, names));
+        }
+        let index = live.current().await;
+        Some(impact(&index, &changes))
+    }
+
+    async fn impact_action(
+        &self,
+        path: Option<&str>,
+        names: Option<&[String]>,
+    ) -> Result<ActionResult, Stop> {
+        let path = match path {
+            Some(raw) => Some(self.confine(raw, super::Access::Read)?.path),
+            None => None,
+        };
+        let found = match (names, &path) {
+            (Some(names), Some(path)) if !names.is_empty() => {
+                let Some(live) = &self.context.index else {
+                    return Err(Stop::Refused(
+                        "the workspace index is not available in this session".to_string(),
+                    ));
+                };
+                let index = live.current().await;
+                impact(&index, &[(path.clone(), names.to_vec())])
+            }
+            (Some(names), None) if !names.is_empty() => {
+                return Err(Stop::Refused(format!(
+                    "impact needs the path of the file that defines {}",
+                    names.join(", ")
+                )));
+            }
+            _ => self.run_impact(path.as_deref()).await.ok_or_else(|| {
+                Stop::Refused("the workspace index is not available in this session".to_string())
+            })?,
+        };
+        let text = describe_impact(&found, self.root());
+        let summary = format!(
+            "impact: {} definition(s) reach {} caller(s), {} importer(s), {} test(s)",
+            found.symbols.len(),
+            found.callers.len(),
+            found.importers.len(),
+            found.tests.len()
+        );
+        Ok(ActionResult::done(text, summary))
     }
 
     fn definition(
