@@ -224,6 +224,11 @@ pub struct ContextSettings {
     pub compress_tokens: usize,
     /// Replies kept verbatim after a compression.
     pub keep_turns: usize,
+    /// Ask the model for the English words a goal's code would contain before ranking.
+    pub expand_query: bool,
+    /// An embeddings model on the model's server (`/v1/embeddings`, Ollama's `/api/embed`):
+    /// the ranked files are ordered again by their similarity in meaning to the goal.
+    pub embeddings_model: Option<String>,
 }
 
 impl Default for ContextSettings {
@@ -235,6 +240,8 @@ impl Default for ContextSettings {
             compress_turns: 20,
             compress_tokens: 10_000,
             keep_turns: 4,
+            expand_query: false,
+            embeddings_model: None,
         }
     }
 }

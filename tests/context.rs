@@ -334,3 +334,66 @@ fn plans_see_rules_ranked_files_and_cached_summaries() {
     let prompt = requests[0].body["messages"][1]["content"].as_str().unwrap_or_default().to_string();
     assert!(prompt.contains(summary), "{prompt}");
 }
+
+/// With a model, the ranking can be helped (both optional): the model's English words for a
+/// Korean goal, and an embeddings endpoint's similarity in meaning, each file's vector cached
+/// by content hash so the next run embeds only the question.
+#[test]
+fn a_model_can_expand_the_question_and_rank_by_meaning() {
+    use support::model_server::{ModelServer, json_reply, openai_chat};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(root.join("billing.py"), "def refund_payment(payment):\n    return payment.amount\n")
+        .unwrap();
+    std::fs::write(root.join("cart.py"), "def add_item(cart, item):\n    cart.append(item)\n").unwrap();
+    std::fs::write(
+        root.join("tokamak.toml"),
+        "[checkers]\nenable = []\n[context]\nexpand_query = true\nembeddings_model = \"embed-small\"\n",
+    )
+    .unwrap();
+    let user = support::UserDirs::new();
+    let goal = "환불 기능 정리해줘";
+    let plan = |model: &ModelServer| {
+        user.command(&["plan", goal, "--root", &root.display().to_string()])
+            .env("TOKAMAK_LLM_URL", model.url())
+            .env("TOKAMAK_MODEL", "scripted")
+            .output()
+            .unwrap()
+    };
+    let vectors = |rows: &[[f32; 2]]| {
+        json_reply(
+            200,
+            serde_json::json!({"data": rows.iter().map(|r| serde_json::json!({"embedding": r})).collect::<Vec<_>>()}),
+        )
+    };
+    let model = ModelServer::start(vec![
+        openai_chat("refund payment"),
+        vectors(&[[1.0, 0.0]]),
+        vectors(&[[0.99, 0.14]]),
+        openai_chat("1. Tidy refund_payment\n"),
+    ]);
+    let output = plan(&model);
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let requests = model.requests();
+    assert_eq!(requests.len(), 4, "{requests:#?}");
+    assert!(requests[0].body["messages"][1]["content"] == goal, "the expansion is asked of the goal");
+    assert_eq!(requests[1].path, "/v1/embeddings");
+    assert_eq!(requests[1].body["model"], "embed-small");
+    assert!(requests[1].body["input"][0].as_str().unwrap().starts_with(goal), "{:?}", requests[1].body);
+    let embedded = requests[2].body["input"].as_array().unwrap();
+    assert_eq!(embedded.len(), 1, "only the file the words reach: {embedded:?}");
+    assert!(embedded[0].as_str().unwrap().starts_with("billing.py\ndef refund_payment"), "{embedded:?}");
+    let prompt = requests[3].body["messages"][1]["content"].as_str().unwrap().to_string();
+    assert!(prompt.contains("### billing.py — is close in meaning (cosine 0.99)"), "{prompt}");
+    assert!(!prompt.contains("### cart.py"), "{prompt}");
+
+    // the file's vector is cached: the next run embeds the question only
+    let model = ModelServer::start(vec![
+        openai_chat("refund payment"),
+        vectors(&[[1.0, 0.0]]),
+        openai_chat("1. Tidy refund_payment\n"),
+    ]);
+    let output = plan(&model);
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(model.requests().len(), 3);
+}

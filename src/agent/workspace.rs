@@ -8,9 +8,12 @@ use tokio_util::sync::CancellationToken;
 
 use super::planner::workspace_view;
 use super::report::Tokens;
-use crate::context::{Summaries, ViewRequest, project_rules, render_rules, view_with_summaries};
+use crate::context::{
+    Assist, Embeddings, Summaries, ViewRequest, expand_query, project_rules, render_rules,
+    view_with_summaries,
+};
 use crate::executor::ExecutorContext;
-use crate::model::Model;
+use crate::model::{Model, Usage};
 
 /// The workspace as a prompt shows it for `question`, and the tokens its summaries cost.
 /// `active` is the file the user is in (ranked up; its nearest rules read).
@@ -27,16 +30,41 @@ pub async fn workspace_context(
         let rules = render_rules(&project_rules(root, active), settings.budget_tokens);
         return (format!("{rules}{}", workspace_view(root)), Tokens::default());
     };
+    let mut spent = Tokens::default();
+    let mut add = |usage: Usage| {
+        spent.prompt = spent.prompt.saturating_add(usage.prompt_tokens);
+        spent.completion = spent.completion.saturating_add(usage.completion_tokens);
+    };
+    // the model's words for the question, when asked for (SPEC C1: optional)
+    let mut expanded = question.to_string();
+    if let Some(model) = model.filter(|_| settings.expand_query) {
+        match expand_query(model, question, cancel).await {
+            Ok((words, usage)) => {
+                add(usage);
+                tracing::debug!("the question's words from the model: {}", words.join(" "));
+                expanded = format!("{question}\n{}", words.join(" "));
+            }
+            Err(err) => tracing::info!("the question was not expanded: {err}"),
+        }
+    }
     let request = ViewRequest {
-        question,
+        question: &expanded,
         active,
         budget_tokens: settings.budget_tokens,
         large_file_lines: settings.large_file_lines,
     };
     let source = |path: &Path| executor.current_text(path);
     let summaries = Summaries::for_project(root);
-    let (view, usage) =
-        view_with_summaries(live, &request, &source, &summaries, model, settings.summaries, cancel).await;
+    let embeddings = settings.embeddings_model.as_deref().map(|m| Embeddings::for_project(root, m));
+    let assist = Assist {
+        model,
+        summaries: &summaries,
+        max_summaries: settings.summaries,
+        embeddings: embeddings.as_ref(),
+        cancel,
+    };
+    let (view, usage) = view_with_summaries(live, &request, &source, &assist).await;
+    add(usage);
     tracing::debug!(
         "context for {question:?}: {} files shown, {} left out, {} rules, ~{} tokens",
         view.files.len(),
@@ -44,5 +72,5 @@ pub async fn workspace_context(
         view.rules.len(),
         view.tokens
     );
-    (view.text, Tokens { prompt: usage.prompt_tokens, completion: usage.completion_tokens })
+    (view.text, spent)
 }

@@ -66,7 +66,7 @@ pub fn facts_of_tree(tree: &Tree, text: &str, language: Language) -> FileFacts {
     let mut out = FileFacts::default();
     flatten(&symbols, None, &rope, &mut out.definitions);
     let mut walk = Walk { text, language, out: &mut out, definitions: Vec::new() };
-    walk.node(tree.root_node(), 0);
+    walk.tree(tree.root_node());
     out
 }
 
@@ -93,11 +93,49 @@ struct Walk<'a> {
 }
 
 impl Walk<'_> {
-    fn node(&mut self, node: Node<'_>, depth: usize) {
-        if depth > MAX_DEPTH {
-            return;
+    /// Visits every node once in document order with one cursor (a cursor per node costs
+    /// more than the visit), keeping the enclosing definitions' names.
+    fn tree(&mut self, root: Node<'_>) {
+        let mut cursor = root.walk();
+        let mut depth = 0usize;
+        // the depth at which each name in `definitions` was entered
+        let mut entered: Vec<usize> = Vec::new();
+        loop {
+            let node = cursor.node();
+            match node.kind() {
+                "import_statement" | "import_from_statement" | "future_import_statement" => self.import(node),
+                "call" | "call_expression" => self.call(node, "function"),
+                "new_expression" => self.call(node, "constructor"),
+                _ => {}
+            }
+            if let Some(name) = self.defines(node) {
+                self.definitions.push(name);
+                entered.push(depth);
+            }
+            if depth < MAX_DEPTH && cursor.goto_first_child() {
+                depth += 1;
+                continue;
+            }
+            // leave this node, and every ancestor whose last child it was
+            loop {
+                if entered.last() == Some(&depth) {
+                    entered.pop();
+                    self.definitions.pop();
+                }
+                if cursor.goto_next_sibling() {
+                    break;
+                }
+                if !cursor.goto_parent() {
+                    return;
+                }
+                depth -= 1;
+            }
         }
-        let defines = match node.kind() {
+    }
+
+    /// The name a node defines (a function, class or method; `const f = () => …`).
+    fn defines(&self, node: Node<'_>) -> Option<String> {
+        match node.kind() {
             "function_definition"
             | "class_definition"
             | "function_declaration"
@@ -114,22 +152,6 @@ impl Walk<'_> {
                 .and_then(|_| node.child_by_field_name("name"))
                 .map(|n| self.slice(n).to_string()),
             _ => None,
-        };
-        match node.kind() {
-            "import_statement" | "import_from_statement" | "future_import_statement" => self.import(node),
-            "call" | "call_expression" => self.call(node, "function"),
-            "new_expression" => self.call(node, "constructor"),
-            _ => {}
-        }
-        if let Some(name) = &defines {
-            self.definitions.push(name.clone());
-        }
-        let mut cursor = node.walk();
-        for child in node.children(&mut cursor) {
-            self.node(child, depth + 1);
-        }
-        if defines.is_some() {
-            self.definitions.pop();
         }
     }
 

@@ -34,11 +34,24 @@ impl Entry {
     fn new(text: &str, hash: [u8; 32], facts: FileFacts) -> Entry {
         let mut words: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
         let mut length = 0u32;
+        let mut count = |word: &str| {
+            if word.len() > 1 {
+                match words.get_mut(word) {
+                    Some(n) => *n += 1,
+                    None => {
+                        words.insert(word.to_string(), 1);
+                    }
+                }
+                length += 1;
+            }
+        };
         for token in text.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|t| !t.is_empty()) {
-            for word in split_words(token) {
-                if word.len() > 1 {
-                    *words.entry(word).or_default() += 1;
-                    length += 1;
+            // most identifiers are one lowercase word: counted without splitting or copying
+            if token.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()) {
+                count(token);
+            } else {
+                for word in split_words(token) {
+                    count(&word);
                 }
             }
         }

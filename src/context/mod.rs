@@ -11,6 +11,7 @@ mod index;
 mod live;
 mod rank;
 mod rules;
+mod semantic;
 mod summary;
 mod terms;
 mod view;
@@ -24,6 +25,7 @@ pub use index::{Caller, Found, Index, MAX_CALLER_DEPTH, MAX_FILE_BYTES, Skipped,
 pub use live::{BuildReport, LiveIndex};
 pub use rank::{Ranked, RankedSymbol, plain_bm25, query_words, rank};
 pub use rules::{RULE_FILES, RuleFile, project_rules, render_rules};
+pub use semantic::{Embeddings, cosine, expand_query};
 pub use summary::Summaries;
 pub use terms::{english_words, term_count};
-pub use view::{Shown, View, ViewRequest, view, view_with_summaries};
+pub use view::{Assist, Shown, View, ViewRequest, view, view_ranked, view_with_summaries};

@@ -230,6 +230,21 @@ const TERMS: &[(&str, &[&str])] = &[
     ("문서", &["doc", "docs", "document"]),
     ("주석", &["comment", "docstring"]),
     ("웹소켓", &["websocket", "ws"]),
+    ("구독 해제", &["unsubscribe", "teardown", "dispose"]),
+    ("구독", &["subscribe", "subscription", "subscriber"]),
+    ("해제", &["release", "dispose", "free", "unsubscribe"]),
+    ("옵저버블", &["observable"]),
+    ("스트림", &["stream", "observable"]),
+    ("디바운스", &["debounce"]),
+    ("스로틀", &["throttle"]),
+    ("병합", &["merge"]),
+    ("애니메이션", &["animation", "animate"]),
+    ("프레임", &["frame"]),
+    ("버퍼", &["buffer"]),
+    ("스케줄러", &["scheduler", "schedule"]),
+    ("간격", &["interval"]),
+    ("내보내기", &["export", "emit"]),
+    ("방출", &["emit"]),
     ("메일 보내기", &["sendmail", "smtp", "send"]),
 ];
 
@@ -281,5 +296,8 @@ mod tests {
         assert!(english_words("where is login handled?").is_empty());
         assert!(term_count() >= 200, "{}", term_count());
         assert!(english_words("정규식 컴파일").contains(&"compile"));
+        // reactive code's words; "구독 해제" is one term, not "구독" and "해제"
+        assert_eq!(english_words("구독 해제는 어디서?"), ["unsubscribe", "teardown", "dispose"]);
+        assert!(english_words("디바운스 시간").contains(&"debounce"));
     }
 }

@@ -9,8 +9,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::index::Index;
 use super::live::LiveIndex;
-use super::rank::rank;
+use super::rank::{Ranked, rank};
 use super::rules::{RuleFile, project_rules, render_rules};
+use super::semantic::Embeddings;
 use super::summary::Summaries;
 use crate::model::{Model, Usage, estimate_tokens};
 
@@ -66,6 +67,18 @@ pub fn view(
     source: &dyn Fn(&Path) -> Option<String>,
     summaries: Option<&Summaries>,
 ) -> View {
+    let ranked = rank(index, request.question, request.active, RANKED);
+    view_ranked(index, request, &ranked, source, summaries)
+}
+
+/// [`view`] of files already ranked (re-ranked by meaning, say).
+pub fn view_ranked(
+    index: &Index,
+    request: &ViewRequest<'_>,
+    ranked: &[Ranked],
+    source: &dyn Fn(&Path) -> Option<String>,
+    summaries: Option<&Summaries>,
+) -> View {
     let root = index.root();
     let relative = |p: &Path| p.strip_prefix(root).unwrap_or(p).to_path_buf();
     let budget_bytes = request.budget_tokens.saturating_mul(4);
@@ -82,7 +95,6 @@ pub fn view(
         text.push_str(&format!("The project's {} (its opening):\n{cut}\n", readme.0));
     }
 
-    let ranked = rank(index, request.question, request.active, RANKED);
     text.push_str(&format!(
         "\nThe workspace has {} indexed source files. The files most relevant to the goal{}:\n",
         index.len(),
@@ -91,7 +103,7 @@ pub fn view(
     let mut left = request.budget_tokens.saturating_sub(estimate_tokens(&text) as usize);
     let mut listed: Vec<String> = Vec::new();
     let mut whole = 0;
-    for file in &ranked {
+    for file in ranked {
         let rel = relative(&file.path);
         let shown = rel.display().to_string();
         let why: Vec<&str> = file.reasons.iter().rev().take(2).map(String::as_str).collect();
@@ -175,31 +187,55 @@ fn outline(index: &Index, path: &Path) -> String {
     out
 }
 
-/// The view of the live index for `request`, with summaries made by `model` first for up to
+/// What a model adds to a view, all optional.
+pub struct Assist<'a> {
+    pub model: Option<&'a dyn Model>,
+    pub summaries: &'a Summaries,
+    /// Large files summarized at most (0: outlines only).
+    pub max_summaries: usize,
+    /// Re-rank the candidates by meaning with these vectors.
+    pub embeddings: Option<&'a Embeddings>,
+    pub cancel: &'a CancellationToken,
+}
+
+/// The view of the live index for `request`: the candidates re-ranked by meaning when there
+/// are embeddings (a failure is logged and the ranking stays), summaries made first for up to
 /// `max_summaries` large files that would otherwise be shown by their outline. Returns the
-/// view and the tokens the summaries cost.
+/// view and the tokens the model spent.
 pub async fn view_with_summaries(
     live: &Arc<LiveIndex>,
     request: &ViewRequest<'_>,
     source: &(dyn Fn(&Path) -> Option<String> + Sync),
-    summaries: &Summaries,
-    model: Option<&dyn Model>,
-    max_summaries: usize,
-    cancel: &CancellationToken,
+    assist: &Assist<'_>,
 ) -> (View, Usage) {
+    let mut ranked = {
+        let index = live.current().await;
+        rank(&index, request.question, request.active, RANKED)
+    };
+    if let (Some(model), Some(embeddings)) = (assist.model, assist.embeddings) {
+        match embeddings
+            .rerank(model, live.root(), request.question, ranked.clone(), source, assist.cancel)
+            .await
+        {
+            Ok(reranked) => ranked = reranked,
+            Err(err) => tracing::info!("the files were not ranked by meaning: {err}"),
+        }
+    }
+    let summaries = Some(assist.summaries);
     let first = {
         let index = live.current().await;
-        view(&index, request, source, Some(summaries))
+        view_ranked(&index, request, &ranked, source, summaries)
     };
     let mut usage = Usage::default();
-    let Some(model) = model.filter(|_| max_summaries > 0 && !first.unsummarized.is_empty()) else {
+    let Some(model) = assist.model.filter(|_| assist.max_summaries > 0 && !first.unsummarized.is_empty())
+    else {
         return (first, usage);
     };
     let root = live.root().to_path_buf();
     let mut made = 0;
-    for rel in first.unsummarized.iter().take(max_summaries) {
+    for rel in first.unsummarized.iter().take(assist.max_summaries) {
         let Some(text) = source(&root.join(rel)) else { continue };
-        match summaries.summarize(model, &rel.display().to_string(), &text, cancel).await {
+        match assist.summaries.summarize(model, &rel.display().to_string(), &text, assist.cancel).await {
             Ok((_, spent)) => {
                 made += 1;
                 usage.prompt_tokens = usage.prompt_tokens.saturating_add(spent.prompt_tokens);
@@ -215,7 +251,7 @@ pub async fn view_with_summaries(
         return (first, usage);
     }
     let index = live.current().await;
-    (view(&index, request, source, Some(summaries)), usage)
+    (view_ranked(&index, request, &ranked, source, summaries), usage)
 }
 
 #[cfg(test)]

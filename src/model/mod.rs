@@ -222,6 +222,44 @@ pub trait Model: Send + Sync {
 
     /// Sends `request`, streaming when `options.deltas` is set.
     async fn send(&self, request: &Request, options: &CallOptions) -> Result<Reply, ModelError>;
+
+    /// One vector per text from the embeddings model `model` on the same server
+    /// (`/v1/embeddings` or Ollama's `/api/embed`); a provider without embeddings says so.
+    async fn embed(
+        &self,
+        model: &str,
+        texts: &[String],
+        cancel: &CancellationToken,
+    ) -> Result<Vec<Vec<f32>>, ModelError> {
+        let _ = (model, texts, cancel);
+        Err(ModelError::Config {
+            reason: format!("{} has no embeddings endpoint", self.info().provider.name()),
+        })
+    }
+}
+
+/// Reads the vectors out of an embeddings reply: `data[i].embedding` (OpenAI-compatible) or
+/// `embeddings[i]` (Ollama), one per text asked for.
+fn read_vectors(reply: &serde_json::Value, expected: usize) -> Result<Vec<Vec<f32>>, String> {
+    let rows: Vec<&serde_json::Value> = match (reply["data"].as_array(), reply["embeddings"].as_array()) {
+        (Some(data), _) => data.iter().map(|d| &d["embedding"]).collect(),
+        (None, Some(embeddings)) => embeddings.iter().collect(),
+        _ => return Err("the reply has neither data nor embeddings".to_string()),
+    };
+    if rows.len() != expected {
+        return Err(format!("{} vectors for {expected} texts", rows.len()));
+    }
+    rows.into_iter()
+        .map(|row| {
+            row.as_array()
+                .ok_or_else(|| "an embedding is not a list of numbers".to_string())?
+                .iter()
+                .map(|x| {
+                    x.as_f64().map(|x| x as f32).ok_or_else(|| "an embedding holds a non-number".to_string())
+                })
+                .collect()
+        })
+        .collect()
 }
 
 /// Everything a reply wrote (its text and its calls' arguments), for estimating its tokens.
@@ -242,4 +280,21 @@ pub fn connect(config: ModelConfig) -> Result<Arc<dyn Model>, ModelError> {
         Provider::Anthropic => Arc::new(anthropic::Anthropic::new(client)),
         Provider::Ollama => Arc::new(ollama::Ollama::new(client)),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn embeddings_replies_in_both_shapes() {
+        let openai = json!({"data": [{"embedding": [0.5, 1]}, {"embedding": [0, -1.5]}]});
+        assert_eq!(read_vectors(&openai, 2), Ok(vec![vec![0.5, 1.0], vec![0.0, -1.5]]));
+        let ollama = json!({"model": "m", "embeddings": [[1, 2, 3]]});
+        assert_eq!(read_vectors(&ollama, 1), Ok(vec![vec![1.0, 2.0, 3.0]]));
+        assert_eq!(read_vectors(&ollama, 2), Err("1 vectors for 2 texts".to_string()));
+        assert!(read_vectors(&json!({"data": [{"embedding": ["x"]}]}), 1).is_err());
+        assert!(read_vectors(&json!({"error": "no"}), 1).unwrap_err().contains("neither"));
+    }
 }

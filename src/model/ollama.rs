@@ -17,6 +17,7 @@ use super::{
     Usage, written_text,
 };
 
+const EMBEDDINGS: &str = "/api/embed";
 const CHAT: &str = "/api/chat";
 const GENERATE: &str = "/api/generate";
 
@@ -125,6 +126,24 @@ fn finish(line: &Value) -> FinishReason {
 impl Model for Ollama {
     fn info(&self) -> ModelInfo {
         self.client.info(CHAT)
+    }
+
+    async fn embed(
+        &self,
+        model: &str,
+        texts: &[String],
+        cancel: &tokio_util::sync::CancellationToken,
+    ) -> Result<Vec<Vec<f32>>, ModelError> {
+        let client = &self.client;
+        let body = json!({"model": model, "input": texts});
+        client
+            .call(EMBEDDINGS, cancel, async {
+                let response = client.post(EMBEDDINGS, &body, &[], cancel).await?;
+                let reply = client.json(EMBEDDINGS, response).await?;
+                super::read_vectors(&reply, texts.len())
+                    .map_err(|detail| client.bad_reply(EMBEDDINGS, detail))
+            })
+            .await
     }
 
     async fn send(&self, request: &Request, options: &CallOptions) -> Result<Reply, ModelError> {

@@ -16,6 +16,7 @@ use super::{
     Usage, written_text,
 };
 
+const EMBEDDINGS: &str = "/v1/embeddings";
 const CHAT: &str = "/v1/chat/completions";
 const COMPLETIONS: &str = "/v1/completions";
 
@@ -165,6 +166,24 @@ fn usage_numbers(usage: &Value) -> (Option<u32>, Option<u32>) {
 impl Model for OpenAi {
     fn info(&self) -> ModelInfo {
         self.client.info(CHAT)
+    }
+
+    async fn embed(
+        &self,
+        model: &str,
+        texts: &[String],
+        cancel: &tokio_util::sync::CancellationToken,
+    ) -> Result<Vec<Vec<f32>>, ModelError> {
+        let client = &self.client;
+        let body = json!({"model": model, "input": texts});
+        client
+            .call(EMBEDDINGS, cancel, async {
+                let response = client.post(EMBEDDINGS, &body, &self.headers(), cancel).await?;
+                let reply = client.json(EMBEDDINGS, response).await?;
+                super::read_vectors(&reply, texts.len())
+                    .map_err(|detail| client.bad_reply(EMBEDDINGS, detail))
+            })
+            .await
     }
 
     async fn send(&self, request: &Request, options: &CallOptions) -> Result<Reply, ModelError> {

@@ -91,10 +91,38 @@ impl Walker<'_> {
                     }
                     symbols.push(symbol);
                 }
-                None => symbols.extend(self.collect(child, parent, depth + 1)),
+                None if self.may_define(child) => symbols.extend(self.collect(child, parent, depth + 1)),
+                None => {}
             }
         }
         symbols
+    }
+
+    /// Whether a definition can be inside `node`: in Python only statements hold them (an
+    /// expression never does), and in no language a string or a comment — skipping those
+    /// keeps a file that is mostly data (a generated table, a big literal) cheap.
+    fn may_define(&self, node: Node<'_>) -> bool {
+        match self.language {
+            Language::Python => matches!(
+                node.kind(),
+                "block"
+                    | "module"
+                    | "if_statement"
+                    | "elif_clause"
+                    | "else_clause"
+                    | "for_statement"
+                    | "while_statement"
+                    | "try_statement"
+                    | "except_clause"
+                    | "except_group_clause"
+                    | "finally_clause"
+                    | "with_statement"
+                    | "match_statement"
+                    | "case_clause"
+                    | "decorated_definition"
+            ),
+            _ => !matches!(node.kind(), "string" | "comment" | "template_string" | "regex" | "number"),
+        }
     }
 
     /// The symbol `node` defines, if any, and the node to look for its children in.
