@@ -13,6 +13,7 @@ pub mod executor;
 pub mod history;
 pub mod logging;
 pub mod model;
+pub mod modes;
 pub mod observer;
 pub mod places;
 pub mod process;

@@ -108,6 +108,10 @@ enum Command {
         /// The project's test command, run after each step (default: [test] command).
         #[arg(long)]
         test_command: Option<String>,
+        /// The role to act in: architect, coder, tester, reviewer, documenter (or one the
+        /// workspace adds in .tokamak/agents/); default: each step routed by its words.
+        #[arg(long)]
+        role: Option<String>,
         /// The model's base URL (OpenAI-compatible unless --provider says otherwise).
         #[arg(long)]
         model_url: Option<String>,
@@ -328,7 +332,7 @@ fn main() -> ExitCode {
             let rows = tokamak::cli::bench_syntax::bench_syntax(&options);
             print_bench(rows, format, |rows| tokamak::cli::bench_syntax::table(rows))
         }
-        Command::Run { goal, root, yes, dry_run, test_command, model_url, model, provider, format } => {
+        Command::Run { goal, root, yes, dry_run, test_command, role, model_url, model, provider, format } => {
             tokamak::logging::init_cli();
             let test_command = match test_command.map(|line| shlex::split(&line)) {
                 Some(None) => {
@@ -340,7 +344,8 @@ fn main() -> ExitCode {
             };
             let model = model_overlay(model_url, model, provider, None);
             let root = root.unwrap_or_else(|| tokamak::config::find_root(Path::new(".")));
-            let options = RunOptions { model, progress: format == Format::Text, test_command, dry_run, yes };
+            let options =
+                RunOptions { model, progress: format == Format::Text, test_command, dry_run, yes, role };
             runtime.block_on(run_task(&root, &goal, format, &options))
         }
         Command::Plan { goal, root, model_url, model, provider, format } => {

@@ -239,7 +239,7 @@ async fn take(
     report: &(dyn Fn(String) + Send + Sync),
     trajectory: &mut Trajectory,
 ) -> Result<([u8; 32], String), LimitHit> {
-    let result = executor.execute(action).await?;
+    let result = executor.execute_for_model(action).await?;
     report(result.summary.clone());
     trajectory.action(action, &result);
     let arguments = serde_json::to_string(action).unwrap_or_default();

@@ -43,6 +43,10 @@ pub struct PlanStep {
     /// Files it changed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<String>,
+    /// The role and mode it is carried out in, and why (`tester, test (for 테스트)`), once
+    /// it has started.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub role: String,
 }
 
 /// A plan for a goal.
@@ -178,6 +182,9 @@ impl Plan {
             if !step.depends_on.is_empty() {
                 out.push_str(&format!(" [depends: {}]", step.depends_on.join(", ")));
             }
+            if !step.role.is_empty() {
+                out.push_str(&format!(" — {}", step.role));
+            }
             out.push('\n');
             if !step.detail.is_empty() {
                 for line in step.detail.lines() {
@@ -282,6 +289,7 @@ fn read_json(reply: &str) -> Option<Vec<PlanStep>> {
                 status: StepStatus::Pending,
                 note: String::new(),
                 files: Vec::new(),
+                role: String::new(),
             })
         })
         .collect();
@@ -316,6 +324,7 @@ fn read_list(reply: &str) -> Vec<PlanStep> {
                     status: StepStatus::Pending,
                     note: String::new(),
                     files: Vec::new(),
+                    role: String::new(),
                 });
             }
             None => {

@@ -23,6 +23,8 @@ struct Entry {
     cancel: CancellationToken,
     /// The run's audit log, once it has one.
     audit: Option<std::path::PathBuf>,
+    /// The role and mode it acts in now (task runs).
+    mode: Option<String>,
 }
 
 #[derive(Default)]
@@ -49,6 +51,13 @@ impl RunHandle {
     pub fn set_audit(&self, path: &std::path::Path) {
         self.runs.set_audit(&self.run_id, path);
     }
+
+    /// Notes the role and mode the run acts in now (for `tokamak.status`).
+    pub fn set_mode(&self, mode: &str) {
+        if let Some(entry) = lock(&self.runs.inner).running.get_mut(&self.run_id) {
+            entry.mode = Some(mode.to_string());
+        }
+    }
 }
 
 impl Drop for RunHandle {
@@ -68,7 +77,10 @@ impl Runs {
         // unique beyond this process: checkpoints and audit logs outlive it
         let run_id = format!("tokamak-run-{}-{:06x}", inner.next, fastrand::u32(..0x100_0000));
         let cancel = CancellationToken::new();
-        inner.running.insert(run_id.clone(), Entry { uri: uri.clone(), cancel: cancel.clone(), audit: None });
+        inner.running.insert(
+            run_id.clone(),
+            Entry { uri: uri.clone(), cancel: cancel.clone(), audit: None, mode: None },
+        );
         Ok(RunHandle { run_id, cancel, runs: self.clone() })
     }
 
@@ -88,6 +100,11 @@ impl Runs {
     /// `(run_id, uri, audit log)` of every run going on.
     pub fn list(&self) -> Vec<(String, Url, Option<std::path::PathBuf>)> {
         lock(&self.inner).running.iter().map(|(id, e)| (id.clone(), e.uri.clone(), e.audit.clone())).collect()
+    }
+
+    /// The role and mode a run acts in now, if it said.
+    pub fn mode(&self, run_id: &str) -> Option<String> {
+        lock(&self.inner).running.get(run_id).and_then(|e| e.mode.clone())
     }
 
     /// Notes where a run's audit log is (for `tokamak.status`).

@@ -31,6 +31,7 @@ use crate::config::{FixSettings, LimitSettings, PlanSettings};
 use crate::editor::{DocumentEdit, EditOutcome, Editor, FileOperation, MessageLevel, Progress};
 use crate::executor::{Action, DiskEditor, Executor, ExecutorContext};
 use crate::model::{Model, ModelError};
+use crate::modes::{Mode, ModeContext, ModeMachine, Profile, Profiles, Role, route};
 use crate::observer::{Diagnostic, Observer, Severity};
 use crate::sync::lock;
 use crate::workspace::DocumentSnapshot;
@@ -62,6 +63,9 @@ pub struct TaskRequest {
     pub selection: Option<Selection>,
     /// The plan's id when the run makes one.
     pub plan_id: String,
+    /// The role to act in (`tokamak.run {role}`, `--role`); `None`: each step is routed by
+    /// its words (SPEC M2).
+    pub role: Option<String>,
 }
 
 /// Makes a plan without carrying it out (`tokamak.plan`, `tokamak plan`).
@@ -134,8 +138,14 @@ pub async fn run_task(context: &TaskContext, request: TaskRequest, run: RunHandl
         iterations: 0,
         plan: Arc::new(Mutex::new(None)),
         active: request.selection.as_ref().map(|s| executor_context.confinement.root().join(&s.path)),
+        profiles: Profiles::load(executor_context.confinement.root(), executor_context.settings.trusted),
+        modes: ModeMachine::default(),
+        explicit_role: request.role.clone(),
     };
-    let stop = engine.drive(&request).await;
+    let stop = match engine.roles_ready(&request).await {
+        Ok(()) => engine.drive(&request).await,
+        Err(stop) => stop,
+    };
     timer.abort();
     let stop = if run.cancel.is_cancelled() {
         Stop { reason: ExitReason::Cancelled, summary: format!("Cancelled. {}", stop.summary) }
@@ -208,6 +218,12 @@ struct Runner<'a> {
     plan: Arc<Mutex<Option<Plan>>>,
     /// The file the user selected in, if any: ranked up in the context, its rules read.
     active: Option<std::path::PathBuf>,
+    /// The roles' profiles (the workspace's own when it is trusted).
+    profiles: Profiles,
+    /// The mode the model acts in.
+    modes: ModeMachine,
+    /// The role asked for, if any.
+    explicit_role: Option<String>,
 }
 
 /// What observing a step found.
@@ -383,6 +399,73 @@ impl Runner<'_> {
         Stop { reason, summary: format!("{why}; {done} step(s) were done") }
     }
 
+    /// Says what was wrong with the workspace's role files, and refuses a role asked for that
+    /// does not exist; audits how the goal routes.
+    async fn roles_ready(&mut self, request: &TaskRequest) -> Result<(), Stop> {
+        for problem in &self.profiles.problems {
+            self.executor.record("role_file", serde_json::json!({"problem": problem}));
+            let message = format!("Tokamak uses the built-in role profile instead: {problem}");
+            self.executor.context().editor.show_message(MessageLevel::Warning, message).await;
+        }
+        if let Some(role) = &request.role
+            && self.profiles.get(role).is_none()
+        {
+            return Err(Stop {
+                reason: ExitReason::Failed,
+                summary: format!(
+                    "there is no role {role:?}; the roles are {}",
+                    self.profiles.names().join(", ")
+                ),
+            });
+        }
+        let routed = self.route(&request.goal, request.role.as_deref());
+        self.executor.record(
+            "role",
+            serde_json::json!({"for": "goal", "role": routed.0, "words": routed.1, "explicit": request.role.is_some()}),
+        );
+        Ok(())
+    }
+
+    /// The profile for `text` (the role asked for, else the one its words route to) and the
+    /// words that chose it.
+    fn route(&self, text: &str, explicit: Option<&str>) -> (String, Vec<String>) {
+        if let Some(name) = explicit {
+            return (name.to_ascii_lowercase(), Vec::new());
+        }
+        let routed = route(text, None);
+        (routed.role.name().to_string(), routed.words)
+    }
+
+    /// The step's role and mode: the executor enforces them from now on; the mode change and
+    /// the routing are audited. Returns the profile and how the plan shows it.
+    fn enter_role(&mut self, text: &str, explicit: Option<&str>) -> (Arc<Profile>, Mode, String) {
+        let (name, words) = self.route(text, explicit);
+        let profile = Arc::new(
+            self.profiles
+                .get(&name)
+                .cloned()
+                .unwrap_or_else(|| crate::modes::built_in(crate::modes::Role::Coder)),
+        );
+        let mode = Role::from_name(&name).map_or(Mode::Implementation, Role::mode);
+        let context =
+            ModeContext { files_touched: self.executor.changed_files().len(), ..ModeContext::default() };
+        match self.modes.start(mode, &context) {
+            Ok(transition) => self.executor.record("mode", serde_json::json!(transition)),
+            Err(err) => self.executor.record("mode_error", serde_json::json!({"error": err.to_string()})),
+        }
+        self.executor.act_as(Arc::clone(&profile), mode);
+        let why = match (explicit, words.is_empty()) {
+            (Some(_), _) => "asked for".to_string(),
+            (None, true) => "the default".to_string(),
+            (None, false) => format!("for {}", words.join(", ")),
+        };
+        self.executor.record(
+            "role",
+            serde_json::json!({"for": text.lines().next().unwrap_or_default(), "role": name, "words": words, "mode": mode}),
+        );
+        (profile, mode, format!("{name}, {mode} ({why})"))
+    }
+
     /// The workspace as the prompts show it for `question` (summaries cost tokens too), and
     /// a line in the audit log saying what it held.
     async fn workspace(&mut self, model: &dyn Model, question: &str) -> String {
@@ -460,14 +543,22 @@ impl Runner<'_> {
             plan.steps[index].status = StepStatus::Running;
             (plan.outline(), plan.steps[index].clone(), plan.steps.len())
         };
-        self.publish().await;
-        let name = format!("step {}/{total}: {}", index + 1, step.title);
-        self.report(name.clone()).await;
         let changed_before = self.executor.changed_files();
         let mut goal = step.title.clone();
         if !step.detail.is_empty() {
             goal.push_str(&format!("\n{}", step.detail));
         }
+        // the step's role and mode (SPEC M1–M3): routed by its words unless one was asked for
+        let explicit = self.explicit_role.clone();
+        let (profile, _, shown) = self.enter_role(&goal, explicit.as_deref());
+        if let Some(plan) = lock(&self.plan).as_mut() {
+            plan.steps[index].role = shown.clone();
+        }
+        self.run.set_mode(&shown);
+        self.publish().await;
+        let name = format!("step {}/{total} ({shown}): {}", index + 1, step.title);
+        self.report(name.clone()).await;
+        let system = format!("{}\n\n{SYSTEM}", profile.system_prompt);
         let overall = lock(&self.plan).as_ref().map(|p| p.goal.clone()).unwrap_or_default();
         let workspace = self.workspace(model, &format!("{goal}\n{overall}")).await;
         let mut feedback = String::new();
@@ -487,7 +578,7 @@ impl Runner<'_> {
                 context_text.push_str(&format!("\n\n{feedback}"));
             }
             let request = ActRequest {
-                system: SYSTEM,
+                system: &system,
                 goal: &goal,
                 context: &context_text,
                 max_tokens: self.context.limits.tokens.saturating_sub(self.tokens.total()),

@@ -27,6 +27,8 @@ pub struct RunOptions {
     pub dry_run: bool,
     /// Approve every change without asking.
     pub yes: bool,
+    /// The role to act in (`--role`); `None`: routed by the goal's words.
+    pub role: Option<String>,
 }
 
 /// What a headless task run did.
@@ -85,18 +87,23 @@ pub async fn run(root: &Path, goal: &str, options: &RunOptions) -> anyhow::Resul
     }
     let approval = if options.yes { Approval::Yes } else { Approval::Ask };
     let session = Session::open(root, overrides(options), approval, options.progress, true)?;
-    let (report, _) = carry_out(&session, goal).await?;
+    let (report, _) = carry_out(&session, goal, options.role.clone()).await?;
     let (diff, checkpoint) = diff_of(&session, &report.run_id).await;
     Ok(RunResult { report, diff, checkpoint, dry_run: false })
 }
 
-async fn carry_out(session: &Session, goal: &str) -> anyhow::Result<(RunReport, Vec<String>)> {
+async fn carry_out(
+    session: &Session,
+    goal: &str,
+    role: Option<String>,
+) -> anyhow::Result<(RunReport, Vec<String>)> {
     let context = task_context(session);
     let runs = Runs::default();
     let root_uri = url::Url::from_directory_path(&session.root)
         .map_err(|()| anyhow::anyhow!("{} is not an absolute path", session.root.display()))?;
     let handle = runs.start(&root_uri)?;
-    let request = TaskRequest { goal: goal.to_string(), plan: None, selection: None, plan_id: plan_id() };
+    let request =
+        TaskRequest { goal: goal.to_string(), plan: None, selection: None, plan_id: plan_id(), role };
     let report = run_task(&context, request, handle).await;
     let changed = report
         .files_changed
@@ -120,7 +127,7 @@ async fn dry_run(root: &Path, goal: &str, options: &RunOptions) -> anyhow::Resul
         );
     }
     let session = Session::open(&workspace, overrides(options), Approval::Yes, options.progress, false)?;
-    let (mut report, changed) = carry_out(&session, goal).await?;
+    let (mut report, changed) = carry_out(&session, goal, options.role.clone()).await?;
     let mut diff = String::new();
     for file in &changed {
         let before = std::fs::read_to_string(root.join(file)).ok();

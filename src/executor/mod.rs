@@ -172,6 +172,9 @@ struct RunState {
 /// One run's executor.
 pub struct Executor {
     context: Arc<ExecutorContext>,
+    /// The role and mode the model acts in (SPEC M1, M3): what it may do, checked before
+    /// each of its actions. `None`: only the settings' limits.
+    authority: Mutex<Option<(Arc<crate::modes::Profile>, crate::modes::Mode)>>,
     journal: Option<Arc<Journal>>,
     cancel: CancellationToken,
     state: Mutex<RunState>,
@@ -189,6 +192,7 @@ impl Executor {
     ) -> Executor {
         Executor {
             context,
+            authority: Mutex::new(None),
             journal,
             cancel,
             state: Mutex::new(RunState::default()),
@@ -246,6 +250,78 @@ impl Executor {
     /// Actions taken so far.
     pub fn tool_calls(&self) -> u32 {
         lock(&self.state).tool_calls
+    }
+
+    /// From now on the model acts as `profile` in `mode`.
+    pub fn act_as(&self, profile: Arc<crate::modes::Profile>, mode: crate::modes::Mode) {
+        *lock(&self.authority) = Some((profile, mode));
+    }
+
+    /// The role and mode the model acts in.
+    pub fn authority(&self) -> Option<(Arc<crate::modes::Profile>, crate::modes::Mode)> {
+        lock(&self.authority).clone()
+    }
+
+    /// Carries out an action the model asked for: first checked against the mode and the
+    /// role it acts in (a refusal goes back to the model naming the rule, and is audited),
+    /// then as [`Executor::execute`].
+    pub async fn execute_for_model(&self, action: &Action) -> Result<ActionResult, LimitHit> {
+        if let Some(rule) = self.forbidden(action) {
+            if let Some(journal) = &self.journal {
+                journal.record(
+                    "refused",
+                    json!({"action": action.name(), "arguments": action.audit_arguments(), "rule": rule}),
+                );
+            }
+            // a refused action counts against the run's actions like any other
+            let limit = self.context.settings.limits.tool_calls;
+            {
+                let mut state = lock(&self.state);
+                if state.tool_calls >= limit {
+                    let hit = LimitHit::ToolCalls(limit);
+                    drop(state);
+                    self.record_limit(action, hit);
+                    return Err(hit);
+                }
+                state.tool_calls += 1;
+            }
+            return Ok(ActionResult::refused(format!("Refused: {rule}.")));
+        }
+        self.execute(action).await
+    }
+
+    /// The rule of the current mode or role that forbids `action`, if one does.
+    fn forbidden(&self, action: &Action) -> Option<String> {
+        let (profile, mode) = self.authority()?;
+        let kind = action.kind();
+        if !mode.allowed().permits(kind) {
+            let what = match kind {
+                ActionKind::Read => "reading",
+                ActionKind::Write => "changing files",
+                ActionKind::Command => "running commands",
+                ActionKind::Commit => "committing",
+            };
+            return Some(format!("the {mode} mode does not allow {what} ({})", action.name()));
+        }
+        if let Some(rule) = profile.refuses_action(action.name()) {
+            return Some(rule);
+        }
+        let targets: Vec<&str> = match action {
+            Action::Edit { path, .. } | Action::Create { path, .. } | Action::Delete { path } => vec![path],
+            Action::Rename { from, to } => vec![from, to],
+            _ => Vec::new(),
+        };
+        for raw in targets {
+            // a path the confinement refuses is refused by the action itself, with its reason
+            let Ok(confined) = self.context.confinement.resolve(raw, Access::Write) else { continue };
+            if let Some(rule) = profile.refuses_write(&confined.relative) {
+                return Some(rule);
+            }
+        }
+        if let Action::Run { command, .. } = action {
+            return profile.refuses_command(command, self.context.settings.test_command.as_deref());
+        }
+        None
     }
 
     /// Carries out one action. A refusal or a failure is an `Ok` result with `ok: false`

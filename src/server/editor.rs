@@ -251,6 +251,7 @@ impl Editor for LspEditor {
                     "glyph": s.status.glyph(),
                     "note": s.note,
                     "files": s.files,
+                    "role": s.role,
                 })
             })
             .collect();

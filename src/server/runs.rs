@@ -107,7 +107,10 @@ pub fn list(backend: &Backend) -> Value {
         .runs
         .list()
         .into_iter()
-        .map(|(run_id, uri, audit)| json!({"run_id": run_id, "uri": uri, "audit_log": audit}))
+        .map(|(run_id, uri, audit)| {
+            let mode = backend.runs.mode(&run_id);
+            json!({"run_id": run_id, "uri": uri, "audit_log": audit, "mode": mode})
+        })
         .collect();
     Value::Array(runs)
 }

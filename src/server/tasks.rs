@@ -57,20 +57,23 @@ pub struct GoalArgs {
     /// The document the user was in, and their selection in it.
     uri: Option<Url>,
     range: Option<lsp::Range>,
+    /// The role to act in (`architect`, `coder`, `tester`, `reviewer`, `documenter`, or one
+    /// the workspace adds); without one, each step is routed by its words.
+    role: Option<String>,
 }
 
 #[derive(Deserialize)]
 #[serde(untagged)]
 enum GoalForm {
     Goal(String),
-    Full { goal: String, uri: Option<Url>, range: Option<lsp::Range> },
+    Full { goal: String, uri: Option<Url>, range: Option<lsp::Range>, role: Option<String> },
 }
 
 impl From<GoalForm> for GoalArgs {
     fn from(form: GoalForm) -> Self {
         match form {
-            GoalForm::Goal(goal) => GoalArgs { goal, uri: None, range: None },
-            GoalForm::Full { goal, uri, range } => GoalArgs { goal, uri, range },
+            GoalForm::Goal(goal) => GoalArgs { goal, uri: None, range: None, role: None },
+            GoalForm::Full { goal, uri, range, role } => GoalArgs { goal, uri, range, role },
         }
     }
 }
@@ -194,6 +197,7 @@ pub async fn implement(backend: &Backend, args: ImplementArgs) -> Result<Value> 
         plan_id: plan.plan_id.clone(),
         plan: Some(plan),
         selection: None,
+        role: None,
     };
     start(backend, request).await
 }
@@ -205,7 +209,7 @@ pub async fn run(backend: &Backend, args: GoalArgs) -> Result<Value> {
         return Err(Error::invalid_params("the goal is empty: say what Tokamak should do"));
     }
     let selection = backend.selection(args.uri.as_ref(), args.range);
-    let request = TaskRequest { goal, plan: None, selection, plan_id: new_plan_id() };
+    let request = TaskRequest { goal, plan: None, selection, plan_id: new_plan_id(), role: args.role };
     start(backend, request).await
 }
 

@@ -1,0 +1,328 @@
+//! The mode state machine (SPEC M1): a table of `(from, trigger) → to` transitions with
+//! priorities and conditions over what the run knows, and the history of transitions. A
+//! trigger with no transition from the current mode is refused with an error naming the
+//! triggers that would do, never ignored.
+
+use serde::Serialize;
+
+use super::mode::Mode;
+
+/// What a condition is checked against.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ModeContext {
+    /// Errors seen in the files the run changed.
+    pub has_errors: bool,
+    /// `Some(false)`: the last test run failed.
+    pub tests_passed: Option<bool>,
+    /// Files the run touched.
+    pub files_touched: usize,
+}
+
+impl ModeContext {
+    /// Seed 000: a change of more than five files is a large one.
+    pub fn is_large_change(&self) -> bool {
+        self.files_touched > 5
+    }
+}
+
+/// A condition a transition needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Condition {
+    LargeChange,
+    HasErrors,
+    TestsFailing,
+}
+
+impl Condition {
+    fn holds(self, context: &ModeContext) -> bool {
+        match self {
+            Condition::LargeChange => context.is_large_change(),
+            Condition::HasErrors => context.has_errors,
+            Condition::TestsFailing => context.tests_passed == Some(false),
+        }
+    }
+}
+
+/// One rule of the table (`from: None` applies in every mode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rule {
+    pub from: Option<Mode>,
+    pub trigger: &'static str,
+    pub to: Mode,
+    /// Higher wins among the rules whose conditions hold.
+    pub priority: u8,
+    pub condition: Option<Condition>,
+}
+
+const fn rule(from: Mode, trigger: &'static str, to: Mode, priority: u8) -> Rule {
+    Rule { from: Some(from), trigger, to, priority, condition: None }
+}
+
+use Mode::*;
+
+/// Seed 000's transitions, its conditional example, and the rules it left for later: the
+/// intents that start each mode from `idle`, the way out of documentation, and the phase 2–3
+/// modes' own transitions. `cancelled` and `done` return to `idle` from anywhere.
+pub const RULES: &[Rule] = &[
+    // from idle: what the user asked for
+    rule(Idle, "search_intent", ContextNav, 10),
+    rule(Idle, "code_intent", Implementation, 10),
+    rule(Idle, "error_intent", Debug, 10),
+    rule(Idle, "design_intent", Design, 10),
+    rule(Idle, "plan_intent", Planning, 10),
+    rule(Idle, "test_intent", Test, 10),
+    rule(Idle, "doc_intent", Documentation, 10),
+    rule(Idle, "review_intent", Qa, 10),
+    rule(Idle, "impact_intent", Impact, 10),
+    rule(Idle, "git_intent", Git, 10),
+    rule(Idle, "refactor_intent", Refactor, 10),
+    rule(Idle, "migration_intent", Migration, 9),
+    rule(Idle, "dependency_intent", Dependency, 9),
+    rule(Idle, "spec_intent", SpecCompliance, 9),
+    rule(Idle, "verify_intent", Verification, 9),
+    rule(Idle, "profile_intent", Profiling, 9),
+    rule(Idle, "ops_intent", Ops, 9),
+    rule(Idle, "repro_intent", EnvRepro, 9),
+    rule(Idle, "benchmark_intent", Benchmark, 9),
+    rule(Idle, "ml_intent", MlIntegration, 9),
+    rule(Idle, "research_intent", Research, 9),
+    // phase 0 and 1, as seed 000 has them
+    rule(ContextNav, "target_found", Implementation, 9),
+    rule(ContextNav, "bug_located", Debug, 9),
+    rule(ContextNav, "architecture_needed", Design, 8),
+    rule(Design, "design_approved", Implementation, 9),
+    rule(Design, "large_change_planned", MultiFile, 9),
+    rule(Implementation, "code_complete", Test, 9),
+    Rule {
+        from: Some(Implementation),
+        trigger: "code_complete",
+        to: MultiFile,
+        priority: 10,
+        condition: Some(Condition::LargeChange),
+    },
+    rule(Implementation, "error_occurred", Debug, 10),
+    rule(Implementation, "doc_needed", Documentation, 7),
+    rule(Implementation, "review_needed", Qa, 8),
+    rule(Implementation, "rejected", ContextNav, 10),
+    rule(Debug, "fix_identified", Implementation, 9),
+    rule(Debug, "reproduce_needed", Test, 8),
+    rule(Debug, "impact_check_needed", Impact, 8),
+    rule(Test, "test_failed", Implementation, 10),
+    rule(Test, "tests_passed", Qa, 9),
+    Rule {
+        from: Some(Test),
+        trigger: "tests_passed",
+        to: Debug,
+        priority: 10,
+        condition: Some(Condition::HasErrors),
+    },
+    rule(Qa, "improvement_needed", Refactor, 8),
+    rule(Qa, "issues_found", Implementation, 9),
+    rule(Qa, "approved", Git, 9),
+    rule(Refactor, "refactor_complete", Test, 9),
+    rule(Refactor, "large_refactor", MultiFile, 8),
+    rule(MultiFile, "impact_check", Impact, 9),
+    rule(MultiFile, "changes_ready", Test, 9),
+    rule(MultiFile, "commit_ready", Git, 8),
+    rule(Impact, "affected_tests", Test, 9),
+    rule(Impact, "additional_fixes", Implementation, 8),
+    rule(Git, "committed", Idle, 9),
+    rule(Planning, "plan_ready", Implementation, 9),
+    rule(Planning, "complex_plan", MultiFile, 9),
+    rule(Planning, "migration_plan", Migration, 8),
+    rule(Documentation, "doc_complete", Qa, 8),
+    rule(Documentation, "rejected", ContextNav, 10),
+    rule(Test, "rejected", ContextNav, 10),
+    // phase 2
+    rule(Migration, "migration_applied", Verification, 9),
+    rule(Migration, "error_occurred", Debug, 10),
+    rule(Dependency, "dependencies_updated", Test, 9),
+    rule(Dependency, "impact_check", Impact, 8),
+    rule(SpecCompliance, "violations_found", Implementation, 9),
+    rule(SpecCompliance, "compliant", Qa, 8),
+    rule(Verification, "verified", Qa, 9),
+    rule(Verification, "verification_failed", Debug, 10),
+    rule(Profiling, "hotspot_found", Refactor, 9),
+    rule(Profiling, "benchmark_needed", Benchmark, 8),
+    // phase 3
+    rule(Ops, "infra_changed", Verification, 9),
+    rule(Ops, "error_occurred", Debug, 10),
+    rule(EnvRepro, "reproduced", Debug, 9),
+    rule(EnvRepro, "environment_ready", Test, 9),
+    rule(Benchmark, "regression_found", Profiling, 9),
+    rule(Benchmark, "benchmark_done", Qa, 8),
+    rule(MlIntegration, "model_integrated", Test, 9),
+    rule(MlIntegration, "error_occurred", Debug, 10),
+    rule(Research, "findings_ready", Design, 9),
+    rule(Research, "prototype_needed", Implementation, 8),
+    // from anywhere
+    Rule { from: None, trigger: "cancelled", to: Idle, priority: 1, condition: None },
+    Rule { from: None, trigger: "done", to: Idle, priority: 1, condition: None },
+];
+
+/// A transition that happened.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Transition {
+    pub from: Mode,
+    pub trigger: String,
+    pub to: Mode,
+}
+
+/// Why a trigger did not move the machine.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ModeError {
+    #[error("no transition from {from} on {trigger:?}; from {from} the triggers are {known}")]
+    Unknown { from: Mode, trigger: String, known: String },
+    #[error("no transition from {from} on {trigger:?} holds now ({why})")]
+    NotNow { from: Mode, trigger: String, why: String },
+}
+
+/// The machine: the current mode and how it got there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModeMachine {
+    current: Mode,
+    history: Vec<Transition>,
+}
+
+impl Default for ModeMachine {
+    fn default() -> Self {
+        ModeMachine { current: Mode::Idle, history: Vec::new() }
+    }
+}
+
+impl ModeMachine {
+    pub fn current(&self) -> Mode {
+        self.current
+    }
+
+    pub fn history(&self) -> &[Transition] {
+        &self.history
+    }
+
+    /// Takes the best transition for `trigger` from the current mode: the highest priority
+    /// among the rules whose conditions hold in `context`.
+    pub fn fire(&mut self, trigger: &str, context: &ModeContext) -> Result<Transition, ModeError> {
+        let from = self.current;
+        let candidates: Vec<&Rule> =
+            RULES.iter().filter(|r| r.trigger == trigger && r.from.is_none_or(|f| f == from)).collect();
+        if candidates.is_empty() {
+            let mut known: Vec<&str> =
+                RULES.iter().filter(|r| r.from.is_none_or(|f| f == from)).map(|r| r.trigger).collect();
+            known.dedup();
+            return Err(ModeError::Unknown { from, trigger: trigger.to_string(), known: known.join(", ") });
+        }
+        let best = candidates
+            .iter()
+            .filter(|r| r.condition.is_none_or(|c| c.holds(context)))
+            .max_by_key(|r| (r.priority, r.from.is_some()))
+            .ok_or_else(|| ModeError::NotNow {
+                from,
+                trigger: trigger.to_string(),
+                why: format!("{context:?}"),
+            })?;
+        let transition = Transition { from, trigger: trigger.to_string(), to: best.to };
+        self.current = best.to;
+        self.history.push(transition.clone());
+        Ok(transition)
+    }
+
+    /// Goes straight to `mode` when a trigger from `idle` leads there (a step routed to a role
+    /// starts in the role's mode): `idle` first when the machine is elsewhere.
+    pub fn start(&mut self, mode: Mode, context: &ModeContext) -> Result<Transition, ModeError> {
+        if self.current != Mode::Idle {
+            self.fire("done", context)?;
+        }
+        let trigger = RULES
+            .iter()
+            .find(|r| r.from == Some(Mode::Idle) && r.to == mode && r.condition.is_none())
+            .map(|r| r.trigger)
+            .ok_or_else(|| ModeError::Unknown {
+                from: Mode::Idle,
+                trigger: format!("(start {mode})"),
+                known: "the intents".to_string(),
+            })?;
+        self.fire(trigger, context)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+
+    #[test]
+    fn every_mode_is_reachable_from_idle_and_has_a_way_out() {
+        let mut seen: BTreeSet<Mode> = BTreeSet::from([Mode::Idle]);
+        let mut frontier = vec![Mode::Idle];
+        while let Some(mode) = frontier.pop() {
+            for rule in RULES.iter().filter(|r| r.from == Some(mode)) {
+                if seen.insert(rule.to) {
+                    frontier.push(rule.to);
+                }
+            }
+        }
+        assert_eq!(
+            seen.len(),
+            Mode::ALL.len(),
+            "unreachable: {:?}",
+            Mode::ALL.iter().filter(|m| !seen.contains(m)).collect::<Vec<_>>()
+        );
+        for mode in Mode::ALL.into_iter().filter(|m| *m != Mode::Idle) {
+            assert!(RULES.iter().any(|r| r.from == Some(mode)), "{mode} has no rule of its own");
+        }
+        assert_eq!(Mode::ALL.len(), 23, "22 modes and idle");
+        assert_eq!(Mode::ALL.iter().filter(|m| m.phase() >= 2).count(), 10);
+    }
+
+    #[test]
+    fn transitions_follow_priorities_and_conditions_and_unknown_ones_are_refused() {
+        let mut machine = ModeMachine::default();
+        let calm = ModeContext::default();
+        // seed 000's scenario 2: find the class, then implement
+        assert_eq!(machine.fire("search_intent", &calm).unwrap().to, Mode::ContextNav);
+        assert_eq!(machine.fire("target_found", &calm).unwrap().to, Mode::Implementation);
+        // a small change goes to the tests; a large one (more than five files) to multi-file
+        let mut small = machine.clone();
+        assert_eq!(small.fire("code_complete", &calm).unwrap().to, Mode::Test);
+        let large = ModeContext { files_touched: 6, ..ModeContext::default() };
+        assert_eq!(machine.clone().fire("code_complete", &large).unwrap().to, Mode::MultiFile);
+        // tests passing while errors remain go to debugging, not review
+        let errors = ModeContext { has_errors: true, ..ModeContext::default() };
+        assert_eq!(small.clone().fire("tests_passed", &errors).unwrap().to, Mode::Debug);
+        assert_eq!(small.fire("tests_passed", &calm).unwrap().to, Mode::Qa);
+        // a rejection goes back to looking
+        assert_eq!(machine.fire("rejected", &calm).unwrap().to, Mode::ContextNav);
+        // an unknown trigger is an error that names the known ones, and changes nothing
+        let err = machine.fire("committed", &calm).unwrap_err();
+        assert_eq!(machine.current(), Mode::ContextNav);
+        assert!(err.to_string().starts_with("no transition from context_navigation on \"committed\"; from context_navigation the triggers are target_found, bug_located, architecture_needed"), "{err}");
+        assert_eq!(machine.history().len(), 3);
+        assert_eq!(
+            machine.history()[2],
+            Transition { from: Mode::Implementation, trigger: "rejected".into(), to: Mode::ContextNav }
+        );
+        // anywhere: done and cancelled go back to idle; start goes through idle
+        assert_eq!(machine.fire("cancelled", &calm).unwrap().to, Mode::Idle);
+        assert_eq!(machine.start(Mode::Documentation, &calm).unwrap().to, Mode::Documentation);
+        assert_eq!(machine.start(Mode::Qa, &calm).unwrap().to, Mode::Qa);
+        assert_eq!(
+            &machine.history()[5..].iter().map(|t| t.trigger.as_str()).collect::<Vec<_>>(),
+            &["done", "review_intent"]
+        );
+    }
+
+    #[test]
+    fn modes_name_what_may_be_done_in_them() {
+        use crate::executor::ActionKind::*;
+        assert!(Mode::ContextNav.allowed().permits(Read) && !Mode::ContextNav.allowed().permits(Write));
+        assert!(Mode::Implementation.allowed().permits(Write));
+        assert!(Mode::Test.allowed().permits(Command));
+        assert!(Mode::Git.allowed().permits(Commit) && !Mode::Test.allowed().permits(Commit));
+        assert!(!Mode::Qa.allowed().permits(Write) && Mode::Qa.allowed().permits(Command));
+        assert!(!Mode::Idle.allowed().permits(Read));
+        assert_eq!(Mode::from_name("git_workflow"), Some(Mode::Git));
+        assert_eq!(Mode::from_name("context_nav"), Some(Mode::ContextNav));
+        assert_eq!(Mode::from_name("flying"), None);
+    }
+}

@@ -1,0 +1,193 @@
+//! The agent's modes (SPEC M1, seed 000): `idle` and the 22 working modes in four phases,
+//! each naming the kinds of action the agent may take in it — the executor checks them.
+
+use serde::Serialize;
+
+use crate::executor::ActionKind;
+
+/// A mode of the agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    Idle,
+    // phase 0: the core
+    ContextNav,
+    Implementation,
+    Debug,
+    Test,
+    Documentation,
+    // phase 1
+    Design,
+    Qa,
+    Refactor,
+    MultiFile,
+    Git,
+    Planning,
+    Impact,
+    // phase 2
+    Migration,
+    Dependency,
+    SpecCompliance,
+    Verification,
+    Profiling,
+    // phase 3
+    Ops,
+    EnvRepro,
+    Benchmark,
+    MlIntegration,
+    Research,
+}
+
+/// What a mode lets the agent do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Allowed {
+    pub read: bool,
+    pub write: bool,
+    pub command: bool,
+    pub commit: bool,
+}
+
+impl Allowed {
+    const READ: Allowed = Allowed { read: true, write: false, command: false, commit: false };
+    const READ_RUN: Allowed = Allowed { read: true, write: false, command: true, commit: false };
+    const EDIT: Allowed = Allowed { read: true, write: true, command: true, commit: false };
+    const WRITE: Allowed = Allowed { read: true, write: true, command: false, commit: false };
+    const GIT: Allowed = Allowed { read: true, write: false, command: true, commit: true };
+    const ALL: Allowed = Allowed { read: true, write: true, command: true, commit: true };
+    const NOTHING: Allowed = Allowed { read: false, write: false, command: false, commit: false };
+
+    pub fn permits(&self, kind: ActionKind) -> bool {
+        match kind {
+            ActionKind::Read => self.read,
+            ActionKind::Write => self.write,
+            ActionKind::Command => self.command,
+            ActionKind::Commit => self.commit,
+        }
+    }
+}
+
+impl Mode {
+    /// Every mode, `idle` first, in phase order.
+    pub const ALL: [Mode; 23] = [
+        Mode::Idle,
+        Mode::ContextNav,
+        Mode::Implementation,
+        Mode::Debug,
+        Mode::Test,
+        Mode::Documentation,
+        Mode::Design,
+        Mode::Qa,
+        Mode::Refactor,
+        Mode::MultiFile,
+        Mode::Git,
+        Mode::Planning,
+        Mode::Impact,
+        Mode::Migration,
+        Mode::Dependency,
+        Mode::SpecCompliance,
+        Mode::Verification,
+        Mode::Profiling,
+        Mode::Ops,
+        Mode::EnvRepro,
+        Mode::Benchmark,
+        Mode::MlIntegration,
+        Mode::Research,
+    ];
+
+    /// The name seed 000 gives it (`context_navigation`, `git_workflow` …).
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Idle => "idle",
+            Mode::ContextNav => "context_navigation",
+            Mode::Implementation => "implementation",
+            Mode::Debug => "debug",
+            Mode::Test => "test",
+            Mode::Documentation => "documentation",
+            Mode::Design => "design",
+            Mode::Qa => "qa",
+            Mode::Refactor => "refactor",
+            Mode::MultiFile => "multi_file_editing",
+            Mode::Git => "git_workflow",
+            Mode::Planning => "agent_planning",
+            Mode::Impact => "impact_analysis",
+            Mode::Migration => "migration",
+            Mode::Dependency => "dependency_intelligence",
+            Mode::SpecCompliance => "spec_compliance",
+            Mode::Verification => "verification",
+            Mode::Profiling => "performance_profiling",
+            Mode::Ops => "ops_infra",
+            Mode::EnvRepro => "environment_reproduction",
+            Mode::Benchmark => "benchmark",
+            Mode::MlIntegration => "ml_integration",
+            Mode::Research => "exploratory_research",
+        }
+    }
+
+    /// 0 (the core) to 3.
+    pub fn phase(self) -> u8 {
+        match self {
+            Mode::Idle
+            | Mode::ContextNav
+            | Mode::Implementation
+            | Mode::Debug
+            | Mode::Test
+            | Mode::Documentation => 0,
+            Mode::Design
+            | Mode::Qa
+            | Mode::Refactor
+            | Mode::MultiFile
+            | Mode::Git
+            | Mode::Planning
+            | Mode::Impact => 1,
+            Mode::Migration
+            | Mode::Dependency
+            | Mode::SpecCompliance
+            | Mode::Verification
+            | Mode::Profiling => 2,
+            Mode::Ops | Mode::EnvRepro | Mode::Benchmark | Mode::MlIntegration | Mode::Research => 3,
+        }
+    }
+
+    /// What the agent may do in this mode: looking everywhere but `idle`; changing files
+    /// where code or documents (designs included) are written; commands where something is run or measured;
+    /// committing in the git workflow and implementation.
+    pub fn allowed(self) -> Allowed {
+        match self {
+            Mode::Idle => Allowed::NOTHING,
+            Mode::ContextNav | Mode::Planning | Mode::Impact | Mode::Research => Allowed::READ,
+            // design documents are written, nothing is run
+            Mode::Design => Allowed::WRITE,
+            Mode::Qa | Mode::Verification | Mode::SpecCompliance | Mode::Profiling | Mode::Benchmark => {
+                Allowed::READ_RUN
+            }
+            // the coder's mode: a step may commit what it did (`auto_commit` and the
+            // approver still decide)
+            Mode::Implementation => Allowed::ALL,
+            Mode::Debug
+            | Mode::Test
+            | Mode::Documentation
+            | Mode::Refactor
+            | Mode::MultiFile
+            | Mode::Migration
+            | Mode::Dependency
+            | Mode::Ops
+            | Mode::EnvRepro
+            | Mode::MlIntegration => Allowed::EDIT,
+            Mode::Git => Allowed::GIT,
+        }
+    }
+
+    /// A mode by its name (seed 000's, or the variant's in snake case).
+    pub fn from_name(name: &str) -> Option<Mode> {
+        let name = name.trim().to_ascii_lowercase();
+        Mode::ALL
+            .into_iter()
+            .find(|m| m.name() == name || format!("{m:?}").to_ascii_lowercase() == name.replace('_', ""))
+    }
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}

@@ -1,0 +1,200 @@
+//! Intent routing (SPEC M2, seed 004): a task text goes to a role by keyword tables in Korean
+//! and English, the first role in the order architect > tester > reviewer > documenter >
+//! coder with a match winning, the coder when nothing matches; an explicit role overrides.
+//! The words that chose the role are kept, for the plan and the audit log.
+
+use serde::Serialize;
+
+use super::mode::Mode;
+
+/// A role the agent takes for a task or a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    Architect,
+    Coder,
+    Tester,
+    Reviewer,
+    Documenter,
+}
+
+impl Role {
+    pub const ALL: [Role; 5] = [Role::Architect, Role::Coder, Role::Tester, Role::Reviewer, Role::Documenter];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Architect => "architect",
+            Role::Coder => "coder",
+            Role::Tester => "tester",
+            Role::Reviewer => "reviewer",
+            Role::Documenter => "documenter",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Role> {
+        let name = name.trim().to_ascii_lowercase();
+        Role::ALL.into_iter().find(|r| r.name() == name)
+    }
+
+    /// The mode a step taken by this role starts in.
+    pub fn mode(self) -> Mode {
+        match self {
+            Role::Architect => Mode::Design,
+            Role::Coder => Mode::Implementation,
+            Role::Tester => Mode::Test,
+            Role::Reviewer => Mode::Qa,
+            Role::Documenter => Mode::Documentation,
+        }
+    }
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Seed 004's keywords (Korean, with the English it already had), and the English words for
+/// the same intents, in priority order. Matched in the lowercased text: Korean by containment
+/// (particles attach), English as whole words or their start ("tests", "documenting").
+const TABLE: &[(Role, &[&str], &[&str])] = &[
+    (
+        Role::Architect,
+        &["설계", "구조", "아키텍처", "모듈", "api 설계", "데이터 모델", "디렉토리", "인터페이스", "의존성"],
+        &[
+            "architecture",
+            "architect",
+            "design",
+            "structure",
+            "module layout",
+            "data model",
+            "directory layout",
+            "interface design",
+            "dependency direction",
+        ],
+    ),
+    (
+        Role::Tester,
+        &["테스트", "커버리지", "pytest", "검증", "단위 테스트", "통합 테스트"],
+        &["test", "coverage", "pytest", "vitest", "jest", "unit test", "integration test"],
+    ),
+    (
+        Role::Reviewer,
+        &["리뷰", "검토", "품질 확인", "코드 검사", "점검", "감사"],
+        &["review", "audit", "inspect", "quality check", "code check"],
+    ),
+    (
+        Role::Documenter,
+        &["문서", "readme", "api 문서", "changelog", "주석", "가이드", "설명서"],
+        &["document", "docs", "readme", "changelog", "docstring", "guide", "manual"],
+    ),
+    (
+        Role::Coder,
+        &["구현", "작성", "코딩", "버그 수정", "리팩토링", "기능 추가", "개발", "수정"],
+        &["implement", "write", "code", "fix", "bug", "refactor", "add", "develop", "change"],
+    ),
+];
+
+/// A routing decision.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Routed {
+    pub role: Role,
+    /// The words that chose it (empty: the fallback, or an explicit role).
+    pub words: Vec<String>,
+    /// The role was given, not guessed.
+    pub explicit: bool,
+}
+
+impl Routed {
+    /// How the plan and the audit log say it.
+    pub fn describe(&self) -> String {
+        if self.explicit {
+            format!("{} (asked for)", self.role)
+        } else if self.words.is_empty() {
+            format!("{} (no keyword matched: the default)", self.role)
+        } else {
+            format!("{} (for {})", self.role, self.words.join(", "))
+        }
+    }
+}
+
+/// The role for `text`, or `explicit` when given.
+pub fn route(text: &str, explicit: Option<Role>) -> Routed {
+    if let Some(role) = explicit {
+        return Routed { role, words: Vec::new(), explicit: true };
+    }
+    let lower = text.to_lowercase();
+    let english: Vec<&str> =
+        lower.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()).collect();
+    for (role, korean, words) in TABLE {
+        let mut found: Vec<String> = Vec::new();
+        for keyword in *korean {
+            if !keyword.is_ascii() && lower.contains(keyword) && !found.iter().any(|f| f.contains(keyword)) {
+                found.push((*keyword).to_string());
+            }
+        }
+        for keyword in *words {
+            let parts: Vec<&str> = keyword.split(' ').collect();
+            let hit = english.windows(parts.len()).any(|window| {
+                window.iter().zip(&parts).enumerate().all(|(i, (word, part))| {
+                    // the last word may go on ("tests", "documenting"); the others are whole
+                    if i + 1 == parts.len() { word.starts_with(part) } else { word == part }
+                })
+            });
+            if hit && !found.iter().any(|f| f == keyword) {
+                found.push((*keyword).to_string());
+            }
+        }
+        if !found.is_empty() {
+            return Routed { role: *role, words: found, explicit: false };
+        }
+    }
+    Routed { role: Role::Coder, words: Vec::new(), explicit: false }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tasks_route_by_priority_in_korean_english_and_both() {
+        let cases: &[(&str, Role, &[&str])] = &[
+            // seed 004's tables
+            ("결제 모듈 구조를 설계해줘", Role::Architect, &["설계", "구조", "모듈"]),
+            ("User 클래스에 validate_email 메서드 추가해줘", Role::Coder, &[]),
+            ("로그인 버그 수정", Role::Coder, &["버그 수정"]),
+            ("validate_email 단위 테스트 작성", Role::Tester, &["테스트", "단위 테스트"]),
+            ("이 PR 코드 리뷰해줘", Role::Reviewer, &["리뷰"]),
+            ("README 문서 업데이트", Role::Documenter, &["문서", "readme"]),
+            ("API 문서에 주석 추가", Role::Documenter, &["문서", "api 문서", "주석"]),
+            // English
+            ("Design the data model for orders", Role::Architect, &["design", "data model"]),
+            ("Write tests for the parser", Role::Tester, &["test"]),
+            ("Review the payment code for security issues", Role::Reviewer, &["review"]),
+            ("Update the README and the changelog", Role::Documenter, &["readme", "changelog"]),
+            ("Implement retry with backoff", Role::Coder, &["implement"]),
+            ("Make it faster", Role::Coder, &[]),
+            // mixed: the higher priority wins
+            ("login 기능 테스트 작성하고 README도", Role::Tester, &["테스트"]),
+            ("refactor the module 구조", Role::Architect, &["구조"]),
+            ("add docs for the CLI", Role::Documenter, &["docs"]),
+            // "latest" is not "test", "designer" starts with "design" (the last word may go on)
+            ("fetch the latest rates", Role::Coder, &[]),
+        ];
+        for (text, role, words) in cases {
+            let routed = route(text, None);
+            assert_eq!(routed.role, *role, "{text}: {routed:?}");
+            for word in *words {
+                assert!(routed.words.iter().any(|w| w == word), "{text}: {word} not in {:?}", routed.words);
+            }
+        }
+        let coder = route("User 클래스에 validate_email 메서드 추가해줘", None);
+        assert!(coder.words.is_empty(), "the fallback: {coder:?}");
+        assert_eq!(coder.describe(), "coder (no keyword matched: the default)");
+        let explicit = route("리뷰해줘", Some(Role::Documenter));
+        assert_eq!((explicit.role, explicit.explicit), (Role::Documenter, true));
+        assert_eq!(route("테스트 작성", None).describe(), "tester (for 테스트)");
+        assert_eq!(Role::from_name("Reviewer"), Some(Role::Reviewer));
+        assert_eq!(Role::Reviewer.mode(), Mode::Qa);
+    }
+}
