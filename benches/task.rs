@@ -139,6 +139,7 @@ fn setup(steps: usize) -> (tempfile::TempDir, TaskContext, Arc<Script>) {
         limits: LimitSettings::default(),
         plan: PlanSettings { max_steps: steps, ..PlanSettings::default() },
         fix: FixSettings::default(),
+        role_models: None,
     };
     (dir, context, model)
 }

@@ -199,8 +199,8 @@ fn an_architect_writes_under_docs_architecture_only_even_when_asked_for_by_name(
     assert!(model.requests().is_empty());
 }
 
-/// Over stdio: `tokamak.run {goal, role}`, a workspace's own role file (trusted folder), and
-/// the plan showing each step's role and mode.
+/// Over stdio: `tokamak.run {goal, role}`, a workspace's own role file (trusted folder) with
+/// its own model, and the plan and the status showing each step's role and mode.
 #[test]
 fn roles_over_stdio_with_a_workspace_role_file() {
     let dir = project();
@@ -208,7 +208,7 @@ fn roles_over_stdio_with_a_workspace_role_file() {
     std::fs::create_dir_all(root.join(".tokamak/agents")).unwrap();
     std::fs::write(
         root.join(".tokamak/agents/translator.md"),
-        "---\ndescription: Translates messages\nallowed_actions: [read, list, search, create, edit]\nwrite_paths: [\"locales/**\"]\n---\nYou translate the user-facing messages.\n",
+        "---\ndescription: Translates messages\nmodel: translator-model\nallowed_actions: [read, list, search, create, edit]\nwrite_paths: [\"locales/**\"]\n---\nYou translate the user-facing messages.\n",
     )
     .unwrap();
     let model = ModelServer::start(vec![
@@ -248,6 +248,10 @@ fn roles_over_stdio_with_a_workspace_role_file() {
     assert!(root.join("locales/ko.json").is_file());
     let told = told(&model);
     assert!(told[0].contains("the translator role may write only locales/**, not src/app.py"), "{}", told[0]);
+    // the role file's model serves its steps; the plan was made with the run's
+    let requests = model.requests();
+    assert_eq!(requests[0].body["model"], "scripted");
+    assert_eq!(requests[1].body["model"], "translator-model");
     let plans = client.seen(|m| m["method"] == "tokamak/planUpdated");
     let last = &plans.last().unwrap()["params"];
     assert_eq!(last["steps"][0]["role"], "translator, implementation (asked for)", "{last}");

@@ -51,6 +51,9 @@ pub struct TaskContext {
     pub plan: PlanSettings,
     /// For the fix loop on the errors a step introduces.
     pub fix: FixSettings,
+    /// Each role's own model (`[profiles.<role>]`, a role file's `model`); `None`: the run's
+    /// model serves every role.
+    pub role_models: Option<crate::model::RoleModels>,
 }
 
 /// What to do.
@@ -559,6 +562,21 @@ impl Runner<'_> {
         let name = format!("step {}/{total} ({shown}): {}", index + 1, step.title);
         self.report(name.clone()).await;
         let system = format!("{}\n\n{SYSTEM}", profile.system_prompt);
+        // the role's own model, when its settings or its file name one
+        let own: Option<Arc<dyn Model>> = match &self.context.role_models {
+            Some(models) => match models(&profile.name, profile.model.as_deref()) {
+                Ok(own) => Some(own),
+                Err(err) => {
+                    tracing::warn!(
+                        "the {} role's model could not be used ({err}); using the run's",
+                        profile.name
+                    );
+                    None
+                }
+            },
+            None => None,
+        };
+        let model: &dyn Model = own.as_deref().unwrap_or(model);
         let overall = lock(&self.plan).as_ref().map(|p| p.goal.clone()).unwrap_or_default();
         let workspace = self.workspace(model, &format!("{goal}\n{overall}")).await;
         let mut feedback = String::new();

@@ -64,6 +64,7 @@ fn task_context(session: &Session) -> TaskContext {
         limits: settings.limits.clone(),
         plan: settings.plan.clone(),
         fix: settings.fix.clone(),
+        role_models: Some(crate::model::role_models(settings.model.clone(), settings.profiles.clone())),
     }
 }
 

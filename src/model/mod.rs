@@ -272,6 +272,27 @@ fn written_text(text: &str, calls: &[ToolCall]) -> String {
     written
 }
 
+/// A role's model (SPEC L5): `[model]` under `[profiles.<role>]`, with a model name (a role
+/// file's `model`) over both.
+pub type RoleModels = Arc<dyn Fn(&str, Option<&str>) -> Result<Arc<dyn Model>, ModelError> + Send + Sync>;
+
+/// The role models of these settings (keys from the environment, as for the run's model).
+pub fn role_models(
+    base: ModelSettings,
+    profiles: std::collections::BTreeMap<String, ModelSettings>,
+) -> RoleModels {
+    Arc::new(move |role, name| {
+        let env = |variable: &str| std::env::var(variable).ok();
+        let mut profiles = profiles.clone();
+        if let Some(name) = name {
+            let top = ModelSettings { model: Some(name.to_string()), ..ModelSettings::default() };
+            let merged = profiles.get(role).map_or_else(|| top.clone(), |p| p.overlay(&top));
+            profiles.insert(role.to_string(), merged);
+        }
+        ModelConfig::resolve(&base, &profiles, Some(role), &env).and_then(connect)
+    })
+}
+
 /// The provider for a configuration.
 pub fn connect(config: ModelConfig) -> Result<Arc<dyn Model>, ModelError> {
     let client = http::Client::new(config)?;

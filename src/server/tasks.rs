@@ -104,10 +104,12 @@ impl Backend {
         let executor = self.executor_context().ok_or_else(|| {
             Error::invalid_params("a task needs a workspace folder to act on, and this session has none")
         })?;
-        let model = coder(&lock(&self.models));
+        let choice = lock(&self.models).clone();
+        let model = coder(&choice);
         Ok(TaskContext {
             executor,
             model,
+            role_models: Some(crate::model::role_models(choice.model, choice.profiles)),
             limits: self.limits(),
             plan: lock(&self.plan_settings).clone(),
             fix: lock(&self.fix_settings).clone(),
