@@ -79,24 +79,7 @@ fn told(model: &ModelServer) -> Vec<String> {
 
 /// The audit log's lines of `event`.
 fn audit(user: &UserDirs, event: &str) -> Vec<Value> {
-    let mut out = Vec::new();
-    let mut stack = vec![user.cache.path().to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.extension().is_some_and(|e| e == "jsonl") {
-                let text = std::fs::read_to_string(&path).unwrap();
-                out.extend(
-                    text.lines()
-                        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-                        .filter(|l| l["event"] == event),
-                );
-            }
-        }
-    }
-    out
+    support::audit_events(user.cache.path(), event)
 }
 
 #[test]

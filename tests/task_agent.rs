@@ -362,24 +362,7 @@ fn a_step_that_introduces_a_type_error_is_repaired_by_the_fix_loop() {
 }
 
 fn audit_events(cache: &Path, event: &str) -> Vec<Value> {
-    let mut found = Vec::new();
-    let mut stack = vec![cache.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.extension().is_some_and(|e| e == "jsonl") {
-                let text = std::fs::read_to_string(&path).unwrap();
-                found.extend(
-                    text.lines()
-                        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-                        .filter(|l| l["event"] == event),
-                );
-            }
-        }
-    }
-    found
+    support::audit_events(cache, event)
 }
 
 #[test]

@@ -118,6 +118,25 @@ impl Client {
         exponential.mul_f64(0.5 + fastrand::f64())
     }
 
+    /// One vector per text from the embeddings model `model` at `path` (both the
+    /// OpenAI-compatible and Ollama's endpoints take `{model, input}`).
+    pub async fn embed(
+        &self,
+        path: &str,
+        model: &str,
+        texts: &[String],
+        headers: &[(&str, String)],
+        cancel: &CancellationToken,
+    ) -> Result<Vec<Vec<f32>>, ModelError> {
+        let body = serde_json::json!({"model": model, "input": texts});
+        self.call(path, cancel, async {
+            let response = self.post(path, &body, headers, cancel).await?;
+            let reply = self.json(path, response).await?;
+            super::read_vectors(&reply, texts.len()).map_err(|detail| self.bad_reply(path, detail))
+        })
+        .await
+    }
+
     pub fn redact(&self, text: &str) -> String {
         match &self.config.api_key {
             Some(key) => key.redact(text),

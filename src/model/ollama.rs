@@ -134,16 +134,7 @@ impl Model for Ollama {
         texts: &[String],
         cancel: &tokio_util::sync::CancellationToken,
     ) -> Result<Vec<Vec<f32>>, ModelError> {
-        let client = &self.client;
-        let body = json!({"model": model, "input": texts});
-        client
-            .call(EMBEDDINGS, cancel, async {
-                let response = client.post(EMBEDDINGS, &body, &[], cancel).await?;
-                let reply = client.json(EMBEDDINGS, response).await?;
-                super::read_vectors(&reply, texts.len())
-                    .map_err(|detail| client.bad_reply(EMBEDDINGS, detail))
-            })
-            .await
+        self.client.embed(EMBEDDINGS, model, texts, &[], cancel).await
     }
 
     async fn send(&self, request: &Request, options: &CallOptions) -> Result<Reply, ModelError> {

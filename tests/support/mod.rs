@@ -761,3 +761,25 @@ pub fn findings(diagnostics: &Value, source: &str) -> Vec<(u64, u64, String)> {
     out.sort();
     out
 }
+
+/// Every line of `event` in the audit logs under a user's cache folder.
+pub fn audit_events(cache: &std::path::Path, event: &str) -> Vec<Value> {
+    let mut found = Vec::new();
+    let mut stack = vec![cache.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "jsonl") {
+                let text = std::fs::read_to_string(&path).expect("audit log");
+                found.extend(
+                    text.lines()
+                        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                        .filter(|l| l["event"] == event),
+                );
+            }
+        }
+    }
+    found
+}
