@@ -37,7 +37,10 @@ pub struct BuildReport {
 
 /// The index of one workspace root, shared by the server, the executor and the agent.
 pub struct LiveIndex {
+    /// The root with symbolic links resolved: the index's paths are all under it.
     root: PathBuf,
+    /// The root as the editor named it, when that differs (`/tmp/x` for `/private/tmp/x`).
+    alias: Option<PathBuf>,
     /// Where the index is saved (`None`: not saved, as in tests of the index itself).
     cache: Option<PathBuf>,
     cell: tokio::sync::OnceCell<Mutex<Index>>,
@@ -50,10 +53,14 @@ pub struct LiveIndex {
 impl LiveIndex {
     /// An index of `root`, not built yet; saved in `cache` when given.
     pub fn new(root: &Path, cache: Option<PathBuf>) -> Arc<LiveIndex> {
+        let canonical = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+        let alias = (canonical != root).then(|| root.to_path_buf());
+        let root = canonical.as_path();
         let mut builder = GitignoreBuilder::new(root);
         builder.add(root.join(".gitignore"));
         let ignore = builder.build().unwrap_or_else(|_| Gitignore::empty());
         Arc::new(LiveIndex {
+            alias,
             root: root.to_path_buf(),
             cache,
             cell: tokio::sync::OnceCell::new(),
@@ -68,8 +75,18 @@ impl LiveIndex {
         crate::places::project_cache(root).join("index.json")
     }
 
+    /// The root, symbolic links resolved.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// `path` as the index names it: under the resolved root even when the editor named the
+    /// root another way.
+    pub fn normalize(&self, path: &Path) -> PathBuf {
+        match self.alias.as_deref().and_then(|alias| path.strip_prefix(alias).ok()) {
+            Some(rest) => self.root.join(rest),
+            None => path.to_path_buf(),
+        }
     }
 
     /// How the build went, once it is done.
@@ -106,16 +123,18 @@ impl LiveIndex {
     /// An open document changed (or was opened): its text will be indexed, from its tree
     /// when it has one. Cheap: the rope and tree are shared, not copied.
     pub fn document_changed(&self, path: &Path, rope: Rope, tree: Option<(Tree, Language)>) {
+        let path = self.normalize(path);
         if path.starts_with(&self.root) {
-            lock(&self.pending).insert(path.to_path_buf(), Pending::Text { rope, tree });
+            lock(&self.pending).insert(path, Pending::Text { rope, tree });
         }
     }
 
     /// A file changed, appeared or went away on disk (or an open document was closed: the
     /// disk's text is what counts again).
     pub fn disk_changed(&self, path: &Path) {
+        let path = self.normalize(path);
         if path.starts_with(&self.root) {
-            lock(&self.pending).insert(path.to_path_buf(), Pending::Disk);
+            lock(&self.pending).insert(path, Pending::Disk);
         }
     }
 
@@ -208,6 +227,18 @@ mod tests {
         std::fs::remove_file(root.join("b.py")).unwrap();
         live.disk_changed(&root.join("b.py"));
         assert!(live.current().await.definitions("gamma").is_empty());
+
+        // the root named through a symbolic link: the same files, the same paths
+        let link = tempfile::tempdir().unwrap();
+        let linked = link.path().join("project");
+        std::os::unix::fs::symlink(&root, &linked).unwrap();
+        let aliased = LiveIndex::new(&linked, None);
+        assert_eq!(aliased.root(), root.as_path());
+        aliased.document_changed(&linked.join("a.py"), Rope::from_str("def epsilon():\n    pass\n"), None);
+        {
+            let index = aliased.current().await;
+            assert_eq!(index.definitions("epsilon")[0].path, root.join("a.py"));
+        }
 
         // a restart reuses the cache: nothing is parsed again
         let again = LiveIndex::new(&root, Some(cache));

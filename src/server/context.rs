@@ -146,7 +146,7 @@ pub fn context(
         return Err(Error::invalid_params("tokamak.context needs a query".to_string()));
     }
     let root = live.root().to_path_buf();
-    let active = args.uri.as_ref().and_then(|u| u.to_file_path().ok());
+    let active = args.uri.as_ref().and_then(|u| u.to_file_path().ok()).map(|p| live.normalize(&p));
     let limit = args.limit.unwrap_or(10).clamp(1, 100);
     Ok(Box::pin(async move {
         let index = live.current().await;
