@@ -267,27 +267,31 @@ impl Executor {
     /// then as [`Executor::execute`].
     pub async fn execute_for_model(&self, action: &Action) -> Result<ActionResult, LimitHit> {
         if let Some(rule) = self.forbidden(action) {
+            // a refused action counts against the run's actions like any other
+            self.count_call(action)?;
             if let Some(journal) = &self.journal {
                 journal.record(
                     "refused",
                     json!({"action": action.name(), "arguments": action.audit_arguments(), "rule": rule}),
                 );
             }
-            // a refused action counts against the run's actions like any other
-            let limit = self.context.settings.limits.tool_calls;
-            {
-                let mut state = lock(&self.state);
-                if state.tool_calls >= limit {
-                    let hit = LimitHit::ToolCalls(limit);
-                    drop(state);
-                    self.record_limit(action, hit);
-                    return Err(hit);
-                }
-                state.tool_calls += 1;
-            }
             return Ok(ActionResult::refused(format!("Refused: {rule}.")));
         }
         self.execute(action).await
+    }
+
+    /// Counts one action against `limits.tool_calls`; the limit is an error, audited.
+    fn count_call(&self, action: &Action) -> Result<(), LimitHit> {
+        let limit = self.context.settings.limits.tool_calls;
+        let mut state = lock(&self.state);
+        if state.tool_calls >= limit {
+            drop(state);
+            let hit = LimitHit::ToolCalls(limit);
+            self.record_limit(action, hit);
+            return Err(hit);
+        }
+        state.tool_calls += 1;
+        Ok(())
     }
 
     /// The rule of the current mode or role that forbids `action`, if one does.
@@ -327,16 +331,7 @@ impl Executor {
     /// Carries out one action. A refusal or a failure is an `Ok` result with `ok: false`
     /// (it goes back to the model); only a limit of the run is an `Err`.
     pub async fn execute(&self, action: &Action) -> Result<ActionResult, LimitHit> {
-        let limits = &self.context.settings.limits;
-        {
-            let mut state = lock(&self.state);
-            if state.tool_calls >= limits.tool_calls {
-                let hit = LimitHit::ToolCalls(limits.tool_calls);
-                self.record_limit(action, hit);
-                return Err(hit);
-            }
-            state.tool_calls += 1;
-        }
+        self.count_call(action)?;
         let started = Instant::now();
         let result = match action {
             Action::Read { path, lines } => self.read(path, *lines),

@@ -177,10 +177,10 @@ fn symbols(index: &Index, query: &str, relative: &dyn Fn(&Path) -> String) -> Ac
 
 fn callers(index: &Index, name: &str, depth: usize, relative: &dyn Fn(&Path) -> String) -> ActionResult {
     let depth = depth.clamp(1, MAX_CALLER_DEPTH);
-    if index.definitions(name).is_empty() && index.callers(name, 1).is_empty() {
+    let callers = index.callers(name, depth);
+    if callers.is_empty() && index.definitions(name).is_empty() {
         return ActionResult::refused(format!("{name:?} is neither defined nor called in the indexed files"));
     }
-    let callers = index.callers(name, depth);
     if callers.is_empty() {
         return ActionResult::done(
             format!("nothing in the indexed files calls {name}\n"),
