@@ -1,9 +1,9 @@
-//! Context (SPEC C1–C7), in progress: what the model sees of the workspace. Today: the facts
-//! of one file (`extract.rs`: definitions, imports, call sites) and the workspace index
-//! built from them with its queries (`index.rs`: definitions, symbol search, callers,
-//! importers), files ranked for a question in English or Korean with their reasons
-//! (`rank.rs`, `terms.rs`: BM25 over identifier words, definitions, paths, the open file).
-//! The server answers `tokamak.context` with it; the agent does not use it yet.
+//! Context (SPEC C1–C7): what the model sees of the workspace. One file's facts
+//! (`extract.rs`), the workspace index and its queries (`index.rs`), kept live and cached by
+//! content hash (`live.rs`); files ranked for a question in English or Korean (`rank.rs`,
+//! `terms.rs`), optionally helped by a model (`semantic.rs`); the project's rules
+//! (`rules.rs`), summaries of large files (`summary.rs`) and a prompt's budgeted view
+//! (`view.rs`); what a change reaches, tests included (`impact.rs`).
 
 mod extract;
 mod impact;
