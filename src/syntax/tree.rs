@@ -69,9 +69,10 @@ impl SyntaxTree {
         self.tree = tree;
     }
 
-    /// Reparses `rope` reusing the edited tree; only the edited regions are parsed again.
+    /// Reparses `rope` reusing the edited tree; only the edited regions are parsed again
+    /// (unless the result has errors: see [`reparse_rope`]).
     pub fn reparse(&mut self, rope: &Rope) -> Result<(), SyntaxError> {
-        let tree = parse_rope(&mut self.parser, rope, Some(&self.tree))
+        let tree = reparse_rope(&mut self.parser, rope, &self.tree)
             .ok_or(SyntaxError::ParseFailed { language: self.language })?;
         self.tree = tree;
         Ok(())
@@ -86,7 +87,21 @@ pub fn reparse_detached(language: Language, rope: &Rope, old_tree: &Tree) -> Res
     parser
         .set_language(&grammar)
         .map_err(|err| SyntaxError::Grammar { language, reason: err.to_string() })?;
-    parse_rope(&mut parser, rope, Some(old_tree)).ok_or(SyntaxError::ParseFailed { language })
+    reparse_rope(&mut parser, rope, old_tree).ok_or(SyntaxError::ParseFailed { language })
+}
+
+/// An incremental parse, except that a result with errors is parsed again from scratch.
+/// Tree-sitter's error recovery can take another path when it reuses nodes of the old tree
+/// (tree-sitter#1645, #4001), more so after several edits between parses; the syntax
+/// problems of a document must not depend on the edits that led to its text, so a tree
+/// with errors is always the one a fresh open would get. Error-free trees, the common case,
+/// stay incremental.
+fn reparse_rope(parser: &mut Parser, rope: &Rope, old_tree: &Tree) -> Option<Tree> {
+    let tree = parse_rope(parser, rope, Some(old_tree))?;
+    if !tree.root_node().has_error() {
+        return Some(tree);
+    }
+    parse_rope(parser, rope, None)
 }
 
 /// Tree-sitter counts rows by `\n` and columns in bytes; our `(line, byte column)` points
