@@ -134,6 +134,8 @@ fn bench_actions(c: &mut Criterion) {
     let mut settings = ExecutorSettings::from_settings(&Settings::default(), true);
     settings.limits.tool_calls = u32::MAX;
     settings.limits.revisions = u32::MAX;
+    // measured without a person to ask
+    settings.approval = tokamak::config::ApprovalLevel::Low;
     let context = ExecutorContext::new(
         Confinement::new(&root).unwrap(),
         observer,

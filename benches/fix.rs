@@ -89,6 +89,7 @@ fn bench_fix_iteration(c: &mut Criterion) {
         settings: FixSettings::default(),
         root: None,
         history: None,
+        approver: None,
     };
     let runs = Runs::default();
     for functions in [100, 1_000] {

@@ -195,6 +195,8 @@ pub struct Settings {
     pub sandbox: SandboxMode,
     /// `auto_commit`: `git_commit` actions commit without asking.
     pub auto_commit: bool,
+    /// `approval`: what the agent asks a person before doing (`low`, `medium`, `high`).
+    pub approval: ApprovalLevel,
     /// `[checkpoints]`: the shadow repository that makes every run undoable.
     pub checkpoints: CheckpointSettings,
     /// `[limits]`: how far one agent run may go (SPEC G1).
@@ -293,6 +295,31 @@ pub enum SandboxMode {
     Bwrap,
     /// In the workspace itself (with the timeout, the stripped environment and no stdin).
     Off,
+}
+
+/// `approval` (SPEC M4): when the agent asks a person before it acts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ApprovalLevel {
+    /// Changes to files apply without asking; commands not on the allow-list and commits
+    /// (without `auto_commit`) are still asked.
+    Low,
+    /// Also every change to files is asked, with its diff.
+    #[default]
+    Medium,
+    /// Every action the model takes is asked: reads and searches, allow-listed commands and
+    /// commits too.
+    High,
+}
+
+impl ApprovalLevel {
+    pub fn name(self) -> &'static str {
+        match self {
+            ApprovalLevel::Low => "low",
+            ApprovalLevel::Medium => "medium",
+            ApprovalLevel::High => "high",
+        }
+    }
 }
 
 /// `[checkpoints]` (SPEC K1, K2).

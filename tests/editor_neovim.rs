@@ -2,7 +2,8 @@
 //! headless, with the real `tokamak` binary and the scripted model: the fix through the
 //! code-action menu, diagnostics of a second real server (ruff) forwarded, `:checkhealth`, and
 //! the task agent: `:TokamakRun` with its plan window, "Plan with Tokamak…" asking for the
-//! goal, `:TokamakImplement`.
+//! goal, `:TokamakImplement`; approvals in a floating diff answered with `a`, `r` and
+//! `:TokamakApprove`.
 
 mod support;
 
@@ -56,6 +57,22 @@ fn run(check: &str, dir: &Path, file: &str, model: &ModelServer) -> Value {
     let report: Value = serde_json::from_str(&report).expect("JSON report");
     assert_eq!(report["ok"], true, "{report:#}");
     report
+}
+
+/// The task checks' file, and the method their model adds to it.
+const USER_PY: &str =
+    "class User:\n    def __init__(self, email: str) -> None:\n        self.email = email\n";
+const METHOD: &str = "        self.email = email\n\n    def validate_email(self) -> bool:\n        return \"@\" in self.email\n";
+
+/// A native tool call.
+fn call(name: &str, args: Value) -> support::model_server::Scripted {
+    support::model_server::openai_tool_calls("", &[(name, args)])
+}
+
+/// The model's edit that adds [`METHOD`].
+fn add_method() -> support::model_server::Scripted {
+    let blocks = format!("<<<<<<< SEARCH\n        self.email = email\n=======\n{METHOD}>>>>>>> REPLACE\n");
+    call("edit", serde_json::json!({"path": "user.py", "blocks": blocks}))
 }
 
 fn project(files: &[(&str, &str)]) -> tempfile::TempDir {
@@ -127,18 +144,12 @@ fn tokamak_run_plan_window_and_plan_with_tokamak() {
     if !support::require_tools(&["nvim"]) {
         return;
     }
-    use support::model_server::openai_tool_calls;
-    let call = |name: &str, args: Value| openai_tool_calls("", &[(name, args)]);
-    let source = "class User:\n    def __init__(self, email: str) -> None:\n        self.email = email\n";
-    let method = "        self.email = email\n\n    def validate_email(self) -> bool:\n        return \"@\" in self.email\n";
+    let (source, method) = (USER_PY, METHOD);
     let model = ModelServer::start(vec![
         openai_chat(
             "1. Add validate_email to User in user.py\n   A method that says whether the email has an @.\n2. Say so in NOTES.md [depends: 1]\n",
         ),
-        call(
-            "edit",
-            serde_json::json!({"path": "user.py", "blocks": format!("<<<<<<< SEARCH\n        self.email = email\n=======\n{method}>>>>>>> REPLACE\n")}),
-        ),
+        add_method(),
         call("done", serde_json::json!({"summary": "added"})),
         call("create", serde_json::json!({"path": "NOTES.md", "text": "validate_email\n"})),
         call("done", serde_json::json!({"summary": "noted"})),
@@ -177,4 +188,45 @@ fn tokamak_run_plan_window_and_plan_with_tokamak() {
     assert_eq!(report["window_after"][1], "✓ 1. Write TODO.md", "{report:#}");
     assert_eq!(std::fs::read_to_string(dir.path().join("TODO.md")).unwrap_or_default(), "nothing\n");
     assert_eq!(model.requests().len(), 8);
+}
+
+#[test]
+fn approvals_show_a_floating_diff_and_are_answered_with_keys_and_commands() {
+    if !support::require_tools(&["nvim"]) {
+        return;
+    }
+    let (source, method) = (USER_PY, METHOD);
+    let model = ModelServer::start(vec![
+        openai_chat("1. Add validate_email to User in user.py\n2. Write NOTES.md about it [depends: 1]\n"),
+        add_method(),
+        call("done", serde_json::json!({"summary": "added"})),
+        call("create", serde_json::json!({"path": "NOTES.md", "text": "validate_email\n"})),
+        // rejected: the model looks again, then writes where it was told
+        call("list", serde_json::json!({})),
+        call("create", serde_json::json!({"path": "docs/NOTES.md", "text": "validate_email\n"})),
+        call("done", serde_json::json!({"summary": "noted"})),
+    ]);
+    let dir = project(&[("user.py", source)]);
+    std::fs::create_dir(dir.path().join("docs")).unwrap();
+    let report = run("approve", dir.path(), "user.py", &model);
+    // the first question: the edit's diff, in a floating window, before anything changed
+    let first = report["question1"]["lines"].to_string();
+    assert!(first.contains("wants to edit user.py"), "{report:#}");
+    assert!(first.contains("+    def validate_email(self) -> bool:"), "{report:#}");
+    assert_eq!(report["text_before"], source, "nothing changes before the approval: {report:#}");
+    assert_eq!(report["waiting"][0]["id"], report["question1"]["id"], "{report:#}");
+    assert_eq!(report["waiting"][0]["action"], "edit", "{report:#}");
+    assert!(report["question2"]["lines"].to_string().contains("wants to create NOTES.md"), "{report:#}");
+    assert!(report["question3"]["lines"].to_string().contains("wants to create docs/NOTES.md"), "{report:#}");
+    let answers: Vec<&str> =
+        report["answers"].as_array().unwrap().iter().map(|a| a["answer"].as_str().unwrap()).collect();
+    assert_eq!(answers, ["approve", "reject", "approve"], "{report:#}");
+    assert_eq!(report["run"]["exit_reason"], "done", "{report:#}");
+    assert_eq!(report["text"], source.replace("        self.email = email\n", method), "{report:#}");
+    assert!(!dir.path().join("NOTES.md").exists(), "the rejected file was not written");
+    assert_eq!(std::fs::read_to_string(dir.path().join("docs/NOTES.md")).unwrap(), "validate_email\n");
+    // the reason reached the model's next prompt
+    let requests = model.requests();
+    assert!(requests[4].body.to_string().contains("put the notes in docs/NOTES.md"), "{}", requests[4].body);
+    assert_eq!(report["float_after"], false, "{report:#}");
 }

@@ -2,8 +2,9 @@
 //! `npm run package` producing a `.vsix`, and that `.vsix` end to end in a real VS Code:
 //! code-server on 127.0.0.1 with headless Chromium (tests/vscode/e2e.mjs) fixing a file
 //! through the command palette, then "Tokamak: Run…" with a goal typed into the input box and
-//! the *Tokamak Plan* view following the steps, with the real `tokamak` binary and the
-//! scripted model.
+//! the *Tokamak Plan* view following the steps — each change shown first in a diff editor and
+//! approved, rejected with a reason, or approved from the palette (`approval` left at its
+//! default, medium) — with the real `tokamak` binary and the scripted model.
 
 mod support;
 
@@ -49,7 +50,7 @@ fn the_extension_type_checks_and_its_unit_tests_pass_and_it_packages() {
     let test = npm(&["test"]);
     let text = String::from_utf8_lossy(&test.stdout).into_owned() + &String::from_utf8_lossy(&test.stderr);
     assert!(test.status.success(), "{text}");
-    assert!(text.contains("# pass 8") && text.contains("# fail 0"), "{text}");
+    assert!(text.contains("# pass 9") && text.contains("# fail 0"), "{text}");
 
     let vsix = support::repo_root().join("editors/vscode/tokamak.vsix");
     let _ = std::fs::remove_file(&vsix);
@@ -118,6 +119,9 @@ fn end_to_end_in_code_server(vsix: &std::path::Path) {
             Box::new(call("done", serde_json::json!({"summary": "added"}))),
         ),
         call("create", serde_json::json!({"path": "NOTES.md", "text": "validate_email\n"})),
+        // rejected with a reason: the model looks again, then writes where it was told
+        call("list", serde_json::json!({})),
+        call("create", serde_json::json!({"path": "docs/NOTES.md", "text": "validate_email\n"})),
         call("done", serde_json::json!({"summary": "noted"})),
     ]);
     let dir = tempfile::tempdir().expect("temp dir");
@@ -191,6 +195,7 @@ fn end_to_end_in_code_server(vsix: &std::path::Path) {
         .env("E2E_PLAN_FILE", "user.py")
         .env("E2E_PLAN_STEPS", "2")
         .env("E2E_PLAN_EXPECTED", "def validate_email(self) -> bool:")
+        .env("E2E_ANSWERS", "approve,reject:put the notes in docs/NOTES.md,palette")
         .env("E2E_SCREENSHOT", dir.path().join("failure.png"))
         .output()
         .expect("run node tests/vscode/e2e.mjs");
@@ -224,5 +229,30 @@ fn end_to_end_in_code_server(vsix: &std::path::Path) {
     assert!(first("⚡").is_some() && first("⚡") < first("✓"), "{rows:?}");
     assert!(rows.iter().any(|r| r.starts_with("✓ 2. Say so in NOTES.md [depends: 1]")), "{rows:?}");
     assert!(report["plan_text"].as_str().unwrap().contains("return \"@\" in self.email"), "{report:#}");
-    assert_eq!(model.requests().len(), 6, "one fix, then the plan and four tool calls");
+    // each change was shown and answered before it landed
+    let approvals = report["approvals"].as_array().expect("approvals");
+    assert_eq!(approvals.len(), 3, "{report:#}");
+    assert!(
+        approvals[0]["message"].as_str().unwrap().starts_with("Tokamak wants to edit user.py."),
+        "{report:#}"
+    );
+    assert_eq!(approvals[0]["diff_editor"], true, "{report:#}");
+    assert!(
+        approvals[0]["modified"].as_str().unwrap().contains("def validate_email(self) -> bool:"),
+        "{report:#}"
+    );
+    assert!(approvals[0]["tab"].as_str().unwrap().contains("Tokamak wants to edit user.py"), "{report:#}");
+    assert!(approvals[1]["message"].as_str().unwrap().contains("create NOTES.md"), "{report:#}");
+    assert!(approvals[2]["message"].as_str().unwrap().contains("create docs/NOTES.md"), "{report:#}");
+    assert!(!project.join("NOTES.md").exists(), "the rejected file was not written");
+    assert_eq!(
+        std::fs::read_to_string(project.join("docs/NOTES.md")).unwrap_or_default(),
+        "validate_email\n"
+    );
+    let requests = model.requests();
+    assert_eq!(requests.len(), 8, "one fix, then the plan and six tool calls");
+    assert!(
+        requests[5].body.to_string().contains("put the notes in docs/NOTES.md"),
+        "the reason reached the model"
+    );
 }

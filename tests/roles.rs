@@ -9,26 +9,8 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 use support::model_server::{ModelServer, Scripted, openai_chat};
+use support::replies::{action, create, done, edit, told};
 use support::{LspClient, UserDirs};
-
-fn action(value: Value) -> Scripted {
-    openai_chat(&format!("```json\n{value}\n```\n"))
-}
-
-fn edit(path: &str, search: &str, replace: &str) -> Scripted {
-    openai_chat(&format!(
-        "```json\n{}\n```\n<<<<<<< SEARCH\n{search}\n=======\n{replace}\n>>>>>>> REPLACE\n",
-        json!({"action": "edit", "path": path})
-    ))
-}
-
-fn create(path: &str, text: &str) -> Scripted {
-    openai_chat(&format!("```json\n{}\n```\n```\n{text}\n```\n", json!({"action": "create", "path": path})))
-}
-
-fn done(summary: &str) -> Scripted {
-    action(json!({"action": "done", "summary": summary}))
-}
 
 const APP: &str = "def total(items):\n    return sum(items)\n";
 const GUIDE: &str = "# Guide\n\nCall total().\n";
@@ -62,19 +44,6 @@ fn run(root: &Path, model: &ModelServer, goal: &str, role: Option<&str>) -> (std
         .output()
         .expect("tokamak runs");
     (output, user)
-}
-
-/// What the model was told after each reply.
-fn told(model: &ModelServer) -> Vec<String> {
-    model
-        .requests()
-        .iter()
-        .filter_map(|r| {
-            let last = r.body["messages"].as_array()?.last()?.clone();
-            let content = last["content"].as_str().unwrap_or_default().to_string();
-            (content.starts_with("Result of") || content.starts_with("Refused of")).then_some(content)
-        })
-        .collect()
 }
 
 /// The audit log's lines of `event`.

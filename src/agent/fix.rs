@@ -48,6 +48,9 @@ pub struct FixContext {
     pub root: Option<PathBuf>,
     /// Where runs keep their checkpoints and audit logs (none without a workspace folder).
     pub history: Option<Arc<History>>,
+    /// Who is asked before each change (`approval = "high"`: every action is asked); `None`:
+    /// the fix the user asked for is made as it comes, undoable in the editor.
+    pub approver: Option<Arc<dyn crate::executor::Approver>>,
 }
 
 /// Counts that survive the run being stopped from outside (cancel, time limit).
@@ -214,7 +217,8 @@ async fn fix_loop(
         let described: Vec<&str> = applied.iter().map(|f| f.description.as_str()).collect();
         report(context, run, format!("applying {}", described.join(", ")), None).await;
         let edits = minimal_edits(&text, &new_text);
-        apply_counted(context, journal, &snapshot, &edits, "Tokamak: deterministic fix", tally).await?;
+        apply_counted(context, journal, &run.run_id, &snapshot, &edits, "Tokamak: deterministic fix", tally)
+            .await?;
         lock(tally).deterministic += applied.len() as u32;
         history.push(format!("Before the model, Tokamak itself applied: {}.", described.join("; ")));
         let (after, now) = observe(context, uri).await?;
@@ -330,8 +334,8 @@ async fn fix_loop(
             Some(percentage),
         )
         .await;
-        apply_counted(context, journal, &snapshot, &edits, &format!("Tokamak: fix attempt {attempt}"), tally)
-            .await?;
+        let label = format!("Tokamak: fix attempt {attempt}");
+        apply_counted(context, journal, &run.run_id, &snapshot, &edits, &label, tally).await?;
         let (after, now) = observe(context, uri).await?;
         let comparison = compare(&targets, &baseline, &now);
         lock(tally).targets_after = comparison.remaining.len() + comparison.introduced.len();
@@ -585,13 +589,14 @@ fn closed(uri: &Url) -> Stop {
 async fn apply_counted(
     context: &FixContext,
     journal: Option<&Journal>,
+    run_id: &str,
     base: &DocumentSnapshot,
     edits: &[(TextRange, String)],
     label: &str,
     tally: &Mutex<Tally>,
 ) -> Result<DocumentSnapshot, Stop> {
     let before = std::mem::replace(&mut lock(tally).changed, true);
-    let result = apply(context, journal, base, edits, label).await;
+    let result = apply(context, journal, run_id, base, edits, label).await;
     if result.is_err() {
         lock(tally).changed = before;
     }
@@ -599,14 +604,33 @@ async fn apply_counted(
 }
 
 /// Makes `edits` (in bytes of `base`) in the document through the editor, moved onto the
-/// user's newer text if they typed meanwhile; never forced.
+/// user's newer text if they typed meanwhile; never forced. With an approver, the person
+/// sees the diff first; a rejection ends the run with their reason.
 async fn apply(
     context: &FixContext,
     journal: Option<&Journal>,
+    run_id: &str,
     base: &DocumentSnapshot,
     edits: &[(TextRange, String)],
     label: &str,
 ) -> Result<DocumentSnapshot, Stop> {
+    if let Some(approver) = &context.approver {
+        let path = display_path(context.root.as_deref(), &base.uri);
+        let before = base.rope.to_string();
+        let after = crate::edit::apply_edits(&before, edits).unwrap_or_else(|| before.clone());
+        let request = crate::executor::Request::Change {
+            action: "fix".to_string(),
+            summary: format!("fix {path}"),
+            diff: crate::executor::unified_diff(&path, Some(&before), Some(&after)),
+            file: Some(crate::executor::ChangedFile { path, before: Some(before), after: Some(after) }),
+        };
+        match approver.decide(run_id, &request).await {
+            crate::executor::Decision::Approve => {}
+            crate::executor::Decision::Reject(reason) | crate::executor::Decision::Refuse(reason) => {
+                return Err(Stop::new(ExitReason::Cancelled, format!("the fix was not applied: {reason}")));
+            }
+        }
+    }
     if let Some(journal) = journal {
         journal.before_change().await;
     }

@@ -31,7 +31,7 @@ use crate::config::{FixSettings, LimitSettings, PlanSettings};
 use crate::editor::{DocumentEdit, EditOutcome, Editor, FileOperation, MessageLevel, Progress};
 use crate::executor::{Action, DiskEditor, Executor, ExecutorContext};
 use crate::model::{Model, ModelError};
-use crate::modes::{Mode, ModeContext, ModeMachine, Profile, Profiles, Role, route};
+use crate::modes::{Mode, Profile, Profiles, Role, route};
 use crate::observer::{Diagnostic, Observer, Severity};
 use crate::sync::lock;
 use crate::workspace::DocumentSnapshot;
@@ -142,7 +142,6 @@ pub async fn run_task(context: &TaskContext, request: TaskRequest, run: RunHandl
         plan: Arc::new(Mutex::new(None)),
         active: request.selection.as_ref().map(|s| executor_context.confinement.root().join(&s.path)),
         profiles: Profiles::load(executor_context.confinement.root(), executor_context.settings.trusted),
-        modes: ModeMachine::default(),
         explicit_role: request.role.clone(),
     };
     let stop = match engine.roles_ready(&request).await {
@@ -223,8 +222,6 @@ struct Runner<'a> {
     active: Option<std::path::PathBuf>,
     /// The roles' profiles (the workspace's own when it is trusted).
     profiles: Profiles,
-    /// The mode the model acts in.
-    modes: ModeMachine,
     /// The role asked for, if any.
     explicit_role: Option<String>,
 }
@@ -450,12 +447,6 @@ impl Runner<'_> {
                 .unwrap_or_else(|| crate::modes::built_in(crate::modes::Role::Coder)),
         );
         let mode = Role::from_name(&name).map_or(Mode::Implementation, Role::mode);
-        let context =
-            ModeContext { files_touched: self.executor.changed_files().len(), ..ModeContext::default() };
-        match self.modes.start(mode, &context) {
-            Ok(transition) => self.executor.record("mode", serde_json::json!(transition)),
-            Err(err) => self.executor.record("mode_error", serde_json::json!({"error": err.to_string()})),
-        }
         self.executor.act_as(Arc::clone(&profile), mode);
         let why = match (explicit, words.is_empty()) {
             (Some(_), _) => "asked for".to_string(),
@@ -827,6 +818,8 @@ impl Runner<'_> {
             settings: self.context.fix.clone(),
             root: Some(root),
             history: None,
+            approver: (self.executor.context().settings.approval == crate::config::ApprovalLevel::High)
+                .then(|| Arc::clone(&self.executor.context().approver)),
         };
         let runs = Runs::default();
         let Ok(handle) = runs.start(&uri) else { return };

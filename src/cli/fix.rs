@@ -93,6 +93,8 @@ pub async fn fix(paths: &[PathBuf], options: &FixOptions) -> anyhow::Result<Vec<
         // a dry run changes nothing, so there is nothing to undo
         history: (!options.dry_run)
             .then(|| History::new(&root, settings.checkpoints.clone(), settings.key_variables())),
+        // `tokamak fix` is the user's own command on the files named (`--dry-run` to look first)
+        approver: None,
     };
     let runs = Runs::default();
     let mut results = Vec::new();

@@ -71,7 +71,10 @@ impl Session {
             Approval::Unattended => Arc::new(RefuseUnlisted),
         };
         let mut executor_settings = ExecutorSettings::from_settings(&settings, loaded.trust.trusted);
-        executor_settings.approve_changes = approval != Approval::Unattended;
+        // `--yes` answers the changes' questions in advance; listing and rollback ask nothing
+        if approval != Approval::Ask {
+            executor_settings.approval = crate::config::ApprovalLevel::Low;
+        }
         let executor = ExecutorContext::new(
             Confinement::new(&root)?,
             observer,
@@ -90,19 +93,18 @@ struct TerminalApprover;
 
 #[async_trait]
 impl Approver for TerminalApprover {
-    async fn decide(&self, request: &Request) -> Decision {
-        let question = match request {
-            Request::Command { argv } => format!("Tokamak wants to run `{}`. Run it? [y/N] ", argv.join(" ")),
-            Request::Commit { message, files } => {
-                format!(
-                    "Tokamak wants to commit {} with the message {message:?}. Commit? [y/N] ",
-                    files.join(", ")
-                )
-            }
-            Request::Change { summary, diff } => {
-                format!("{diff}Tokamak wants to {summary}. Apply it? [y/N] ")
-            }
+    async fn decide(&self, _run_id: &str, request: &Request) -> Decision {
+        let verb = match request {
+            Request::Command { .. } => "Run it",
+            Request::Commit { .. } => "Commit",
+            Request::Change { .. } => "Apply it",
+            Request::Look { .. } => "Allow it",
         };
+        let question = format!(
+            "{}Tokamak wants to {}. {verb}? [y/N, or say why not] ",
+            request.diff(),
+            request.summary()
+        );
         let answer = tokio::task::spawn_blocking(move || {
             eprint!("{question}");
             let _ = std::io::stderr().flush();
@@ -111,11 +113,14 @@ impl Approver for TerminalApprover {
         })
         .await;
         match answer {
-            Ok(Ok(line)) if matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes") => {
-                Decision::Approve
-            }
-            Ok(Ok(_)) => Decision::Reject("the user said no".to_string()),
-            _ => Decision::Reject("the question could not be asked".to_string()),
+            Ok(Ok(line)) => match line.trim() {
+                yes if matches!(yes.to_ascii_lowercase().as_str(), "y" | "yes") => Decision::Approve,
+                no if no.is_empty() || matches!(no.to_ascii_lowercase().as_str(), "n" | "no") => {
+                    Decision::Reject("the user said no".to_string())
+                }
+                reason => Decision::Reject(reason.to_string()),
+            },
+            _ => Decision::Refuse("the question could not be asked".to_string()),
         }
     }
 }
@@ -125,13 +130,16 @@ struct NoTerminal;
 
 #[async_trait]
 impl Approver for NoTerminal {
-    async fn decide(&self, request: &Request) -> Decision {
+    async fn decide(&self, run_id: &str, request: &Request) -> Decision {
         match request {
-            Request::Change { .. } => Decision::Reject(
-                "there is no terminal to ask whether to change files, so nothing was changed; run tokamak run with --yes to allow changes"
+            Request::Change { .. } => Decision::Refuse(
+                "there is no terminal to ask whether to change files, so nothing was changed; run tokamak run with --yes to allow changes, or set approval = \"low\" in your Tokamak settings"
                     .to_string(),
             ),
-            other => RefuseUnlisted.decide(other).await,
+            Request::Look { .. } => Decision::Refuse(
+                "approval = \"high\" asks before every action and there is no terminal to ask; run tokamak run with --yes, or lower approval".to_string(),
+            ),
+            other => RefuseUnlisted.decide(run_id, other).await,
         }
     }
 }
@@ -141,10 +149,10 @@ struct ApproveChanges;
 
 #[async_trait]
 impl Approver for ApproveChanges {
-    async fn decide(&self, request: &Request) -> Decision {
+    async fn decide(&self, run_id: &str, request: &Request) -> Decision {
         match request {
-            Request::Change { .. } => Decision::Approve,
-            other => RefuseUnlisted.decide(other).await,
+            Request::Change { .. } | Request::Look { .. } => Decision::Approve,
+            other => RefuseUnlisted.decide(run_id, other).await,
         }
     }
 }

@@ -37,11 +37,11 @@ pub use confine::{Access, Confined, Confinement, Refused};
 pub use disk_editor::DiskEditor;
 pub use document::{DocumentEditError, apply_to_document};
 pub use output::cut;
-pub use policy::{Approver, Decision, RefuseUnlisted, Request};
+pub use policy::{Approver, ChangedFile, Decision, RefuseUnlisted, Request};
 pub use rollback::{RollbackError, RollbackReport, rollback};
 pub use sandbox::{Placement, SandboxError, ShadowCopy, placement};
 
-use crate::config::{CommandSettings, LimitSettings, SandboxMode};
+use crate::config::{ApprovalLevel, CommandSettings, LimitSettings, SandboxMode};
 use crate::edit::{Block, apply_blocks, minimal_edits, parse_reply};
 use crate::editor::{EditOutcome, Editor, FileOperation, MessageLevel};
 use crate::history::{History, Journal};
@@ -70,8 +70,8 @@ pub struct ExecutorSettings {
     pub trusted: bool,
     /// Variables holding keys under names that do not say so (the configured `api_key_env`).
     pub key_variables: Vec<String>,
-    /// Ask the approver before every change to files, showing the diff.
-    pub approve_changes: bool,
+    /// `approval`: what the approver is asked (changes at medium, everything at high).
+    pub approval: ApprovalLevel,
     /// `[context]`: what prompts show of the workspace.
     pub context: crate::config::ContextSettings,
 }
@@ -90,7 +90,7 @@ impl ExecutorSettings {
             similarity: settings.fix.similarity,
             trusted,
             key_variables: settings.key_variables(),
-            approve_changes: false,
+            approval: settings.approval,
             context: settings.context.clone(),
         }
     }
@@ -169,12 +169,26 @@ struct RunState {
     visits: HashMap<[u8; 32], usize>,
 }
 
+/// The role a run's model acts in, and its modes.
+struct Authority {
+    profile: Arc<crate::modes::Profile>,
+    modes: crate::modes::ModeMachine,
+}
+
+/// Who asked for an action: the model (its actions are checked and, at `approval =
+/// "high"`, all asked), or the run itself (the observation's test command).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    Model,
+    Run,
+}
+
 /// One run's executor.
 pub struct Executor {
     context: Arc<ExecutorContext>,
-    /// The role and mode the model acts in (SPEC M1, M3): what it may do, checked before
-    /// each of its actions. `None`: only the settings' limits.
-    authority: Mutex<Option<(Arc<crate::modes::Profile>, crate::modes::Mode)>>,
+    /// The role the model acts in and the machine of its modes (SPEC M1, M3): what it may
+    /// do, checked before each of its actions. `None`: only the settings' limits.
+    authority: Mutex<Option<Authority>>,
     journal: Option<Arc<Journal>>,
     cancel: CancellationToken,
     state: Mutex<RunState>,
@@ -252,19 +266,57 @@ impl Executor {
         lock(&self.state).tool_calls
     }
 
-    /// From now on the model acts as `profile` in `mode`.
+    /// From now on the model acts as `profile`, starting in `mode` (audited as a `mode`
+    /// event; a mode the machine cannot start in is audited as `mode_error` and taken all
+    /// the same: the role's mode decides what the model may do).
     pub fn act_as(&self, profile: Arc<crate::modes::Profile>, mode: crate::modes::Mode) {
-        *lock(&self.authority) = Some((profile, mode));
+        let mut guard = lock(&self.authority);
+        let mut modes = guard.take().map(|a| a.modes).unwrap_or_default();
+        let context = crate::modes::ModeContext {
+            files_touched: lock(&self.state).changed.len(),
+            ..Default::default()
+        };
+        match modes.start(mode, &context) {
+            Ok(transition) => self.record("mode", json!(transition)),
+            Err(err) => {
+                self.record("mode_error", json!({"error": err.to_string()}));
+                modes = crate::modes::ModeMachine::default();
+                let _ = modes.start(mode, &context);
+            }
+        }
+        *guard = Some(Authority { profile, modes });
     }
 
-    /// The role and mode the model acts in.
+    /// The role and the mode the model acts in now.
     pub fn authority(&self) -> Option<(Arc<crate::modes::Profile>, crate::modes::Mode)> {
-        lock(&self.authority).clone()
+        lock(&self.authority).as_ref().map(|a| (Arc::clone(&a.profile), a.modes.current()))
+    }
+
+    /// Fires `trigger` on the run's modes (when it acts in a role), audited as a `mode`
+    /// event. `look_again` returns from the navigation a rejection sent it to.
+    fn shift_mode(&self, trigger: &str) {
+        let mut guard = lock(&self.authority);
+        let Some(authority) = guard.as_mut() else { return };
+        let fired = if trigger == "looked_again" {
+            authority.modes.look_again()
+        } else {
+            authority.modes.fire(trigger, &crate::modes::ModeContext::default())
+        };
+        drop(guard);
+        match fired {
+            Ok(transition) => self.record("mode", json!(transition)),
+            Err(err) => self.record("mode_error", json!({"error": err.to_string()})),
+        }
     }
 
     /// Carries out an action the model asked for: first checked against the mode and the
     /// role it acts in (a refusal goes back to the model naming the rule, and is audited),
     /// then as [`Executor::execute`].
+    ///
+    /// At `approval = "high"` a person is asked before each look too (changes, commands and
+    /// commits are asked where they are made, with what they would do). After a person
+    /// rejected something the model is in context navigation until it has looked at the code
+    /// again.
     pub async fn execute_for_model(&self, action: &Action) -> Result<ActionResult, LimitHit> {
         if let Some(rule) = self.forbidden(action) {
             // a refused action counts against the run's actions like any other
@@ -277,7 +329,56 @@ impl Executor {
             }
             return Ok(ActionResult::refused(format!("Refused: {rule}.")));
         }
-        self.execute(action).await
+        let look = action.kind() == ActionKind::Read;
+        if look && self.context.settings.approval == ApprovalLevel::High {
+            let request = Request::Look { action: action.name().to_string(), summary: describe_look(action) };
+            if let Err(reason) = self.ask(&request).await {
+                self.count_call(action)?;
+                return Ok(ActionResult::refused(reason));
+            }
+        }
+        let result = self.dispatch(action, Origin::Model).await?;
+        if look
+            && result.ok
+            && self.authority().is_some_and(|(_, mode)| mode == crate::modes::Mode::ContextNav)
+        {
+            self.shift_mode("looked_again");
+        }
+        Ok(result)
+    }
+
+    /// Asks the approver, as long as the run is not cancelled; every question and answer is
+    /// audited (`approval`). A person's rejection sends the model back to context
+    /// navigation. `Err`: the sentence for the model.
+    async fn ask(&self, request: &Request) -> Result<(), String> {
+        let decision = tokio::select! {
+            decision = self.context.approver.decide(&self.run_id, request) => decision,
+            () = self.cancel.cancelled() => Decision::Refuse("the run was cancelled while it waited for the user's approval".to_string()),
+        };
+        let (answer, reason) = match &decision {
+            Decision::Approve => ("approved", None),
+            Decision::Reject(reason) => ("rejected", Some(reason.as_str())),
+            Decision::Refuse(reason) => ("refused", Some(reason.as_str())),
+        };
+        self.record(
+            "approval",
+            json!({"action": request.action(), "summary": request.summary(), "answer": answer, "reason": reason}),
+        );
+        match decision {
+            Decision::Approve => Ok(()),
+            Decision::Refuse(reason) => Err(reason),
+            Decision::Reject(reason) => {
+                let back = self.authority().is_some();
+                self.shift_mode("rejected");
+                let mut sentence = format!("The user rejected this ({}): {reason}.", request.summary());
+                if back {
+                    sentence.push_str(
+                        " You are in context navigation now: look at the code again (read, search, symbols, definition, callers) with that reason in mind before you change anything.",
+                    );
+                }
+                Err(sentence)
+            }
+        }
     }
 
     /// Counts one action against `limits.tool_calls`; the limit is an error, audited.
@@ -331,6 +432,10 @@ impl Executor {
     /// Carries out one action. A refusal or a failure is an `Ok` result with `ok: false`
     /// (it goes back to the model); only a limit of the run is an `Err`.
     pub async fn execute(&self, action: &Action) -> Result<ActionResult, LimitHit> {
+        self.dispatch(action, Origin::Run).await
+    }
+
+    async fn dispatch(&self, action: &Action, origin: Origin) -> Result<ActionResult, LimitHit> {
         self.count_call(action)?;
         let started = Instant::now();
         let result = match action {
@@ -347,7 +452,7 @@ impl Executor {
             Action::Create { path, text } => self.create(path, text).await,
             Action::Delete { path } => self.delete(path).await,
             Action::Rename { from, to } => self.rename(from, to).await,
-            Action::Run { command, timeout } => Ok(self.run(command, *timeout).await),
+            Action::Run { command, timeout } => Ok(self.run(command, *timeout, origin).await),
             Action::GitCommit { message } => Ok(self.commit(message).await),
         };
         let result = match result {
@@ -443,15 +548,19 @@ impl Executor {
         }
     }
 
-    /// Asks the approver about a change when the settings say so.
-    async fn approve(&self, summary: String, diff: String) -> Result<(), Stop> {
-        if !self.context.settings.approve_changes {
+    /// Asks the approver about a change when the `approval` level says so (medium, high).
+    async fn approve(
+        &self,
+        action: &str,
+        summary: String,
+        diff: String,
+        file: Option<ChangedFile>,
+    ) -> Result<(), Stop> {
+        if self.context.settings.approval < ApprovalLevel::Medium {
             return Ok(());
         }
-        match self.context.approver.decide(&Request::Change { summary, diff }).await {
-            Decision::Approve => Ok(()),
-            Decision::Reject(reason) => Err(Stop::Refused(reason)),
-        }
+        let request = Request::Change { action: action.to_string(), summary, diff, file };
+        self.ask(&request).await.map_err(Stop::Refused)
     }
 
     /// Counts a change to `files` against the limits before it is made, and takes the
@@ -562,8 +671,14 @@ impl Executor {
             )));
         }
         self.approve(
+            "edit",
             format!("edit {}", confined.relative),
             unified_diff(&confined.relative, Some(&base), Some(&applied.text)),
+            Some(ChangedFile {
+                path: confined.relative.clone(),
+                before: Some(base.clone()),
+                after: Some(applied.text.clone()),
+            }),
         )
         .await?;
         self.before_change(&[&confined]).await?;
@@ -610,8 +725,14 @@ impl Executor {
             )));
         }
         self.approve(
+            "create",
             format!("create {}", confined.relative),
             unified_diff(&confined.relative, None, Some(text)),
+            Some(ChangedFile {
+                path: confined.relative.clone(),
+                before: None,
+                after: Some(text.to_string()),
+            }),
         )
         .await?;
         self.before_change(&[&confined]).await?;
@@ -678,8 +799,10 @@ impl Executor {
         self.removable(&confined, "deleted").await?;
         let text = self.text_of(&confined.path).ok();
         self.approve(
+            "delete",
             format!("delete {}", confined.relative),
             unified_diff(&confined.relative, text.as_deref(), None),
+            Some(ChangedFile { path: confined.relative.clone(), before: text.clone(), after: None }),
         )
         .await?;
         self.before_change(&[&confined]).await?;
@@ -713,7 +836,13 @@ impl Executor {
         if std::fs::symlink_metadata(&target.path).is_ok() {
             return Err(Stop::Refused(format!("{} already exists; nothing was moved", target.relative)));
         }
-        self.approve(format!("move {} to {}", source.relative, target.relative), String::new()).await?;
+        self.approve(
+            "rename",
+            format!("move {} to {}", source.relative, target.relative),
+            format!("rename from {}\nrename to {}\n", source.relative, target.relative),
+            None,
+        )
+        .await?;
         self.before_change(&[&source, &target]).await?;
         if let Some(parent) = target.path.parent() {
             std::fs::create_dir_all(parent).map_err(|err| {
@@ -760,14 +889,15 @@ impl Executor {
         }
     }
 
-    async fn run(&self, argv: &[String], timeout: Option<u64>) -> ActionResult {
+    async fn run(&self, argv: &[String], timeout: Option<u64>, origin: Origin) -> ActionResult {
         let settings = &self.context.settings;
         let listed = settings.trusted
             && policy::allowed(argv, &settings.commands.allow, settings.test_command.as_deref());
-        if !listed {
+        let ask_anyway = origin == Origin::Model && settings.approval == ApprovalLevel::High;
+        if !listed || ask_anyway {
             let request = Request::Command { argv: argv.to_vec() };
-            if let Decision::Reject(reason) = self.context.approver.decide(&request).await {
-                let reason = if settings.trusted {
+            if let Err(reason) = self.ask(&request).await {
+                let reason = if settings.trusted || listed {
                     reason
                 } else {
                     format!(
@@ -905,9 +1035,9 @@ impl Executor {
             ));
         }
         let settings = &self.context.settings;
-        if !(settings.auto_commit && settings.trusted) {
+        if !(settings.auto_commit && settings.trusted) || settings.approval == ApprovalLevel::High {
             let request = Request::Commit { message: message.to_string(), files: files.clone() };
-            if let Decision::Reject(reason) = self.context.approver.decide(&request).await {
+            if let Err(reason) = self.ask(&request).await {
                 return ActionResult::refused(reason);
             }
         }
@@ -971,6 +1101,20 @@ impl Executor {
 enum Stop {
     Refused(String),
     Limit(LimitHit),
+}
+
+/// What a look at the project does, for the person asked at `approval = "high"`.
+fn describe_look(action: &Action) -> String {
+    match action {
+        Action::Read { path, .. } => format!("read {path}"),
+        Action::List { dir, glob } => format!(
+            "list the files of {}{}",
+            dir.as_deref().unwrap_or("the workspace"),
+            glob.as_deref().map(|g| format!(" matching {g}")).unwrap_or_default()
+        ),
+        Action::Search { pattern, .. } => format!("search the workspace for {pattern:?}"),
+        other => format!("{} {}", other.name(), other.audit_arguments()),
+    }
 }
 
 fn file_uri(path: &Path) -> Result<Url, Stop> {

@@ -1,6 +1,7 @@
 //! Which commands and commits run without asking (SPEC X2): the allow-list from the user's
 //! settings (and, in a trusted folder, the project's), the test command; everything else
-//! goes to an [`Approver`] — the person at the editor or terminal. The default approver
+//! goes to an [`Approver`] — the person at the editor or terminal — and so do changes to
+//! files and every action as the `approval` level says (SPEC M4). The default approver
 //! refuses and says how to allow.
 
 use async_trait::async_trait;
@@ -8,46 +9,113 @@ use async_trait::async_trait;
 /// What the agent wants to do that needs a person's yes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Request {
-    /// Run a command that is not on the allow-list.
+    /// Run a command (not on the allow-list, or any command at `approval = "high"`).
     Command { argv: Vec<String> },
     /// Commit the run's changes to the project's git.
     Commit { message: String, files: Vec<String> },
-    /// Change files (when the settings ask for approval of changes): what, and the diff.
-    Change { summary: String, diff: String },
+    /// Change files: the action (`edit`, `create`, `delete`, `rename`), what it does, the
+    /// diff, and the file's text before and after (`None`: absent) for editors that show a
+    /// diff of their own.
+    Change { action: String, summary: String, diff: String, file: Option<ChangedFile> },
+    /// Look at the project (`approval = "high"`): the action and what it looks at.
+    Look { action: String, summary: String },
 }
 
-/// A person's answer.
+impl Request {
+    /// The action's name, as the model calls it.
+    pub fn action(&self) -> &str {
+        match self {
+            Request::Command { .. } => "run",
+            Request::Commit { .. } => "git_commit",
+            Request::Change { action, .. } | Request::Look { action, .. } => action,
+        }
+    }
+
+    /// What the agent wants to do, as the end of "Tokamak wants to …".
+    pub fn summary(&self) -> String {
+        match self {
+            Request::Command { argv } => format!("run `{}`", argv.join(" ")),
+            Request::Commit { message, files } => {
+                format!("commit {} with the message {message:?}", files.join(", "))
+            }
+            Request::Change { summary, .. } | Request::Look { summary, .. } => summary.clone(),
+        }
+    }
+
+    /// The change as a unified diff (empty when nothing in a file changes).
+    pub fn diff(&self) -> &str {
+        match self {
+            Request::Change { diff, .. } => diff,
+            _ => "",
+        }
+    }
+
+    /// The changed file's texts, for a change of one file's content.
+    pub fn file(&self) -> Option<&ChangedFile> {
+        match self {
+            Request::Change { file, .. } => file.as_ref(),
+            _ => None,
+        }
+    }
+}
+
+/// One file's text before and after a change (`None`: the file does not exist then).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChangedFile {
+    pub path: String,
+    pub before: Option<String>,
+    pub after: Option<String>,
+}
+
+/// The answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
     Approve,
-    /// Refused, with the reason that goes back to the model.
+    /// A person said no, with the reason that goes back to the model (which then looks at
+    /// the code again before it may change anything).
     Reject(String),
+    /// Nobody could be asked, or the policy says no: the sentence says how to allow it.
+    Refuse(String),
 }
 
-/// Asks a person (the approval UI arrives with the modes-and-approvals work).
+/// Asks a person: the terminal, the editor (`tokamak/approvalRequested`,
+/// `window/showMessageRequest`), or nobody.
 #[async_trait]
 pub trait Approver: Send + Sync {
-    async fn decide(&self, request: &Request) -> Decision;
+    /// Decides about `request`, which run `run_id` makes. May wait for the person as long as
+    /// they take; the executor stops waiting when the run is cancelled.
+    async fn decide(&self, run_id: &str, request: &Request) -> Decision;
 }
 
-/// Refuses everything, saying how to allow it.
+/// Asks nobody: refuses everything, saying how to allow it.
 pub struct RefuseUnlisted;
 
 #[async_trait]
 impl Approver for RefuseUnlisted {
-    async fn decide(&self, request: &Request) -> Decision {
-        Decision::Reject(match request {
-            Request::Command { argv } => format!(
-                "`{}` is not on the allow-list, so it was not run; the user can allow it with [commands] allow = [[{}]] in their Tokamak settings",
-                argv.join(" "),
-                argv.iter().take(2).map(|a| format!("{a:?}")).collect::<Vec<_>>().join(", ")
-            ),
-            Request::Commit { .. } => {
-                "commits need the user's approval or auto_commit = true in their Tokamak settings; nothing was committed"
-                    .to_string()
-            }
-            Request::Change { .. } => "changes need the user's approval, and nobody could be asked; nothing was changed".to_string(),
-        })
+    async fn decide(&self, _run_id: &str, request: &Request) -> Decision {
+        Decision::Refuse(refusal(request))
+    }
+}
+
+/// Why `request` was not carried out when nobody could be asked, and how to allow it.
+pub fn refusal(request: &Request) -> String {
+    match request {
+        Request::Command { argv } => format!(
+            "`{}` is not on the allow-list, so it was not run; the user can allow it with [commands] allow = [[{}]] in their Tokamak settings",
+            argv.join(" "),
+            argv.iter().take(2).map(|a| format!("{a:?}")).collect::<Vec<_>>().join(", ")
+        ),
+        Request::Commit { .. } => {
+            "commits need the user's approval or auto_commit = true in their Tokamak settings; nothing was committed"
+                .to_string()
+        }
+        Request::Change { .. } => {
+            "changes need the user's approval (approval = \"medium\"), and nobody could be asked; nothing was changed"
+                .to_string()
+        }
+        Request::Look { .. } => {
+            "every action needs the user's approval (approval = \"high\"), and nobody could be asked".to_string()
+        }
     }
 }
 
@@ -92,8 +160,8 @@ mod tests {
 
     #[tokio::test]
     async fn the_default_refuses_and_says_how_to_allow() {
-        let decision = RefuseUnlisted.decide(&Request::Command { argv: argv("curl -s x") }).await;
-        let Decision::Reject(reason) = decision else { panic!("approved") };
+        let decision = RefuseUnlisted.decide("r1", &Request::Command { argv: argv("curl -s x") }).await;
+        let Decision::Refuse(reason) = decision else { panic!("{decision:?}") };
         assert!(reason.contains("[commands] allow = [[\"curl\", \"-s\"]]"), "{reason}");
     }
 }

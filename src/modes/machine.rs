@@ -157,6 +157,8 @@ pub const RULES: &[Rule] = &[
     rule(Research, "prototype_needed", Implementation, 8),
     // from anywhere
     Rule { from: None, trigger: "cancelled", to: Idle, priority: 1, condition: None },
+    // a person said no (SPEC M4): look at the code again (back with `look_again`)
+    Rule { from: None, trigger: "rejected", to: ContextNav, priority: 5, condition: None },
     Rule { from: None, trigger: "done", to: Idle, priority: 1, condition: None },
 ];
 
@@ -222,6 +224,25 @@ impl ModeMachine {
             })?;
         let transition = Transition { from, trigger: trigger.to_string(), to: best.to };
         self.current = best.to;
+        self.history.push(transition.clone());
+        Ok(transition)
+    }
+
+    /// Returns from the navigation a rejection sent the agent to, to the mode it was
+    /// rejected in (a history transition: the trigger is `looked_again`).
+    pub fn look_again(&mut self) -> Result<Transition, ModeError> {
+        let back = match self.history.last() {
+            Some(last) if last.trigger == "rejected" && self.current == Mode::ContextNav => last.from,
+            _ => {
+                return Err(ModeError::Unknown {
+                    from: self.current,
+                    trigger: "looked_again".to_string(),
+                    known: "(only after a rejection)".to_string(),
+                });
+            }
+        };
+        let transition = Transition { from: self.current, trigger: "looked_again".to_string(), to: back };
+        self.current = back;
         self.history.push(transition.clone());
         Ok(transition)
     }
@@ -302,6 +323,15 @@ mod tests {
             machine.history()[2],
             Transition { from: Mode::Implementation, trigger: "rejected".into(), to: Mode::ContextNav }
         );
+        // after looking again, back where the rejection came from; only once
+        let mut back = machine.clone();
+        assert_eq!(back.look_again().unwrap().to, Mode::Implementation);
+        assert!(back.look_again().is_err());
+        // a rejection in a mode with no rule of its own goes to looking too
+        let mut design = ModeMachine::default();
+        design.start(Mode::Design, &calm).unwrap();
+        assert_eq!(design.fire("rejected", &calm).unwrap().to, Mode::ContextNav);
+        assert_eq!(design.look_again().unwrap().to, Mode::Design);
         // anywhere: done and cancelled go back to idle; start goes through idle
         assert_eq!(machine.fire("cancelled", &calm).unwrap().to, Mode::Idle);
         assert_eq!(machine.start(Mode::Documentation, &calm).unwrap().to, Mode::Documentation);

@@ -20,6 +20,8 @@ pub const COMMANDS: &[&str] = &[
     "tokamak.implement",
     "tokamak.run",
     "tokamak.cancel",
+    "tokamak.approve",
+    "tokamak.reject",
     "tokamak.status",
     "tokamak.diagnostics",
     "tokamak.checkModel",
@@ -49,6 +51,21 @@ pub async fn execute_command(backend: &Backend, params: ExecuteCommandParams) ->
         )),
         "tokamak.cancel" => Ok(Some(super::runs::cancel(backend, argument(params.arguments)?))),
         "tokamak.status" => Ok(Some(status(backend))),
+        "tokamak.approve" => {
+            let args = answer_args("tokamak.approve", params.arguments)?;
+            let answered = backend.approvals.answer(args.id.as_deref(), crate::executor::Decision::Approve);
+            answered.map(Some).map_err(Error::invalid_params)
+        }
+        "tokamak.reject" => {
+            let args = answer_args("tokamak.reject", params.arguments)?;
+            let reason = args
+                .reason
+                .filter(|r| !r.trim().is_empty())
+                .unwrap_or_else(|| "the user rejected it".to_string());
+            let answered =
+                backend.approvals.answer(args.id.as_deref(), crate::executor::Decision::Reject(reason));
+            answered.map(Some).map_err(Error::invalid_params)
+        }
         "tokamak.checkpoints" => {
             super::checkpoints::checkpoints(backend, argument(params.arguments)?).await.map(Some)
         }
@@ -126,6 +143,13 @@ fn goal(command: &str, arguments: Vec<Value>) -> Result<super::tasks::GoalArgs> 
     }
 }
 
+/// The argument of `tokamak.approve` and `tokamak.reject`.
+fn answer_args(command: &str, arguments: Vec<Value>) -> Result<super::approvals::AnswerArgs> {
+    let value = arguments.into_iter().next().unwrap_or(Value::Null);
+    super::approvals::AnswerArgs::from_value(value)
+        .map_err(|err| Error::invalid_params(format!("{command} {err}")))
+}
+
 /// Commands take one JSON object as their argument.
 fn argument<T: serde::de::DeserializeOwned>(arguments: Vec<Value>) -> Result<T> {
     let value = arguments.into_iter().next().unwrap_or(Value::Null);
@@ -143,6 +167,8 @@ fn status(backend: &Backend) -> Value {
         "trust": trust.map(|t| t.source.clone()),
         "auditLogs": backend.history().map(|h| h.audit_dir()),
         "context": super::context::status(backend),
+        "approvals": backend.approvals.waiting(),
+        "approval": backend.executor_context().map(|e| e.settings.approval.name()),
     })
 }
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use super::{Backend, execute_command};
 use crate::config::{Loaded, Settings};
 use crate::editor::{Editor, MessageLevel};
-use crate::executor::{Confinement, ExecutorContext, ExecutorSettings, RefuseUnlisted};
+use crate::executor::{Confinement, ExecutorContext, ExecutorSettings};
 use crate::history::History;
 use crate::observer::Observer;
 use crate::observer::checkers::Checkers;
@@ -91,6 +91,7 @@ pub async fn initialize(backend: &Backend, params: InitializeParams) -> Result<I
         ),
     };
     let _ = backend.support.set(support);
+    backend.approvals.set_support(super::approvals::ApprovalSupport::from_capabilities(&params.capabilities));
     let watch = params
         .capabilities
         .workspace
@@ -125,7 +126,7 @@ pub async fn initialize(backend: &Backend, params: InitializeParams) -> Result<I
                 observer,
                 editor,
                 ExecutorSettings::from_settings(&settings, trust.trusted),
-                Arc::new(RefuseUnlisted),
+                Arc::new(super::approvals::LspApprover(Arc::clone(&backend.approvals))),
                 Some(Arc::clone(history)),
                 backend.index.get().cloned(),
             )),

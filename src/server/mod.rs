@@ -9,6 +9,7 @@
 //! spawned onto its own task with a snapshot of what it needs. Answers to our own requests
 //! to the client do not pass through that queue, so awaiting them cannot deadlock.
 
+mod approvals;
 mod checkpoints;
 mod client_diagnostics;
 mod code_action;
@@ -86,6 +87,8 @@ pub struct Backend {
     index: OnceLock<Arc<crate::context::LiveIndex>>,
     /// The client registers file watchers on request (`workspace/didChangeWatchedFiles`).
     watch_files: OnceLock<bool>,
+    /// The questions the runs wait on (`tokamak.approve`, `tokamak.reject`).
+    approvals: Arc<approvals::Approvals>,
 }
 
 /// The model settings the agent resolves a [`crate::model::ModelConfig`] from.
@@ -98,6 +101,7 @@ pub struct ModelChoice {
 impl Backend {
     fn new(client: Client, log_queue: Option<LogMessageQueue>, outbox: transport::Outbox) -> Backend {
         Backend {
+            approvals: approvals::Approvals::new(client.clone()),
             client,
             encoding: OnceLock::new(),
             workspace: Arc::new(Mutex::new(Workspace::default())),

@@ -64,6 +64,11 @@ pub async fn fix(backend: &Backend, args: FixArgs) -> Result<Value> {
         settings: crate::sync::lock(&backend.fix_settings).clone(),
         root: backend.root.get().cloned().flatten(),
         history: backend.history(),
+        // at `approval = "high"` every change is asked, the fix's too
+        approver: backend
+            .executor_context()
+            .filter(|e| e.settings.approval == crate::config::ApprovalLevel::High)
+            .map(|e| Arc::clone(&e.approver)),
     };
     let run_id = handle.run_id.clone();
     let request = FixRequest { uri: args.uri, scope };

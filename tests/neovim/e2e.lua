@@ -37,6 +37,8 @@ tokamak.setup({
   cmd = { bin, "lsp" },
   trusted = trusted == "1" or (trusted == "0" and false) or nil,
   settings = {
+    -- the agent's checks act without asking; the approval check asks (medium, the default)
+    approval = check == "approve" and vim.NIL or "low",
     checkers = { enable = {} },
     model = { base_url = model_url, model = "scripted", max_retries = 0 },
   },
@@ -79,6 +81,47 @@ local ok, err = pcall(function()
       return false
     end)
     step("observed", seen)
+    return finish(true)
+  end
+
+  if check == "approve" then
+    local approval = require("tokamak.approval")
+    local function float_lines()
+      for _, w in ipairs(vim.api.nvim_list_wins()) do
+        if vim.api.nvim_win_get_config(w).relative ~= "" then
+          return vim.api.nvim_buf_get_lines(vim.api.nvim_win_get_buf(w), 0, -1, false), w
+        end
+      end
+    end
+    local function wait_question(n)
+      wait(30000, "approval question " .. n, function() return #approval.order > 0 and float_lines() ~= nil end)
+      local lines, win = float_lines()
+      step("question" .. n, { id = approval.order[1], lines = lines })
+      vim.api.nvim_set_current_win(win)
+      return approval.order[1]
+    end
+    vim.cmd("TokamakRun " .. os.getenv("TOKAMAK_E2E_GOAL"))
+    -- 1: the edit of the buffer, approved with `a` in the floating diff
+    wait_question(1)
+    local status = client:request_sync("workspace/executeCommand", { command = "tokamak.status", arguments = { {} } }, 5000, bufnr)
+    step("waiting", status and status.result and status.result.approvals)
+    step("text_before", table.concat(vim.api.nvim_buf_get_lines(bufnr, 0, -1, false), "\n") .. "\n")
+    vim.api.nvim_feedkeys("a", "x", false)
+    wait(10000, "the answer to question 1", function() return #approval.answers == 1 end)
+    -- 2: creating NOTES.md, rejected with `r` and a reason
+    wait_question(2)
+    vim.ui.input = function(_, on_confirm) on_confirm("put the notes in docs/NOTES.md") end
+    vim.api.nvim_feedkeys("r", "x", false)
+    wait(10000, "the answer to question 2", function() return #approval.answers == 2 end)
+    -- 3: docs/NOTES.md, approved with :TokamakApprove from the file's window
+    wait_question(3)
+    vim.cmd("wincmd p")
+    vim.cmd("TokamakApprove")
+    wait(30000, "the run to finish", function() return tokamak.last_run ~= nil end)
+    step("answers", approval.answers)
+    step("run", tokamak.last_run)
+    step("text", table.concat(vim.api.nvim_buf_get_lines(bufnr, 0, -1, false), "\n") .. "\n")
+    step("float_after", float_lines() ~= nil)
     return finish(true)
   end
 

@@ -3,6 +3,7 @@
 #![allow(dead_code)] // each test file uses a different part of it
 
 pub mod model_server;
+pub mod replies;
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};
@@ -688,10 +689,15 @@ impl LspClient {
         }
         if let Some(object) = options.as_object_mut() {
             object.entry("trusted").or_insert(Value::Bool(true));
+            // the agent's tests act without asking; the approval tests say `medium` or `high`
+            // (`null`: the default)
+            object.entry("approval").or_insert(json!("low"));
         }
         let env = tool_env();
         let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         let mut client = LspClient::start_with(user, &env);
+        // a person who says no to every question the editor shows (`answer` changes it)
+        client.answer("window/showMessageRequest", json!({"title": "Reject"}));
         let response = client.request(
             "initialize",
             json!({

@@ -19,9 +19,41 @@ function done(ok, why) {
   process.exit(ok ? 0 : 1);
 }
 
+// Answers the approval toast `toast` as E2E_ANSWERS says for the `n`-th question: `approve`
+// (its button), `reject:<reason>` (its button, then the reason typed into the input box) or
+// `palette` ("Tokamak: Approve" from the command palette). Records what was shown.
+async function answerApproval(page, toast, n) {
+  const answers = (process.env.E2E_ANSWERS ?? "").split(",");
+  const answer = answers[n] ?? "approve";
+  const message = await toast.locator(".notification-list-item-message").first().innerText();
+  const diff = page.locator(".monaco-diff-editor").first();
+  let modified = "";
+  if (await diff.isVisible()) {
+    modified = (await diff.locator(".editor.modified .view-lines").first().innerText()).replace(/\u00a0/g, " ");
+  }
+  const tab = await page.locator(".tabs-container .tab.active").first().getAttribute("aria-label");
+  report.approvals.push({ message, diff_editor: modified !== "", modified, tab, answer });
+  if (answer === "palette") {
+    await page.keyboard.press("F1");
+    await page.waitForSelector(".quick-input-widget input", { timeout: 20000 });
+    await page.keyboard.type("Tokamak: Approve");
+    await page.waitForTimeout(1000);
+    await page.keyboard.press("Enter");
+  } else {
+    const button = answer === "approve" ? "Approve" : "Reject";
+    await toast.locator(".monaco-button", { hasText: button }).first().click();
+    if (answer.startsWith("reject:")) {
+      await page.waitForSelector(".quick-input-widget input", { timeout: 20000 });
+      await page.waitForTimeout(300);
+      await page.keyboard.type(answer.slice("reject:".length));
+      await page.keyboard.press("Enter");
+    }
+  }
+}
+
 // "Tokamak: Run…" from the palette on E2E_PLAN_FILE with the goal typed into the input box;
-// the *Tokamak Plan* view shows the steps as their statuses change, and the edit lands in
-// the editor.
+// each approval is answered (answerApproval); the *Tokamak Plan* view shows the steps as
+// their statuses change, and the edit lands in the editor.
 async function planAndRun(page, goal) {
   const file = process.env.E2E_PLAN_FILE;
   const entry = page.locator(`.explorer-folders-view .monaco-list-row[aria-label="${file}"]`).first();
@@ -45,11 +77,22 @@ async function planAndRun(page, goal) {
   await page.keyboard.press("Enter");
   report.steps.push("goal");
   const seen = [];
+  report.approvals = [];
+  const answered = new Set();
   const expected = process.env.E2E_PLAN_EXPECTED;
   const deadline = Date.now() + 90000;
   let finished = false;
   let text = "";
   while (Date.now() < deadline) {
+    const toasts = page.locator(".notifications-toasts .notification-toast", { hasText: "Tokamak wants to" });
+    for (let i = 0; i < (await toasts.count()); i++) {
+      const toast = toasts.nth(i);
+      const id = /\((a\d+)\)/.exec(await toast.innerText())?.[1];
+      if (id && !answered.has(id)) {
+        answered.add(id);
+        await answerApproval(page, toast, answered.size - 1);
+      }
+    }
     const rows = await page.locator('[role="treeitem"]').allInnerTexts();
     for (const row of rows.map((r) => r.split("\n")[0].trim())) {
       if (/^[○⚡✓✗] \d+\./u.test(row) && seen[seen.length - 1] !== row && !seen.includes(row)) seen.push(row);

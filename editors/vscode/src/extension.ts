@@ -3,13 +3,20 @@
 // Plan…, Run…, Implement plan, Cancel, …) and the *Tokamak Plan* tree view, kept current from
 // `tokamak/planUpdated`. Code actions ("Fix with Tokamak", "Implement with Tokamak") and
 // progress come from the server and appear natively; "Plan with Tokamak…" asks for the goal
-// here (`tokamak.askGoal`).
+// here (`tokamak.askGoal`). Each approval the agent asks for (`tokamak/approvalRequested`)
+// opens a diff editor — the file now against the proposed text — with Approve and Reject in a
+// notification and in the editor's title bar; a rejection asks for the reason the agent sees.
 import * as fs from "fs";
 import * as path from "path";
 import * as vscode from "vscode";
 import { LanguageClient, LanguageClientOptions, ServerOptions } from "vscode-languageclient/node";
 import {
+  APPROVAL_SCHEME,
+  Approval,
+  ApprovalBook,
   Debouncer,
+  approvalPaths,
+  approvalTitle,
   Plan,
   PlanBook,
   PlanStep,
@@ -116,6 +123,90 @@ class PlanTree implements vscode.TreeDataProvider<PlanNode> {
   }
 }
 
+/** Tells the server this extension shows approvals itself (no `window/showMessageRequest`). */
+const approvalFeature = {
+  fillClientCapabilities(capabilities: { experimental?: unknown }): void {
+    const experimental = (capabilities.experimental ?? {}) as Record<string, unknown>;
+    capabilities.experimental = { ...experimental, tokamak: { approvals: true } };
+  },
+  initialize(): void {},
+  getState(): { kind: "static" } {
+    return { kind: "static" };
+  },
+  clear(): void {},
+};
+
+/** The approvals waiting, shown as diff editors with Approve / Reject. */
+class Approvals implements vscode.TextDocumentContentProvider {
+  readonly book = new ApprovalBook();
+
+  provideTextDocumentContent(uri: vscode.Uri): string {
+    return this.book.text(uri.path) ?? "";
+  }
+
+  async ask(approval: Approval): Promise<void> {
+    if (!this.book.add(approval)) return;
+    output.appendLine(`approval ${approval.id} (${approval.run_id}): ${approval.summary}`);
+    const paths = approvalPaths(approval);
+    if (paths) {
+      const uri = (path: string) => vscode.Uri.from({ scheme: APPROVAL_SCHEME, path });
+      await vscode.commands.executeCommand("vscode.diff", uri(paths.before), uri(paths.after), approvalTitle(approval), {
+        preview: false,
+      });
+    }
+    const detail = paths ? "" : approval.diff ? `\n${approval.diff}` : "";
+    const choice = await vscode.window.showInformationMessage(
+      `Tokamak wants to ${approval.summary}. (${approval.id})${detail}`,
+      "Approve",
+      "Reject",
+    );
+    if (!this.book.get(approval.id)) return; // answered meanwhile (title bar, palette) or the run ended
+    if (choice === "Approve") await this.answer(approval.id, true);
+    else if (choice === "Reject") await this.answer(approval.id, false);
+  }
+
+  /** Answers `id` (the diff editor's, else the oldest waiting, when none is named). */
+  async answer(id: string | undefined, approve: boolean): Promise<void> {
+    const approval = id ? this.book.get(id) : this.current() ?? this.book.oldest();
+    if (!approval) return void vscode.window.showWarningMessage("Tokamak: no approval is waiting");
+    let reason: string | undefined;
+    if (!approve) {
+      reason = await vscode.window.showInputBox({
+        prompt: `Why not ${approval.summary}? Tokamak's agent reads your reason.`,
+        placeHolder: "e.g. put it in docs/ instead",
+        ignoreFocusOut: true,
+      });
+      if (reason === undefined) return; // <Esc>: still waiting
+    }
+    try {
+      await execute(approve ? "tokamak.approve" : "tokamak.reject", approve ? { id: approval.id } : { id: approval.id, reason });
+    } catch (error) {
+      report(error);
+    }
+    this.forget(approval.id);
+  }
+
+  /** The approval whose diff editor is active. */
+  private current(): Approval | undefined {
+    const uri = vscode.window.activeTextEditor?.document.uri;
+    if (uri?.scheme !== APPROVAL_SCHEME) return undefined;
+    return this.book.get(uri.path.split("/")[1] ?? "");
+  }
+
+  /** Forgets `id` and closes its diff editor. */
+  forget(id: string): void {
+    this.book.remove(id);
+    for (const group of vscode.window.tabGroups.all) {
+      for (const tab of group.tabs) {
+        const input = tab.input;
+        if (input instanceof vscode.TabInputTextDiff && input.modified.scheme === APPROVAL_SCHEME && input.modified.path.startsWith(`/${id}/`)) {
+          void vscode.window.tabGroups.close(tab);
+        }
+      }
+    }
+  }
+}
+
 /** Where the user is: the active editor's document and selection, for the goal's context. */
 function here(): { uri?: string; range?: unknown } {
   const editor = vscode.window.activeTextEditor;
@@ -161,8 +252,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     },
   };
   client = new LanguageClient("tokamak", "Tokamak", serverOptions, clientOptions);
-  client.onNotification("tokamak/runFinished", (result: { exit_reason: string; summary: string }) => {
+  client.registerFeature(approvalFeature);
+  const approvals = new Approvals();
+  client.onNotification("tokamak/approvalRequested", (approval: Approval) => void approvals.ask(approval));
+  client.onNotification("tokamak/runFinished", (result: { run_id: string; exit_reason: string; summary: string }) => {
     output.appendLine(`run finished: ${result.exit_reason}: ${result.summary}`);
+    for (const approval of approvals.book.ofRun(result.run_id)) approvals.forget(approval.id);
   });
   const planTree = new PlanTree();
   const planView = vscode.window.createTreeView("tokamakPlan", { treeDataProvider: planTree });
@@ -218,6 +313,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       }
     }),
     planView,
+    vscode.workspace.registerTextDocumentContentProvider(APPROVAL_SCHEME, approvals),
+    vscode.commands.registerCommand("tokamak.client.approve", () => approvals.answer(undefined, true)),
+    vscode.commands.registerCommand("tokamak.client.reject", () => approvals.answer(undefined, false)),
     vscode.commands.registerCommand("tokamak.client.plan", () => makePlan(here())),
     // "Plan with Tokamak…" in the code-action menu: the server's action names this command
     vscode.commands.registerCommand("tokamak.askGoal", (where?: { uri?: string; range?: unknown }) =>

@@ -166,3 +166,68 @@ export class PlanBook {
     return this.latest ? this.plans.get(this.latest) : undefined;
   }
 }
+
+/** A question as `tokamak/approvalRequested` sends it; `path`, `before` and `after` come with a change of one file. */
+export interface Approval {
+  id: string;
+  run_id: string;
+  action: string;
+  summary: string;
+  diff: string;
+  path?: string | null;
+  before?: string | null;
+  after?: string | null;
+}
+
+/** The scheme of the read-only documents an approval's diff editor compares. */
+export const APPROVAL_SCHEME = "tokamak-approval";
+
+/** Keeps the questions waiting, oldest first, and serves their texts to the diff editor. */
+export class ApprovalBook {
+  private items = new Map<string, Approval>();
+
+  /** Adds a question; `false` (and nothing kept) for a malformed one. */
+  add(approval: Approval): boolean {
+    if (!approval || typeof approval.id !== "string" || typeof approval.summary !== "string") return false;
+    this.items.set(approval.id, approval);
+    return true;
+  }
+
+  remove(id: string): void {
+    this.items.delete(id);
+  }
+
+  get(id: string): Approval | undefined {
+    return this.items.get(id);
+  }
+
+  /** The question meant when none is named: the oldest waiting. */
+  oldest(): Approval | undefined {
+    return this.items.values().next().value;
+  }
+
+  /** The questions of a run (to forget when it ends). */
+  ofRun(runId: string): Approval[] {
+    return [...this.items.values()].filter((a) => a.run_id === runId);
+  }
+
+  /** The text at a diff document's path (`/<id>/before/<file>` or `/<id>/after/<file>`): empty for an absent file. */
+  text(documentPath: string): string | undefined {
+    const match = /^\/([^/]+)\/(before|after)\//.exec(documentPath);
+    if (!match) return undefined;
+    const approval = this.items.get(match[1]);
+    if (!approval) return undefined;
+    return (match[2] === "before" ? approval.before : approval.after) ?? "";
+  }
+}
+
+/** The two documents the diff editor compares for a change of one file, or undefined for any other question. */
+export function approvalPaths(approval: Approval): { before: string; after: string } | undefined {
+  if (!approval.path || (approval.before == null && approval.after == null)) return undefined;
+  return { before: `/${approval.id}/before/${approval.path}`, after: `/${approval.id}/after/${approval.path}` };
+}
+
+/** The diff editor's title. */
+export function approvalTitle(approval: Approval): string {
+  return `Tokamak wants to ${approval.summary} (${approval.id}) ↔ proposed`;
+}

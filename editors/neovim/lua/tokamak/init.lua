@@ -1,9 +1,11 @@
 --- Tokamak for Neovim: starts the `tokamak` language server on Python, TypeScript and
 --- JavaScript buffers, forwards other sources' diagnostics to it, and adds :TokamakFix,
 --- :TokamakPlan, :TokamakRun, :TokamakImplement, :TokamakPlanWindow, :TokamakCancel and
---- :TokamakStatus (the task agent's side lives in tokamak/plan.lua). Progress uses Neovim's
---- own LSP progress; the end of a run is shown with vim.notify.
+--- :TokamakStatus (the task agent's side lives in tokamak/plan.lua), and :TokamakApprove /
+--- :TokamakReject with a floating diff for each approval (tokamak/approval.lua). Progress uses
+--- Neovim's own LSP progress; the end of a run is shown with vim.notify.
 local plan = require("tokamak.plan")
+local approval = require("tokamak.approval")
 
 local M = {}
 
@@ -65,6 +67,9 @@ local function on_run_finished(_, result)
     return
   end
   M.last_run = result
+  if result.run_id then
+    approval.on_run_finished(result.run_id)
+  end
   local fine = result.exit_reason == "clean" or result.exit_reason == "done" or result.exit_reason == "cancelled"
   local level = fine and vim.log.levels.INFO or vim.log.levels.WARN
   vim.notify(string.format("Tokamak [%s] %s", result.exit_reason, result.summary or ""), level)
@@ -74,6 +79,11 @@ end
 function M.command(command, arguments, bufnr, on_result)
   bufnr = bufnr or vim.api.nvim_get_current_buf()
   local client = M.client(bufnr)
+  if not client and not vim.bo[bufnr].buflisted then
+    -- a window of Tokamak's own (an approval's diff, the plan): any Tokamak client will do
+    client = M.client()
+    bufnr = client and next(client.attached_buffers) or bufnr
+  end
   if not client then
     vim.notify("Tokamak is not attached to this buffer (see :checkhealth tokamak)", vim.log.levels.ERROR)
     return
@@ -326,7 +336,12 @@ local function lsp_config()
       params.initializationOptions = init_options(config.root_dir)
     end,
     settings = { tokamak = M.config.settings },
+    -- approvals are shown here (tokamak/approval.lua), not as window/showMessageRequest
+    capabilities = vim.tbl_deep_extend("force", vim.lsp.protocol.make_client_capabilities(), {
+      experimental = { tokamak = { approvals = true } },
+    }),
     handlers = {
+      ["tokamak/approvalRequested"] = approval.on_approval_requested,
       ["tokamak/runFinished"] = on_run_finished,
       ["tokamak/planUpdated"] = plan.on_plan_updated,
       ["workspace/applyEdit"] = M.apply_edit_handler,
@@ -374,6 +389,8 @@ function M.setup(opts)
   vim.lsp.commands["tokamak.askGoal"] = ask_goal
   vim.api.nvim_create_user_command("TokamakCancel", M.cancel, { desc = "Cancel Tokamak's runs" })
   vim.api.nvim_create_user_command("TokamakStatus", M.status, { desc = "Show Tokamak's status" })
+  vim.api.nvim_create_user_command("TokamakApprove", approval.approve_command, { nargs = "?", desc = "Approve what Tokamak asks" })
+  vim.api.nvim_create_user_command("TokamakReject", approval.reject_command, { nargs = "*", desc = "Reject what Tokamak asks, saying why" })
 end
 
 return M

@@ -2,7 +2,11 @@
 import { strict as assert } from "assert";
 import { test } from "node:test";
 import {
+  Approval,
+  ApprovalBook,
   Debouncer,
+  approvalPaths,
+  approvalTitle,
   Plan,
   PlanBook,
   goalOf,
@@ -101,4 +105,29 @@ test("plans are kept by id and the latest is shown; goals are trimmed", () => {
   assert.equal(goalOf("  add it "), "add it");
   assert.equal(goalOf("   "), undefined);
   assert.equal(goalOf(undefined), undefined);
+});
+
+test("approvals are kept oldest first and serve their texts to the diff editor", () => {
+  const book = new ApprovalBook();
+  assert.equal(book.oldest(), undefined);
+  const edit: Approval = {
+    id: "a1", run_id: "r1", action: "edit", summary: "edit user.py", diff: "-x\n+y\n",
+    path: "src/user.py", before: "x\n", after: "y\n",
+  };
+  const create: Approval = { id: "a2", run_id: "r2", action: "create", summary: "create N.md", diff: "+n\n", path: "N.md", before: null, after: "n\n" };
+  const command: Approval = { id: "a3", run_id: "r1", action: "run", summary: "run `make`", diff: "" };
+  assert.ok(book.add(edit) && book.add(create) && book.add(command));
+  assert.equal(book.add({ nonsense: true } as unknown as Approval), false, "a malformed notification is not kept");
+  assert.equal(book.oldest()?.id, "a1");
+  const paths = approvalPaths(edit);
+  assert.deepEqual(paths, { before: "/a1/before/src/user.py", after: "/a1/after/src/user.py" });
+  assert.equal(book.text(paths!.before), "x\n");
+  assert.equal(book.text(paths!.after), "y\n");
+  assert.equal(book.text("/a2/before/N.md"), "", "a file that does not exist yet is empty");
+  assert.equal(book.text("/a9/after/x"), undefined);
+  assert.equal(approvalPaths(command), undefined, "a command has no diff editor");
+  assert.deepEqual(book.ofRun("r1").map((a) => a.id), ["a1", "a3"]);
+  book.remove("a1");
+  assert.equal(book.oldest()?.id, "a2");
+  assert.equal(approvalTitle(create), "Tokamak wants to create N.md (a2) ↔ proposed");
 });
