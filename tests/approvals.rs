@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
-use support::model_server::{ModelServer, openai_chat};
+use support::model_server::{ModelServer, Scripted, openai_chat};
 use support::replies::{action, done, edit, told};
 use support::{LspClient, UserDirs};
 
@@ -76,8 +76,11 @@ fn an_edit_waits_for_approve_and_a_rejection_sends_the_model_back_to_look() {
         openai_chat("1. Make total safe\n"),
         edit("src/app.py", "    return sum(items)", "    return sum(items or [])"),
         edit("src/app.py", "def total(items):", "def total(items=None):"),
-        // refused: the model must look first
-        edit("src/app.py", "def total(items):", "def total(items=()):"),
+        // refused: the model must look first (slow enough for the status to show the mode)
+        Scripted::Delayed(
+            std::time::Duration::from_millis(2000),
+            Box::new(edit("src/app.py", "def total(items):", "def total(items=()):")),
+        ),
         action(json!({"action": "read", "path": "src/app.py"})),
         done("total handles None"),
     ]);
@@ -129,6 +132,8 @@ fn an_edit_waits_for_approve_and_a_rejection_sends_the_model_back_to_look() {
         json!({"id": second["id"], "reason": "keep the signature as it is"}),
     );
     assert_eq!(rejected["result"]["answer"], "rejected", "{rejected}");
+    let status = command(&mut client, "tokamak.status", json!({}));
+    assert_eq!(status["result"]["runs"][0]["mode"], "coder, context_navigation (rejected)", "{status}");
     let end = finished(&mut client, &run_id);
     assert_eq!(end["exit_reason"], "done", "{end}");
     assert_eq!(std::fs::read_to_string(root.join("src/app.py")).unwrap(), SAFE, "the approved edit only");

@@ -52,6 +52,17 @@ impl RunHandle {
         self.runs.set_audit(&self.run_id, path);
     }
 
+    /// A function that notes the run's mode from elsewhere (the executor, when a rejection
+    /// changes it), for as long as the run is registered.
+    pub fn mode_setter(&self) -> impl Fn(&str) + Send + Sync + 'static {
+        let (runs, run_id) = (self.runs.clone(), self.run_id.clone());
+        move |mode| {
+            if let Some(entry) = lock(&runs.inner).running.get_mut(&run_id) {
+                entry.mode = Some(mode.to_string());
+            }
+        }
+    }
+
     /// Notes the role and mode the run acts in now (for `tokamak.status`).
     pub fn set_mode(&self, mode: &str) {
         if let Some(entry) = lock(&self.runs.inner).running.get_mut(&self.run_id) {

@@ -549,6 +549,10 @@ impl Runner<'_> {
             plan.steps[index].role = shown.clone();
         }
         self.run.set_mode(&shown);
+        let set_mode = self.run.mode_setter();
+        self.executor.on_mode_change(Box::new(move |role, mode, trigger| {
+            set_mode(&format!("{role}, {mode} ({})", trigger.replace('_', " ")));
+        }));
         self.publish().await;
         let name = format!("step {}/{total} ({shown}): {}", index + 1, step.title);
         self.report(name.clone()).await;

@@ -169,6 +169,9 @@ struct RunState {
     visits: HashMap<[u8; 32], usize>,
 }
 
+/// Told the run's role and new mode, and the trigger that led there.
+pub type ModeListener = Box<dyn Fn(&str, crate::modes::Mode, &str) + Send + Sync>;
+
 /// The role a run's model acts in, and its modes.
 struct Authority {
     profile: Arc<crate::modes::Profile>,
@@ -189,6 +192,8 @@ pub struct Executor {
     /// The role the model acts in and the machine of its modes (SPEC M1, M3): what it may
     /// do, checked before each of its actions. `None`: only the settings' limits.
     authority: Mutex<Option<Authority>>,
+    /// Told of each mode a rejection leads to and back (for the run's status).
+    mode_listener: Mutex<Option<ModeListener>>,
     journal: Option<Arc<Journal>>,
     cancel: CancellationToken,
     state: Mutex<RunState>,
@@ -207,6 +212,7 @@ impl Executor {
         Executor {
             context,
             authority: Mutex::new(None),
+            mode_listener: Mutex::new(None),
             journal,
             cancel,
             state: Mutex::new(RunState::default()),
@@ -292,6 +298,11 @@ impl Executor {
         lock(&self.authority).as_ref().map(|a| (Arc::clone(&a.profile), a.modes.current()))
     }
 
+    /// From now on `listener` hears of the mode changes a rejection causes.
+    pub fn on_mode_change(&self, listener: ModeListener) {
+        *lock(&self.mode_listener) = Some(listener);
+    }
+
     /// Fires `trigger` on the run's modes (when it acts in a role), audited as a `mode`
     /// event. `look_again` returns from the navigation a rejection sent it to.
     fn shift_mode(&self, trigger: &str) {
@@ -302,9 +313,15 @@ impl Executor {
         } else {
             authority.modes.fire(trigger, &crate::modes::ModeContext::default())
         };
+        let role = authority.profile.name.clone();
         drop(guard);
         match fired {
-            Ok(transition) => self.record("mode", json!(transition)),
+            Ok(transition) => {
+                self.record("mode", json!(transition));
+                if let Some(listener) = lock(&self.mode_listener).as_ref() {
+                    listener(&role, transition.to, trigger);
+                }
+            }
             Err(err) => self.record("mode_error", json!({"error": err.to_string()})),
         }
     }
