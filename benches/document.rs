@@ -178,6 +178,10 @@ fn bench_keystrokes(c: &mut Criterion) {
     let text = ten_thousand_lines();
     bench_keystroke(c, "keystroke in 10k-line python file (identifier char)", &text, 12, "x");
     bench_keystroke(c, "keystroke in 10k-line python file (breaks syntax)", &text, 12, "(");
+    // at most syntax::FRESH_REPARSE_BYTES: a tree with errors is parsed again from scratch
+    let small = of_size(7 * 1024);
+    bench_keystroke(c, "keystroke in a 7 KiB python file (identifier char)", &small, 12, "x");
+    bench_keystroke(c, "keystroke in a 7 KiB python file (breaks syntax)", &small, 12, "(");
     for (megabytes, label) in [(1, "1 MB"), (5, "5 MB")] {
         let text = of_size(megabytes * 1024 * 1024);
         bench_keystroke(c, &format!("keystroke in a {label} python file (identifier char)"), &text, 12, "x");

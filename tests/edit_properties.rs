@@ -1,7 +1,11 @@
 //! Property: any sequence of incremental edits leaves the rope equal to the same edits made
 //! on a `String`, and the incrementally reparsed tree equal to a fresh parse — also when the
 //! document is reparsed in the background, after several edits, as large documents are:
-//! then the syntax problems and symbols derived from it equal a fresh derivation.
+//! then the syntax problems and symbols derived from it equal a fresh derivation. (A tree
+//! with errors holds because it is parsed again from scratch, in the background and for
+//! documents up to `FRESH_REPARSE_BYTES`, which these are; tree-sitter's incremental error
+//! recovery alone can differ, as the kept seed shows. FIXME: a larger document reparsed on
+//! the keystroke keeps that tree until it is parsed again.)
 
 use proptest::prelude::*;
 use tokamak::config::SyntaxSettings;
