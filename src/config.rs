@@ -497,6 +497,18 @@ impl Settings {
             }
             if !trust.trusted {
                 ignored.extend(crate::trust::restrict_project_settings(&mut json));
+                // a project may ask for more approvals than the user does, never for fewer
+                let level = |value: Option<&serde_json::Value>| {
+                    value.and_then(|v| ApprovalLevel::deserialize(v.clone()).ok())
+                };
+                let user = level(merged.get("approval")).unwrap_or_default();
+                if let Some(object) = json.as_object_mut()
+                    && object.contains_key("approval")
+                    && level(object.get("approval")).is_none_or(|project| project < user)
+                {
+                    object.remove("approval");
+                    ignored.push("approval".to_string());
+                }
             }
             deserialize(json.clone()).map_err(|reason| ConfigError::Invalid { from: Some(path), reason })?;
             merge(&mut merged, json);

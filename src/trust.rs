@@ -178,12 +178,6 @@ pub fn restrict_project_settings(value: &mut Value) -> Vec<String> {
             removed.push(key.to_string());
         }
     }
-    // a project may ask for more approvals than the user, never for fewer
-    if top.get("approval").and_then(Value::as_str).is_none_or(|level| level == "low")
-        && top.remove("approval").is_some()
-    {
-        removed.push("approval".to_string());
-    }
     for section in ["model"] {
         if let Some(model) = top.get_mut(section).and_then(Value::as_object_mut) {
             for key in ["base_url", "api_key_env"] {

@@ -260,6 +260,20 @@ fn the_level_is_medium_by_default_a_project_cannot_lower_it_and_cancel_ends_a_wa
     assert_eq!(lowered, "medium");
     assert!(warning.contains("approval"), "the ignored setting is named: {warning}");
     assert_eq!(level("approval = \"high\"\n", false, Value::Null).0, "high", "asking more is harmless");
+    // nor below the user's own level
+    let dir = project("approval = \"medium\"\n");
+    let user = UserDirs::new();
+    user.write_settings("approval = \"high\"\n");
+    let mut opts = options(&model, Value::Null);
+    opts["trusted"] = json!(false);
+    let mut client = LspClient::for_project_as(
+        user,
+        dir.path(),
+        opts,
+        json!({"general": {"positionEncodings": ["utf-16"]}}),
+    );
+    let status = command(&mut client, "tokamak.status", json!({}));
+    assert_eq!(status["result"]["approval"], "high", "{status}");
     assert_eq!(level("approval = \"low\"\n", true, Value::Null).0, "low");
     assert_eq!(level("", true, json!("low")).0, "low");
 
@@ -398,4 +412,52 @@ fn at_high_a_fix_is_asked_before_it_lands() {
     let end = finished(&mut client, &run_id);
     assert_eq!(end["exit_reason"], "clean", "{end}");
     assert_eq!(client.text(&uri), broken.replace("values))", "values)"));
+}
+
+/// Rejected again while looking (at high, a read): the model still looks, and the read it is
+/// allowed returns it to where the first rejection came from. The time the person takes does
+/// not count against the run's wall-time limit.
+#[test]
+fn a_second_rejection_keeps_looking_and_waiting_does_not_count_against_the_time_limit() {
+    let dir = project("");
+    let root = dir.path();
+    let model = ModelServer::start(vec![
+        openai_chat("1. Make total safe\n"),
+        edit("src/app.py", "    return sum(items)", "    return sum(items or [])"),
+        action(json!({"action": "read", "path": "src/app.py"})),
+        action(json!({"action": "search", "pattern": "total"})),
+        edit("src/app.py", "    return sum(items)", "    return sum(items or [])"),
+        done("safe"),
+    ]);
+    let mut opts = options(&model, json!("high"));
+    opts["limits"] = json!({"wall_time_s": 2});
+    let mut client = rendering_client(root, opts);
+    let run_id = start_run(&mut client, "make total safe");
+    let answer = |client: &mut LspClient, action: &str, verdict: Value| {
+        let asked = question(client);
+        assert_eq!(asked["action"], action, "{asked}");
+        let mut args = verdict;
+        args["id"] = asked["id"].clone();
+        let name = if args.get("reason").is_some() { "tokamak.reject" } else { "tokamak.approve" };
+        let answered = command(client, name, args);
+        assert!(answered.get("error").is_none(), "{answered}");
+    };
+    answer(&mut client, "edit", json!({"reason": "look at the callers first"}));
+    answer(&mut client, "read", json!({"reason": "not that file"}));
+    answer(&mut client, "search", json!({}));
+    // longer than the whole wall-time limit, waiting for the person
+    let asked = question(&mut client);
+    std::thread::sleep(std::time::Duration::from_millis(3000));
+    command(&mut client, "tokamak.approve", json!({"id": asked["id"]}));
+    let end = finished(&mut client, &run_id);
+    assert_eq!(end["exit_reason"], "done", "{end}");
+    assert_eq!(std::fs::read_to_string(root.join("src/app.py")).unwrap(), SAFE);
+    let cache = client.user.cache.path().to_path_buf();
+    let modes: Vec<(String, String)> = support::audit_events(&cache, "mode")
+        .iter()
+        .map(|e| (e["trigger"].as_str().unwrap().to_string(), e["to"].as_str().unwrap().to_string()))
+        .collect();
+    let after_start: Vec<(&str, &str)> = modes[1..].iter().map(|(t, m)| (t.as_str(), m.as_str())).collect();
+    assert_eq!(after_start, [("rejected", "context_nav"), ("looked_again", "implementation")], "{modes:?}");
+    assert!(support::audit_events(&cache, "mode_error").is_empty());
 }

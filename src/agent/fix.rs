@@ -62,6 +62,8 @@ struct Tally {
     changed: bool,
     targets_before: usize,
     targets_after: usize,
+    /// The time spent waiting for the user's approvals (not counted against the limit).
+    waits: Arc<crate::executor::WaitClock>,
 }
 
 /// Why the loop ended, and the sentence that says so.
@@ -115,11 +117,13 @@ async fn fix_inner(
         )
         .await;
     let tally = Mutex::new(Tally::default());
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(context.settings.time_limit_s.max(1));
+    let waits = Arc::clone(&lock(&tally).waits);
+    let limit = Duration::from_secs(context.settings.time_limit_s.max(1));
+    let started = std::time::Instant::now();
     let stop = tokio::select! {
         stop = run_loop(context, request, run, journal, &tally) => stop,
         () = run.cancel.cancelled() => Stop::new(ExitReason::Cancelled, "Cancelled"),
-        () = tokio::time::sleep_until(deadline) => Stop::new(
+        () = waits.deadline(started, limit) => Stop::new(
             ExitReason::TimeLimit,
             format!("Stopped at the time limit of {} s (fix.time_limit_s)", context.settings.time_limit_s),
         ),
@@ -596,7 +600,8 @@ async fn apply_counted(
     tally: &Mutex<Tally>,
 ) -> Result<DocumentSnapshot, Stop> {
     let before = std::mem::replace(&mut lock(tally).changed, true);
-    let result = apply(context, journal, run_id, base, edits, label).await;
+    let waits = Arc::clone(&lock(tally).waits);
+    let result = apply(context, journal, (run_id, &waits), base, edits, label).await;
     if result.is_err() {
         lock(tally).changed = before;
     }
@@ -609,7 +614,7 @@ async fn apply_counted(
 async fn apply(
     context: &FixContext,
     journal: Option<&Journal>,
-    run_id: &str,
+    (run_id, waits): (&str, &crate::executor::WaitClock),
     base: &DocumentSnapshot,
     edits: &[(TextRange, String)],
     label: &str,
@@ -624,7 +629,7 @@ async fn apply(
             diff: crate::executor::unified_diff(&path, Some(&before), Some(&after)),
             file: Some(crate::executor::ChangedFile { path, before: Some(before), after: Some(after) }),
         };
-        match approver.decide(run_id, &request).await {
+        match waits.time(approver.decide(run_id, &request)).await {
             crate::executor::Decision::Approve => {}
             crate::executor::Decision::Reject(reason) | crate::executor::Decision::Refuse(reason) => {
                 return Err(Stop::new(ExitReason::Cancelled, format!("the fix was not applied: {reason}")));

@@ -124,12 +124,15 @@ pub async fn run_task(context: &TaskContext, request: TaskRequest, run: RunHandl
     let stop_token = run.cancel.child_token();
     let deadline = stop_token.clone();
     let wall = Duration::from_secs(context.limits.wall_time_s.max(1));
-    let timer = tokio::spawn(async move {
-        tokio::time::sleep(wall).await;
-        deadline.cancel();
-    });
     let executor =
         Executor::new(Arc::clone(executor_context), &run.run_id, journal.clone(), stop_token.clone());
+    // the time waiting for the user's approvals does not count
+    let waits = executor.waits();
+    let started = std::time::Instant::now();
+    let timer = tokio::spawn(async move {
+        waits.deadline(started, wall).await;
+        deadline.cancel();
+    });
     let mut engine = Runner {
         context,
         executor: &executor,
@@ -822,17 +825,33 @@ impl Runner<'_> {
             settings: self.context.fix.clone(),
             root: Some(root),
             history: None,
-            approver: (self.executor.context().settings.approval == crate::config::ApprovalLevel::High)
-                .then(|| Arc::clone(&self.executor.context().approver)),
+            // at high the fix's changes are asked too, as the task's (its id is the one the
+            // editor knows, and the wait is the task's)
+            approver: (self.executor.context().settings.approval == crate::config::ApprovalLevel::High).then(
+                || {
+                    Arc::new(crate::executor::OnBehalfOf {
+                        approver: Arc::clone(&self.executor.context().approver),
+                        run_id: self.run.run_id.clone(),
+                        clock: self.executor.waits(),
+                    }) as Arc<dyn crate::executor::Approver>
+                },
+            ),
         };
         let runs = Runs::default();
         let Ok(handle) = runs.start(&uri) else { return };
+        // the task's cancel (and time limit) stops its fix too
+        let (parent, child) = (self.cancel.clone(), handle.cancel.clone());
+        let link = tokio::spawn(async move {
+            parent.cancelled().await;
+            child.cancel();
+        });
         let report = fix(
             &fix_context,
             &FixRequest { uri: uri.clone(), scope: Scope::Diagnostics(diagnostics) },
             handle,
         )
         .await;
+        link.abort();
         self.add_tokens(report.tokens);
         self.executor.record(
             "fix",

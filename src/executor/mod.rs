@@ -37,7 +37,7 @@ pub use confine::{Access, Confined, Confinement, Refused};
 pub use disk_editor::DiskEditor;
 pub use document::{DocumentEditError, apply_to_document};
 pub use output::cut;
-pub use policy::{Approver, ChangedFile, Decision, RefuseUnlisted, Request};
+pub use policy::{Approver, ChangedFile, Decision, OnBehalfOf, RefuseUnlisted, Request, WaitClock};
 pub use rollback::{RollbackError, RollbackReport, rollback};
 pub use sandbox::{Placement, SandboxError, ShadowCopy, placement};
 
@@ -194,6 +194,8 @@ pub struct Executor {
     authority: Mutex<Option<Authority>>,
     /// Told of each mode a rejection leads to and back (for the run's status).
     mode_listener: Mutex<Option<ModeListener>>,
+    /// The time spent waiting for a person's answers.
+    waits: Arc<WaitClock>,
     journal: Option<Arc<Journal>>,
     cancel: CancellationToken,
     state: Mutex<RunState>,
@@ -213,6 +215,7 @@ impl Executor {
             context,
             authority: Mutex::new(None),
             mode_listener: Mutex::new(None),
+            waits: Arc::new(WaitClock::default()),
             journal,
             cancel,
             state: Mutex::new(RunState::default()),
@@ -298,6 +301,11 @@ impl Executor {
         lock(&self.authority).as_ref().map(|a| (Arc::clone(&a.profile), a.modes.current()))
     }
 
+    /// The run's time waiting for a person (not counted against its time limit).
+    pub fn waits(&self) -> Arc<WaitClock> {
+        Arc::clone(&self.waits)
+    }
+
     /// From now on `listener` hears of the mode changes a rejection causes.
     pub fn on_mode_change(&self, listener: ModeListener) {
         *lock(&self.mode_listener) = Some(listener);
@@ -308,6 +316,11 @@ impl Executor {
     fn shift_mode(&self, trigger: &str) {
         let mut guard = lock(&self.authority);
         let Some(authority) = guard.as_mut() else { return };
+        // rejected again while looking (a read at high): it is still looking, and goes back
+        // where the first rejection came from
+        if trigger == "rejected" && authority.modes.current() == crate::modes::Mode::ContextNav {
+            return;
+        }
         let fired = if trigger == "looked_again" {
             authority.modes.look_again()
         } else {
@@ -369,7 +382,7 @@ impl Executor {
     /// navigation. `Err`: the sentence for the model.
     async fn ask(&self, request: &Request) -> Result<(), String> {
         let decision = tokio::select! {
-            decision = self.context.approver.decide(&self.run_id, request) => decision,
+            decision = self.waits.time(self.context.approver.decide(&self.run_id, request)) => decision,
             () = self.cancel.cancelled() => Decision::Refuse("the run was cancelled while it waited for the user's approval".to_string()),
         };
         let (answer, reason) = match &decision {

@@ -4,6 +4,8 @@
 //! files and every action as the `approval` level says (SPEC M4). The default approver
 //! refuses and says how to allow.
 
+use std::time::{Duration, Instant};
+
 use async_trait::async_trait;
 
 /// What the agent wants to do that needs a person's yes.
@@ -85,6 +87,75 @@ pub trait Approver: Send + Sync {
     /// Decides about `request`, which run `run_id` makes. May wait for the person as long as
     /// they take; the executor stops waiting when the run is cancelled.
     async fn decide(&self, run_id: &str, request: &Request) -> Decision;
+}
+
+/// The time a run spent waiting for a person: it does not count against the run's time
+/// limits (`limits.wall_time_s`, `fix.time_limit_s`).
+#[derive(Debug, Default)]
+pub struct WaitClock {
+    /// The waits that ended, and the start of the one going on.
+    state: std::sync::Mutex<(Duration, Option<Instant>, usize)>,
+}
+
+impl WaitClock {
+    /// Times `wait` as waiting for a person.
+    pub async fn time<T>(&self, wait: impl std::future::Future<Output = T>) -> T {
+        {
+            let mut state = crate::sync::lock(&self.state);
+            if state.2 == 0 {
+                state.1 = Some(Instant::now());
+            }
+            state.2 += 1;
+        }
+        // ends the wait however `wait` ends (also when it is dropped)
+        struct End<'a>(&'a WaitClock);
+        impl Drop for End<'_> {
+            fn drop(&mut self) {
+                let mut state = crate::sync::lock(&self.0.state);
+                state.2 = state.2.saturating_sub(1);
+                if state.2 == 0
+                    && let Some(since) = state.1.take()
+                {
+                    state.0 += since.elapsed();
+                }
+            }
+        }
+        let _end = End(self);
+        wait.await
+    }
+
+    /// All the time spent waiting so far, the wait going on included.
+    pub fn waited(&self) -> Duration {
+        let state = crate::sync::lock(&self.state);
+        state.0 + state.1.map(|since| since.elapsed()).unwrap_or_default()
+    }
+
+    /// Resolves once `limit` has passed since `start`, not counting the waits.
+    pub async fn deadline(&self, start: Instant, limit: Duration) {
+        loop {
+            let budget = limit + self.waited();
+            let elapsed = start.elapsed();
+            if elapsed >= budget {
+                return;
+            }
+            tokio::time::sleep(budget - elapsed).await;
+        }
+    }
+}
+
+/// An approver that asks on behalf of another run (a task's own fix loop asks as the task),
+/// timing the wait on that run's clock.
+pub struct OnBehalfOf {
+    pub approver: std::sync::Arc<dyn Approver>,
+    pub run_id: String,
+    pub clock: std::sync::Arc<WaitClock>,
+}
+
+#[async_trait]
+impl Approver for OnBehalfOf {
+    async fn decide(&self, _run_id: &str, request: &Request) -> Decision {
+        self.clock.time(self.approver.decide(&self.run_id, request)).await
+    }
 }
 
 /// Asks nobody: refuses everything, saying how to allow it.

@@ -56,9 +56,14 @@ function M.answer(id, answer, reason)
   end
   tokamak().command(command, args, nil, function(err, _)
     if err then
-      return vim.notify("Tokamak: " .. (err.message or vim.inspect(err)), vim.log.levels.WARN)
+      vim.notify("Tokamak: " .. (err.message or vim.inspect(err)), vim.log.levels.WARN)
+      -- a question the server no longer has (its run ended, the server restarted) is gone
+      if not (err.message or ""):find("no approval " .. id .. " is waiting", 1, true) then
+        return
+      end
+    else
+      table.insert(M.answers, { id = id, answer = answer, reason = reason })
     end
-    table.insert(M.answers, { id = id, answer = answer, reason = reason })
     forget(id)
     if shown.id == id then
       close()
@@ -160,6 +165,8 @@ function M.on_run_finished(run_id)
       end
     end
   end
+  -- another run's question may wait behind the closed one
+  vim.schedule(M.show_next)
 end
 
 --- :TokamakApprove [id]

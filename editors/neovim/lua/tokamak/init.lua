@@ -79,8 +79,9 @@ end
 function M.command(command, arguments, bufnr, on_result)
   bufnr = bufnr or vim.api.nvim_get_current_buf()
   local client = M.client(bufnr)
-  if not client and not vim.bo[bufnr].buflisted then
-    -- a window of Tokamak's own (an approval's diff, the plan): any Tokamak client will do
+  if not client then
+    -- a buffer Tokamak is not attached to (an approval's diff, the plan window, a Markdown
+    -- file): any Tokamak client will do
     client = M.client()
     bufnr = client and next(client.attached_buffers) or bufnr
   end
