@@ -289,7 +289,6 @@ mod tests {
     const MODELS: &str = "class User:\n    def __init__(self, email):\n        self.email = email\n\n    def validate_email(self):\n        return '@' in self.email\n\n\ndef make_user(email):\n    return User(email)\n";
 
     fn project() -> tempfile::TempDir {
-        let dir = tempfile::tempdir().unwrap();
         let files: &[(&str, &str)] = &[
             ("app/models.py", MODELS),
             (
@@ -318,12 +317,7 @@ mod tests {
                 "import { total } from './cart';\ntest('sums', () => { expect(total([1, 2])).toBe(3); });\n",
             ),
         ];
-        for (name, text) in files {
-            let path = dir.path().join(name);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, text).unwrap();
-        }
-        dir
+        crate::context::test_project(files)
     }
 
     #[test]

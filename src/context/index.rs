@@ -548,13 +548,7 @@ mod tests {
     use super::*;
 
     fn project(files: &[(&str, &str)]) -> tempfile::TempDir {
-        let dir = tempfile::tempdir().unwrap();
-        for (name, text) in files {
-            let path = dir.path().join(name);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, text).unwrap();
-        }
-        dir
+        crate::context::test_project(files)
     }
 
     const FILES: &[(&str, &str)] = &[

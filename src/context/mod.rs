@@ -29,3 +29,15 @@ pub use semantic::{Embeddings, cosine, expand_query};
 pub use summary::Summaries;
 pub use terms::{english_words, term_count};
 pub use view::{Assist, Shown, View, ViewRequest, view, view_ranked, view_with_summaries};
+
+/// A temporary project holding `files` (path, text), for the room's tests.
+#[cfg(test)]
+pub(crate) fn test_project<T: AsRef<[u8]>>(files: &[(&str, T)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in files {
+        let path = dir.path().join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    dir
+}

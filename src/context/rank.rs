@@ -184,7 +184,6 @@ mod tests {
     use super::*;
 
     fn project() -> tempfile::TempDir {
-        let dir = tempfile::tempdir().unwrap();
         let files: &[(&str, &str)] = &[
             (
                 "app/auth/login.py",
@@ -208,12 +207,7 @@ mod tests {
             ),
             ("web/src/session.ts", "export function logout(user: string): void {\n  console.log(user);\n}\n"),
         ];
-        for (name, text) in files {
-            let path = dir.path().join(name);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, text).unwrap();
-        }
-        dir
+        crate::context::test_project(files)
     }
 
     fn top(index: &Index, query: &str) -> String {

@@ -259,7 +259,6 @@ mod tests {
     use super::*;
 
     fn project() -> tempfile::TempDir {
-        let dir = tempfile::tempdir().unwrap();
         let files: &[(&str, String)] = &[
             ("AGENTS.md", "Run the tests with pytest.\n".to_string()),
             ("README.md", "# Shop\nA small shop.\n".to_string()),
@@ -271,12 +270,7 @@ mod tests {
             ),
             ("app/cart.py", "def add_to_cart(cart, item):\n    cart.append(item)\n".to_string()),
         ];
-        for (name, text) in files {
-            let path = dir.path().join(name);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, text).unwrap();
-        }
-        dir
+        crate::context::test_project(files)
     }
 
     #[test]

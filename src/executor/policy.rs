@@ -125,7 +125,7 @@ impl WaitClock {
     }
 
     /// All the time spent waiting so far, the wait going on included.
-    pub fn waited(&self) -> Duration {
+    fn waited(&self) -> Duration {
         let state = crate::sync::lock(&self.state);
         state.0 + state.1.map(|since| since.elapsed()).unwrap_or_default()
     }
@@ -164,29 +164,24 @@ pub struct RefuseUnlisted;
 #[async_trait]
 impl Approver for RefuseUnlisted {
     async fn decide(&self, _run_id: &str, request: &Request) -> Decision {
-        Decision::Refuse(refusal(request))
-    }
-}
-
-/// Why `request` was not carried out when nobody could be asked, and how to allow it.
-pub fn refusal(request: &Request) -> String {
-    match request {
-        Request::Command { argv } => format!(
-            "`{}` is not on the allow-list, so it was not run; the user can allow it with [commands] allow = [[{}]] in their Tokamak settings",
-            argv.join(" "),
-            argv.iter().take(2).map(|a| format!("{a:?}")).collect::<Vec<_>>().join(", ")
-        ),
-        Request::Commit { .. } => {
-            "commits need the user's approval or auto_commit = true in their Tokamak settings; nothing was committed"
-                .to_string()
-        }
-        Request::Change { .. } => {
-            "changes need the user's approval (approval = \"medium\"), and nobody could be asked; nothing was changed"
-                .to_string()
-        }
-        Request::Look { .. } => {
-            "every action needs the user's approval (approval = \"high\"), and nobody could be asked".to_string()
-        }
+        Decision::Refuse(match request {
+            Request::Command { argv } => format!(
+                "`{}` is not on the allow-list, so it was not run; the user can allow it with [commands] allow = [[{}]] in their Tokamak settings",
+                argv.join(" "),
+                argv.iter().take(2).map(|a| format!("{a:?}")).collect::<Vec<_>>().join(", ")
+            ),
+            Request::Commit { .. } => {
+                "commits need the user's approval or auto_commit = true in their Tokamak settings; nothing was committed"
+                    .to_string()
+            }
+            Request::Change { .. } => {
+                "changes need the user's approval (approval = \"medium\"), and nobody could be asked; nothing was changed"
+                    .to_string()
+            }
+            Request::Look { .. } => {
+                "every action needs the user's approval (approval = \"high\"), and nobody could be asked".to_string()
+            }
+        })
     }
 }
 
