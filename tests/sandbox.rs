@@ -1,6 +1,6 @@
 //! The `run` action's sandbox with the real bubblewrap: a command runs in a copy of the
 //! workspace with no network and without the API keys, what it writes stays in the copy,
-//! and without bwrap Tokamak says so once and runs in the workspace with the other limits.
+//! and without bwrap Tokamak says so once and runs commands in the same copy, not isolated.
 
 mod support;
 
@@ -142,19 +142,21 @@ fn a_tool_that_lives_under_tmp_still_runs_in_the_sandbox() {
 }
 
 #[test]
-fn without_bwrap_commands_run_in_the_workspace_after_a_notice() {
+fn without_bwrap_commands_run_in_the_copy_after_a_notice() {
     let dir = project();
     let root = dir.path();
-    // a PATH with sh and git but no bwrap
+    // a PATH with sh, git and cat but no bwrap
     let bin = tempfile::tempdir().expect("temp dir");
-    for program in ["sh", "git"] {
+    for program in ["sh", "git", "cat"] {
         let found = which(program).expect("sh and git are on PATH");
         std::os::unix::fs::symlink(found, bin.path().join(program)).expect("symlink");
     }
     let model = ModelServer::start(vec![
         openai_chat("1. Try the commands\n"),
-        action(json!({"action": "run", "command": ["sh", "-c", "echo made > made.txt"]})),
-        action(json!({"action": "run", "command": ["sh", "-c", "echo again >> made.txt"]})),
+        action(json!({"action": "run", "command": ["sh", "-c", "echo made > made.txt; pwd"]})),
+        action(
+            json!({"action": "run", "command": ["sh", "-c", "echo again >> made.txt; cat made.txt app.py"]}),
+        ),
         action(json!({"action": "done", "summary": "ran"})),
     ]);
     let user = UserDirs::trusting_with(&[root], ALLOW);
@@ -167,7 +169,23 @@ fn without_bwrap_commands_run_in_the_workspace_after_a_notice() {
         "said once: {stderr}"
     );
     assert!(stderr.contains("install bubblewrap"), "{stderr}");
-    assert_eq!(std::fs::read_to_string(root.join("made.txt")).unwrap(), "made\nagain\n");
+    let told_now = told(&model);
+    assert_eq!(told_now.len(), 2, "{told_now:#?}");
+    for answer in &told_now {
+        assert!(
+            answer.contains("exit status 0") && answer.contains("not isolated: no bubblewrap"),
+            "{answer}"
+        );
+    }
+    // it ran in the copy, shown with the workspace's path; what it wrote stays there
+    assert!(
+        told_now[0].contains(&std::fs::canonicalize(root).unwrap().display().to_string()),
+        "{}",
+        told_now[0]
+    );
+    assert!(told_now[0].contains("what it wrote (made.txt) was not kept"), "{}", told_now[0]);
+    assert!(told_now[1].contains("made\nagain\nx = 1"), "{}", told_now[1]);
+    assert!(!root.join("made.txt").exists(), "the workspace is untouched");
 
     // sandbox = "bwrap" without bwrap refuses instead
     let model = ModelServer::start(vec![

@@ -166,11 +166,23 @@ fn audit_actions(cache: &Path) -> Vec<Value> {
     found
 }
 
-fn scenario_over_stdio(language: &Language) {
+/// Where the test commands ran, as the command results say.
+fn placed(with_bwrap: bool) -> &'static str {
+    if with_bwrap {
+        "sandboxed: a copy of the workspace with the editor's text"
+    } else {
+        "not isolated: no bubblewrap"
+    }
+}
+
+fn scenario_over_stdio(language: &Language, with_bwrap: bool) {
     let dir = language.project();
     let root = dir.path();
     let model = ModelServer::start(language.script());
-    let mut client = LspClient::editor_for_project(root, language.options(&model));
+    // a machine without bubblewrap (every Mac): the same run, only not isolated
+    let (_bin, path) = support::path_without(&["bwrap"]);
+    let env = if with_bwrap { Vec::new() } else { vec![("PATH".to_string(), path)] };
+    let mut client = LspClient::editor_for_project_env(root, language.options(&model), &env);
     // the source is open in the editor: its edit stays unsaved, and the tests still see it
     let source = client.open_file(&root.join(language.source), "");
     let started = command(&mut client, "tokamak.run", json!({"goal": GOAL}));
@@ -213,6 +225,25 @@ fn scenario_over_stdio(language: &Language) {
     for run in &runs {
         assert!(run["summary"].as_str().unwrap().contains("exit status 0"), "{run}");
     }
+    // the command results and the step's report say where the tests ran
+    let told: Vec<String> = model
+        .requests()
+        .iter()
+        .flat_map(|r| r.body["messages"].as_array().cloned().unwrap_or_default())
+        .filter_map(|m| m["content"].as_str().map(str::to_string))
+        .collect();
+    let plan_seen = serde_json::to_string(&last).unwrap();
+    assert!(plan_seen.contains(placed(with_bwrap)), "{plan_seen}");
+    assert!(!told.iter().any(|t| t.contains(placed(!with_bwrap))), "{told:#?}");
+    let notices = client.seen(|m| {
+        m["method"] == "window/showMessage"
+            && m["params"]["message"].as_str().unwrap_or_default().contains("without a sandbox")
+    });
+    assert_eq!(
+        notices.len(),
+        usize::from(!with_bwrap),
+        "the notice, once and only without bwrap: {notices:?}"
+    );
     // and a checkpoint to roll back to
     let checkpoints = command(&mut client, "tokamak.checkpoints", json!({}));
     assert_eq!(checkpoints[0]["run_id"], run_id.as_str(), "{checkpoints}");
@@ -221,19 +252,33 @@ fn scenario_over_stdio(language: &Language) {
 
 #[test]
 fn the_scenario_over_stdio_in_python() {
-    if require() {
-        scenario_over_stdio(&PYTHON);
+    if require() && support::require_tools(&["bwrap"]) {
+        scenario_over_stdio(&PYTHON, true);
     }
 }
 
 #[test]
 fn the_scenario_over_stdio_in_typescript() {
-    if require() {
-        scenario_over_stdio(&TYPESCRIPT);
+    if require() && support::require_tools(&["bwrap"]) {
+        scenario_over_stdio(&TYPESCRIPT, true);
     }
 }
 
-fn scenario_headless(language: &Language) {
+#[test]
+fn the_scenario_over_stdio_without_bwrap_in_python() {
+    if require() {
+        scenario_over_stdio(&PYTHON, false);
+    }
+}
+
+#[test]
+fn the_scenario_over_stdio_without_bwrap_in_typescript() {
+    if require() {
+        scenario_over_stdio(&TYPESCRIPT, false);
+    }
+}
+
+fn scenario_headless(language: &Language, with_bwrap: bool) {
     let dir = language.project();
     let root = dir.path();
     let model = ModelServer::start(language.script());
@@ -245,14 +290,17 @@ fn scenario_headless(language: &Language) {
         .collect::<Vec<_>>()
         .join(" ");
     let started = std::time::Instant::now();
-    let output = user
-        .command(&["run", GOAL, "--yes", "--test-command", &test_command])
+    let mut command = user.command(&["run", GOAL, "--yes", "--test-command", &test_command]);
+    command
         .current_dir(root)
         .env("TOKAMAK_LLM_URL", model.url())
         .env("TOKAMAK_MODEL", "scripted")
-        .envs(support::tool_env())
-        .output()
-        .unwrap();
+        .envs(support::tool_env());
+    let (_bin, path) = support::path_without(&["bwrap"]);
+    if !with_bwrap {
+        command.env("PATH", path);
+    }
+    let output = command.output().unwrap();
     // measured, never asserted: `cargo test --test task_agent scenario_headless -- --nocapture`
     eprintln!("tokamak run on the {} scenario: {:?}", language.folder, started.elapsed());
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -269,19 +317,49 @@ fn scenario_headless(language: &Language) {
         assert!(stderr.contains(line), "{line:?} missing from:\n{stderr}");
     }
     assert!(std::fs::read_to_string(root.join(language.source)).unwrap().contains("alidate"));
+    // each step says where its tests ran
+    assert!(
+        stderr.contains(&format!(
+            "✓ 2. {}",
+            language
+                .plan
+                .lines()
+                .nth(if language.folder == "python" { 2 } else { 1 })
+                .unwrap()
+                .trim_start_matches("2. ")
+                .trim_end_matches(" [depends: 1]")
+        )),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches(placed(with_bwrap)).count(), 2, "{stderr}");
+    assert_eq!(stderr.matches("without a sandbox").count(), usize::from(!with_bwrap), "{stderr}");
 }
 
 #[test]
 fn the_scenario_headless_in_python() {
-    if require() {
-        scenario_headless(&PYTHON);
+    if require() && support::require_tools(&["bwrap"]) {
+        scenario_headless(&PYTHON, true);
     }
 }
 
 #[test]
 fn the_scenario_headless_in_typescript() {
+    if require() && support::require_tools(&["bwrap"]) {
+        scenario_headless(&TYPESCRIPT, true);
+    }
+}
+
+#[test]
+fn the_scenario_headless_without_bwrap_in_python() {
     if require() {
-        scenario_headless(&TYPESCRIPT);
+        scenario_headless(&PYTHON, false);
+    }
+}
+
+#[test]
+fn the_scenario_headless_without_bwrap_in_typescript() {
+    if require() {
+        scenario_headless(&TYPESCRIPT, false);
     }
 }
 

@@ -676,7 +676,15 @@ impl Runner<'_> {
                 if let Some(plan) = guard.as_mut() {
                     let step = &mut plan.steps[index];
                     step.status = StepStatus::Done;
-                    step.note = outcome.summary.clone();
+                    step.note = match (&observation.tests, self.executor.commands_ran()) {
+                        (Some(_), Some(place)) => {
+                            format!(
+                                "{} (the tests passed, run {place})",
+                                outcome.summary.trim_end_matches('.')
+                            )
+                        }
+                        _ => outcome.summary.clone(),
+                    };
                     step.files = step_files.clone();
                 }
             }

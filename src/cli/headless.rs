@@ -90,7 +90,10 @@ impl Editor for Headless {
         // each step whose status changed, on a line of its own
         let mut shown = lock(&self.plan_shown);
         for step in &plan.steps {
-            let line = format!("  {} {}. {}", step.status.glyph(), step.id, step.title);
+            let mut line = format!("  {} {}. {}", step.status.glyph(), step.id, step.title);
+            if !step.note.is_empty() {
+                line.push_str(&format!(" — {}", step.note));
+            }
             if shown.get(&step.id) != Some(&line) {
                 eprintln!("{line}");
                 shown.insert(step.id.clone(), line);

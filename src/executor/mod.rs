@@ -201,6 +201,8 @@ pub struct Executor {
     state: Mutex<RunState>,
     placement: Mutex<Option<Result<Placement, String>>>,
     shadow: tokio::sync::Mutex<Option<ShadowCopy>>,
+    /// Where the run's last command ran (for the step's report).
+    commands_ran: Mutex<Option<&'static str>>,
     run_id: String,
 }
 
@@ -221,12 +223,19 @@ impl Executor {
             state: Mutex::new(RunState::default()),
             placement: Mutex::new(None),
             shadow: tokio::sync::Mutex::new(None),
+            commands_ran: Mutex::new(None),
             run_id: run_id.to_string(),
         }
     }
 
     pub fn context(&self) -> &Arc<ExecutorContext> {
         &self.context
+    }
+
+    /// Where the run's commands ran (its last one), once one has: "sandboxed: …" or "in a
+    /// copy …".
+    pub fn commands_ran(&self) -> Option<&'static str> {
+        *lock(&self.commands_ran)
     }
 
     /// Files the run changed so far (relative to the root).
@@ -940,84 +949,86 @@ impl Executor {
         let timeout = Duration::from_secs(
             timeout.unwrap_or(settings.commands.timeout_s).clamp(1, settings.commands.timeout_s.max(1)),
         );
-        let placement = self.placement();
-        let mut notes = Vec::new();
-        let mut shadow = self.shadow.lock().await;
-        let bwrap = match placement {
+        let placement = match self.placement() {
+            Ok(placement) => placement,
             Err(reason) => return ActionResult::refused(reason),
-            Ok(Placement::Workspace { notice }) => {
-                if let Some(notice) = notice
-                    && !self.context.sandbox_told.swap(true, Ordering::Relaxed)
-                {
-                    self.context.editor.show_message(MessageLevel::Warning, notice).await;
-                }
-                let unsaved: Vec<String> = self
-                    .buffers()
-                    .into_iter()
-                    .filter(|(path, text)| std::fs::read(path).ok().as_deref() != Some(text.as_bytes()))
-                    .map(|(path, _)| self.context.confinement.relative(&path))
-                    .collect();
-                if !unsaved.is_empty() {
-                    notes.push(format!("it saw the disk, not the unsaved text of {}", unsaved.join(", ")));
-                }
-                None
+        };
+        if let Placement::Copy { notice: Some(notice) } = &placement
+            && !self.context.sandbox_told.swap(true, Ordering::Relaxed)
+        {
+            self.context.editor.show_message(MessageLevel::Warning, notice.clone()).await;
+        }
+        let mut notes = Vec::new();
+        // every command runs in the run's copy, which holds the editor's text: a command never
+        // sees a disk that lags a buffer, with or without bubblewrap
+        let mut shadow = self.shadow.lock().await;
+        if shadow.is_none() {
+            let dir = crate::places::project_cache(self.root()).join("sandbox").join(&self.run_id);
+            let isolated = matches!(placement, Placement::Bwrap(_));
+            match ShadowCopy::new(self.root(), &dir, isolated) {
+                Ok(copy) => *shadow = Some(copy),
+                Err(err) => return ActionResult::refused(err.to_string()),
             }
-            Ok(Placement::Bwrap(bwrap)) => {
-                if shadow.is_none() {
-                    let dir = crate::places::project_cache(self.root()).join("sandbox").join(&self.run_id);
-                    match ShadowCopy::new(self.root(), &dir) {
-                        Ok(copy) => *shadow = Some(copy),
-                        Err(err) => return ActionResult::refused(err.to_string()),
-                    }
-                }
-                let Some(copy) = shadow.as_mut() else {
-                    return ActionResult::refused("the sandbox copy is missing");
-                };
-                let buffers: HashMap<PathBuf, String> = self
-                    .buffers()
-                    .into_iter()
-                    .filter_map(|(path, text)| {
-                        Some((path.strip_prefix(self.root()).ok()?.to_path_buf(), text))
-                    })
-                    .collect();
-                let started = Instant::now();
-                match copy.sync(&buffers) {
-                    Ok(stats) => {
-                        tracing::debug!("{}: sandbox copy {stats:?} in {:?}", self.run_id, started.elapsed())
-                    }
-                    Err(err) => return ActionResult::refused(err.to_string()),
-                }
-                Some((bwrap, copy.bwrap_args(Path::new(""), argv)))
+        }
+        let Some(copy) = shadow.as_mut() else {
+            return ActionResult::refused("the sandbox copy is missing");
+        };
+        let buffers: HashMap<PathBuf, String> = self
+            .buffers()
+            .into_iter()
+            .filter_map(|(path, text)| Some((path.strip_prefix(self.root()).ok()?.to_path_buf(), text)))
+            .collect();
+        let started = Instant::now();
+        match copy.sync(&buffers) {
+            Ok(stats) => {
+                tracing::debug!("{}: sandbox copy {stats:?} in {:?}", self.run_id, started.elapsed())
+            }
+            Err(err) => return ActionResult::refused(err.to_string()),
+        }
+        // without bwrap the copy is at a path of its own: the command is pointed there, and
+        // what it prints is shown with the workspace's paths
+        let (cwd, argv_run, bwrap) = match &placement {
+            Placement::Bwrap(bwrap) => (
+                self.root().to_path_buf(),
+                argv.to_vec(),
+                Some((bwrap.clone(), copy.bwrap_args(Path::new(""), argv))),
+            ),
+            Placement::Copy { .. } => {
+                let (from, to) = (self.root().to_string_lossy(), copy.dir().to_string_lossy());
+                let moved = argv.iter().map(|a| a.replace(from.as_ref(), to.as_ref())).collect();
+                (copy.dir().to_path_buf(), moved, None)
             }
         };
         let spec = command::CommandSpec {
-            argv,
-            cwd: self.root(),
+            argv: &argv_run,
+            cwd: &cwd,
             timeout,
             max_output: settings.commands.max_output_bytes,
             key_variables: &settings.key_variables,
             bwrap: bwrap.as_ref().map(|(path, args)| (path.as_path(), args.clone())),
         };
-        let outcome = match command::run(spec, &self.cancel).await {
+        let mut outcome = match command::run(spec, &self.cancel).await {
             Ok(outcome) => outcome,
             Err(err) => return ActionResult::refused(format!("`{}` could not be started: {err}", argv[0])),
         };
-        if let Some(copy) = shadow.as_mut() {
-            let changed = copy.changed_by_command();
-            if !changed.is_empty() {
-                let shown: Vec<&str> = changed.iter().take(20).map(String::as_str).collect();
-                notes.push(format!(
-                    "it ran in a sandbox copy, so what it wrote ({}{}) was not kept",
-                    shown.join(", "),
-                    if changed.len() > 20 { ", …" } else { "" }
-                ));
-            }
+        if bwrap.is_none() {
+            let (from, to) = (copy.dir().to_string_lossy(), self.root().to_string_lossy());
+            outcome.stdout = outcome.stdout.replace(from.as_ref(), to.as_ref());
+            outcome.stderr = outcome.stderr.replace(from.as_ref(), to.as_ref());
         }
+        let changed = copy.changed_by_command();
+        if !changed.is_empty() {
+            let shown: Vec<&str> = changed.iter().take(20).map(String::as_str).collect();
+            notes.push(format!(
+                "it ran in a copy of the workspace, so what it wrote ({}{}) was not kept",
+                shown.join(", "),
+                if changed.len() > 20 { ", …" } else { "" }
+            ));
+        }
+        drop(shadow);
+        *lock(&self.commands_ran) = Some(placement.describe());
         let described = outcome.describe(timeout);
-        let mut text = format!("$ {}\n{described}", argv.join(" "));
-        if bwrap.is_some() {
-            text.push_str(" (sandboxed: no network, the workspace a copy)");
-        }
+        let mut text = format!("$ {}\n{described} ({})", argv.join(" "), placement.describe());
         text.push('\n');
         for (name, stream) in [("stdout", &outcome.stdout), ("stderr", &outcome.stderr)] {
             if !stream.is_empty() {

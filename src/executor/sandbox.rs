@@ -1,16 +1,20 @@
-//! The sandbox (SPEC X3): commands run under bubblewrap (`bwrap`) in a shadow copy of the
-//! workspace, mounted at the workspace's own path, with no network, the rest of the system
-//! read-only, a private `/tmp` (keeping, read-only, the folders under `/tmp` that the command
-//! names or `PATH` holds, so a tool installed there still runs), and Tokamak's own state
-//! hidden.
+//! Where the agent's commands run (SPEC X3): always in a shadow copy of the workspace that
+//! holds the editor's text, so a command sees exactly what the user has — saved or not —
+//! on every machine; under bubblewrap (`bwrap`), when it works, the copy is also isolated:
+//! mounted at the workspace's own path, with no network, the rest of the system read-only,
+//! a private `/tmp` (keeping, read-only, the folders under `/tmp` that the command names or
+//! `PATH` holds, so a tool installed there still runs), and Tokamak's own state hidden.
+//! Without bubblewrap (every Mac, many Linux machines) the copy is the command's working
+//! folder at its own path: the same text, no isolation. Bubblewrap adds isolation, never
+//! correctness.
 //!
 //! The copy is made once per run and brought up to date before each command: files are
 //! copied (`std::fs::copy`, which reflinks where the file system can), the text of open
 //! documents replaces what is on disk, and a file the workspace or a command changed since is
 //! copied again. What is heavy and never the command's to change — dependency and tool
 //! folders (`node_modules`, virtual environments, `target`, …) and files over 1 MiB — is
-//! bound read-only from the workspace instead of copied. Whatever a command writes stays in
-//! the copy: the workspace is never touched.
+//! bound read-only from the workspace instead of copied (without bubblewrap: linked).
+//! Whatever a command writes in the copy stays there: the workspace's files are not touched.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -39,27 +43,40 @@ pub enum SandboxError {
     Copy { path: PathBuf, reason: std::io::Error },
 }
 
-/// Where commands run, as decided from the setting and what the machine has.
+/// How commands run in the copy, as decided from the setting and what the machine has.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Placement {
-    /// Under bwrap (its path).
+    /// Under bwrap (its path), the copy mounted at the workspace's path.
     Bwrap(PathBuf),
-    /// In the workspace; `notice` says why, when the user asked for `auto`.
-    Workspace { notice: Option<String> },
+    /// In the copy at its own path, not isolated; `notice` says why, when the user asked for
+    /// `auto`.
+    Copy { notice: Option<String> },
+}
+
+impl Placement {
+    /// Where a command ran, for its result and the step's report.
+    pub fn describe(&self) -> &'static str {
+        match self {
+            Placement::Bwrap(_) => "sandboxed: a copy of the workspace with the editor's text, no network",
+            Placement::Copy { .. } => {
+                "in a copy of the workspace with the editor's text (not isolated: no bubblewrap)"
+            }
+        }
+    }
 }
 
 /// Decides where commands run. `bwrap` is looked for on `PATH` and tried once per process
 /// (user namespaces may be off).
 pub fn placement(mode: SandboxMode) -> Result<Placement, SandboxError> {
     if mode == SandboxMode::Off {
-        return Ok(Placement::Workspace { notice: None });
+        return Ok(Placement::Copy { notice: None });
     }
     match usable_bwrap() {
         Ok(path) => Ok(Placement::Bwrap(path.clone())),
         Err(reason) if mode == SandboxMode::Bwrap => Err(SandboxError::Unavailable(reason.clone())),
-        Err(reason) => Ok(Placement::Workspace {
+        Err(reason) => Ok(Placement::Copy {
             notice: Some(format!(
-                "Tokamak runs the agent's commands without a sandbox: {reason}. They run in the workspace with a timeout, no input and no API keys, but with your network and files; install bubblewrap (Debian/Ubuntu: apt install bubblewrap) to run them in a copy with no network, or set sandbox = \"off\" to silence this."
+                "Tokamak runs the agent's commands without a sandbox: {reason}. They run in a copy of the workspace that holds the editor's text, with a timeout, no input and no API keys, but with your network, and the folders they link to (node_modules, virtual environments, .git) are yours; install bubblewrap (Debian/Ubuntu: apt install bubblewrap) to isolate them, or set sandbox = \"off\" to silence this."
             )),
         }),
     }
@@ -109,6 +126,9 @@ pub struct ShadowCopy {
     copied: HashMap<PathBuf, Copied>,
     /// Read-only binds: workspace paths (relative) of heavy folders and big files.
     binds: Vec<PathBuf>,
+    /// Under bwrap, binds are mounted over empty mount points; without it, they are
+    /// symbolic links to the workspace's own.
+    isolated: bool,
     /// Files commands left in the copy that the workspace does not have, as last seen (so
     /// each is reported once, by the command that wrote it).
     left: HashMap<PathBuf, (u64, SystemTime)>,
@@ -124,7 +144,8 @@ pub struct SyncStats {
 
 impl ShadowCopy {
     /// An empty copy of `root` in `dir` (created; removed when the copy is dropped).
-    pub fn new(root: &Path, dir: &Path) -> Result<ShadowCopy, SandboxError> {
+    /// `isolated`: commands will run in it under bwrap.
+    pub fn new(root: &Path, dir: &Path, isolated: bool) -> Result<ShadowCopy, SandboxError> {
         let _ = std::fs::remove_dir_all(dir);
         std::fs::create_dir_all(dir)
             .map_err(|reason| SandboxError::Copy { path: dir.to_path_buf(), reason })?;
@@ -133,8 +154,14 @@ impl ShadowCopy {
             dir: dir.to_path_buf(),
             copied: HashMap::new(),
             binds: Vec::new(),
+            isolated,
             left: HashMap::new(),
         })
+    }
+
+    /// The copy's own folder (where a command runs without bwrap).
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 
     /// Brings the copy up to date with the workspace, `buffers` (relative path → text of an
@@ -219,8 +246,21 @@ impl ShadowCopy {
             }
         }
         for bind in &binds {
-            // a mount point for the read-only bind
             let target = self.dir.join(bind);
+            if !self.isolated {
+                // no mounts without bwrap: a link to the workspace's own
+                let source = self.root.join(bind);
+                if std::fs::read_link(&target).ok().as_deref() != Some(source.as_path()) {
+                    if let Some(parent) = target.parent() {
+                        std::fs::create_dir_all(parent).map_err(io(parent))?;
+                    }
+                    let _ = std::fs::remove_dir_all(&target);
+                    let _ = std::fs::remove_file(&target);
+                    std::os::unix::fs::symlink(&source, &target).map_err(io(&target))?;
+                }
+                continue;
+            }
+            // a mount point for the read-only bind
             if self.root.join(bind).is_dir() {
                 std::fs::create_dir_all(&target).map_err(io(&target))?;
             } else if !target.exists() {
@@ -416,7 +456,7 @@ mod tests {
         std::fs::write(root.join("node_modules/pkg/index.js"), "x").unwrap();
         std::fs::write(root.join("big.bin"), vec![b'x'; (BIG_FILE + 1) as usize]).unwrap();
         let shadow_dir = dir.path().join("shadow");
-        let mut copy = ShadowCopy::new(&root, &shadow_dir).unwrap();
+        let mut copy = ShadowCopy::new(&root, &shadow_dir, true).unwrap();
         let stats = copy.sync(&HashMap::new()).unwrap();
         assert_eq!(stats.copied, 1, "{stats:?}");
         assert_eq!(std::fs::read_to_string(shadow_dir.join("src/app.py")).unwrap(), "x = 1\n");
@@ -453,6 +493,33 @@ mod tests {
         assert!(joined.ends_with(&format!("--chdir {}/src -- python3", root.display())), "{joined}");
         drop(copy);
         assert!(!shadow_dir.exists(), "the copy is removed with the run");
+    }
+
+    #[test]
+    fn without_bwrap_the_copy_links_what_it_would_bind() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("proj");
+        std::fs::create_dir_all(root.join(".venv/bin")).unwrap();
+        std::fs::write(root.join(".venv/bin/tool"), "x").unwrap();
+        std::fs::write(root.join("app.py"), "x = 1\n").unwrap();
+        std::fs::write(root.join("big.bin"), vec![b'x'; (BIG_FILE + 1) as usize]).unwrap();
+        let shadow_dir = dir.path().join("shadow");
+        let mut copy = ShadowCopy::new(&root, &shadow_dir, false).unwrap();
+        let buffers = HashMap::from([(PathBuf::from("app.py"), "x = 2\n".to_string())]);
+        copy.sync(&buffers).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(shadow_dir.join("app.py")).unwrap(),
+            "x = 2\n",
+            "the buffer's text"
+        );
+        assert_eq!(std::fs::read_link(shadow_dir.join(".venv")).unwrap(), root.join(".venv"));
+        assert_eq!(std::fs::read_to_string(shadow_dir.join(".venv/bin/tool")).unwrap(), "x");
+        assert_eq!(std::fs::metadata(shadow_dir.join("big.bin")).unwrap().len(), BIG_FILE + 1);
+        // again: nothing to do, and links are not reported as a command's writes
+        let stats = copy.sync(&buffers).unwrap();
+        assert_eq!(stats.copied, 0, "{stats:?}");
+        assert!(copy.changed_by_command().is_empty());
+        assert_eq!(copy.dir(), shadow_dir);
     }
 
     #[test]

@@ -60,20 +60,33 @@ struct FrameReader<R> {
     /// Skipping the body of a frame that was refused: what comes before the next header is
     /// not reported again.
     resyncing: bool,
+    /// The tail of a line cut at `MAX_HEADER_LINE`, read again as the start of the next one.
+    carried: Vec<u8>,
 }
 
 impl<R: AsyncRead + Unpin> FrameReader<R> {
     fn new(input: R) -> FrameReader<R> {
-        FrameReader { input: BufReader::new(input), pending: None, resyncing: false }
+        FrameReader { input: BufReader::new(input), pending: None, resyncing: false, carried: Vec::new() }
     }
 
     async fn line(&mut self) -> std::io::Result<Option<Vec<u8>>> {
         if let Some(line) = self.pending.take() {
             return Ok(Some(line));
         }
-        let mut line = Vec::new();
+        let mut line = std::mem::take(&mut self.carried);
+        let carried = line.len();
         let read = (&mut self.input).take(MAX_HEADER_LINE as u64).read_until(b'\n', &mut line).await?;
-        Ok((read > 0).then_some(line))
+        if read == 0 && carried == 0 {
+            return Ok(None);
+        }
+        if read > 0 && !line.ends_with(b"\n") && line.len() >= HEADER.len() {
+            // a long run of junk without a line break: its last bytes may be the start of a
+            // header that the next read completes, so they open the next line
+            let keep = line.len() - (HEADER.len() - 1);
+            let keep = (keep..line.len()).find(|&i| !(0x80..0xc0).contains(&line[i])).unwrap_or(keep);
+            self.carried = line.split_off(keep);
+        }
+        Ok(Some(line))
     }
 
     /// The next frame; `None` at the end of the input.
@@ -90,6 +103,22 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                 }
                 return Ok(None);
             };
+            // a header after binary junk on the same line: found in the bytes, since the junk
+            // need not be text (and lossy decoding would move every offset after it)
+            if let Some(at) = find_header(&line).filter(|&at| at > 0) {
+                junk += at;
+                if junk == at {
+                    first_junk = shorten(&String::from_utf8_lossy(&line[..at]));
+                }
+                self.pending = Some(line[at..].to_vec());
+                if saw_header {
+                    // the header block before it never ended: that was junk too
+                    saw_header = false;
+                    length = None;
+                    problem = None;
+                }
+                continue;
+            }
             let text = String::from_utf8_lossy(&line);
             let trimmed = text.trim_end_matches(['\r', '\n']);
             if trimmed.is_empty() {
@@ -104,23 +133,21 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                 }
                 continue; // blank lines between frames are harmless
             }
-            let lower = trimmed.to_ascii_lowercase();
-            if let Some(at) = lower.find("content-length:") {
-                if !saw_header && (junk > 0 || at > 0) {
+            if find_header(&line) == Some(0) {
+                if !saw_header && junk > 0 {
                     // junk before this frame: report it, then read the frame from its header
-                    let skipped = junk + at;
-                    self.pending = Some(line[at..].to_vec());
+                    self.pending = Some(line);
                     if std::mem::take(&mut self.resyncing) {
                         junk = 0;
                         continue;
                     }
                     return Ok(Some(Frame::Bad(format!(
-                        "{skipped} stray bytes before a message were skipped (a Content-Length counted wrong?)"
+                        "{junk} stray bytes before a message were skipped (starting {first_junk:?}; a Content-Length counted wrong?)"
                     ))));
                 }
                 self.resyncing = false;
                 saw_header = true;
-                let value = trimmed[at + "content-length:".len()..].trim();
+                let value = trimmed[HEADER.len()..].trim();
                 match value.parse::<usize>() {
                     Ok(n) => length = Some(n),
                     Err(_) => problem = Some(format!("bad Content-Length header {value:?}")),
@@ -169,6 +196,14 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
         tokio::io::copy(&mut (&mut self.input).take(length as u64), &mut tokio::io::sink()).await?;
         Ok(())
     }
+}
+
+/// The header every frame starts with (compared without case).
+const HEADER: &[u8] = b"content-length:";
+
+/// Where a `Content-Length:` header starts in `line`'s bytes, if it holds one.
+fn find_header(line: &[u8]) -> Option<usize> {
+    line.windows(HEADER.len()).position(|w| w.eq_ignore_ascii_case(HEADER))
 }
 
 /// `Name: value`, with a name of letters and dashes.
@@ -524,6 +559,25 @@ mod tests {
         assert!(bad(&got[2]).contains("2 stray bytes"), "{got:?}");
         assert_eq!(got[3], body("[]"));
         assert_eq!(got.len(), 4);
+    }
+
+    #[tokio::test]
+    async fn binary_junk_without_a_line_break_is_skipped_and_the_frame_after_it_kept() {
+        let mut input = vec![0u8, 0xff, 0xfe, b'x', 0xc3, 0x28, 0x80];
+        input.extend_from_slice(b"Content-Length: 2\r\n\r\n{}");
+        let got = frames(&input).await;
+        assert!(bad(&got[0]).contains("7 stray bytes"), "{got:?}");
+        assert_eq!(got[1], body("{}"), "{got:?}");
+        assert_eq!(got.len(), 2);
+        // longer than a header line may be, with the header cut where a read ends
+        for cut in [MAX_HEADER_LINE - 7, MAX_HEADER_LINE - 1, MAX_HEADER_LINE, MAX_HEADER_LINE + 3] {
+            let mut input: Vec<u8> = (0..cut).map(|i| [0x00, 0xff, 0x7f, 0xc3][i % 4]).collect();
+            input.extend_from_slice(b"content-length: 2\r\n\r\n[]");
+            let got = frames(&input).await;
+            assert!(bad(&got[0]).contains(&format!("{cut} stray bytes")), "{cut}: {got:?}");
+            assert_eq!(got[1], body("[]"), "{cut}: {got:?}");
+            assert_eq!(got.len(), 2, "{cut}: {got:?}");
+        }
     }
 
     #[tokio::test]

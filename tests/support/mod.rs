@@ -603,6 +603,26 @@ pub fn tool_env() -> Vec<(String, String)> {
     ]
 }
 
+/// A `PATH` with every program of today's `PATH` but `hidden` (a machine without bubblewrap,
+/// say): a folder of links, one per program name (the first found wins), kept while the
+/// returned folder lives.
+pub fn path_without(hidden: &[&str]) -> (tempfile::TempDir, String) {
+    let bin = tempfile::tempdir().expect("temp dir");
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for dir in std::env::split_paths(&path) {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let name = entry.file_name();
+            let target = bin.path().join(&name);
+            if hidden.iter().any(|h| name == *h) || std::fs::symlink_metadata(&target).is_ok() {
+                continue;
+            }
+            let _ = std::os::unix::fs::symlink(entry.path(), &target);
+        }
+    }
+    let value = bin.path().display().to_string();
+    (bin, value)
+}
+
 /// Whether every tool is installed (in the tools folder or on PATH). In CI a missing tool
 /// fails the test; elsewhere the test is skipped with the reason printed.
 pub fn require_tools(names: &[&str]) -> bool {
@@ -681,8 +701,36 @@ impl LspClient {
     pub fn for_project_as(
         user: UserDirs,
         root: &std::path::Path,
+        options: Value,
+        capabilities: Value,
+    ) -> LspClient {
+        LspClient::for_project_in(user, root, options, capabilities, &[])
+    }
+
+    /// As [`LspClient::editor_for_project`], with more variables in the server's environment
+    /// (a `PATH` without some tool, say).
+    pub fn editor_for_project_env(
+        root: &std::path::Path,
+        options: Value,
+        env: &[(String, String)],
+    ) -> LspClient {
+        let capabilities = json!({
+            "general": {"positionEncodings": ["utf-16"]},
+            "window": {"workDoneProgress": true},
+            "workspace": {"applyEdit": true, "workspaceEdit": {"documentChanges": true}},
+        });
+        let mut client = LspClient::for_project_in(UserDirs::new(), root, options, capabilities, env);
+        client.act_as_editor();
+        client
+    }
+
+    /// As [`LspClient::for_project_as`], with `extra` in the server's environment.
+    pub fn for_project_in(
+        user: UserDirs,
+        root: &std::path::Path,
         mut options: Value,
         capabilities: Value,
+        extra: &[(String, String)],
     ) -> LspClient {
         if options.is_null() {
             options = json!({});
@@ -693,7 +741,8 @@ impl LspClient {
             // (`null`: the default)
             object.entry("approval").or_insert(json!("low"));
         }
-        let env = tool_env();
+        let mut env = tool_env();
+        env.extend(extra.iter().cloned());
         let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         let mut client = LspClient::start_with(user, &env);
         // a person who says no to every question the editor shows (`answer` changes it)
