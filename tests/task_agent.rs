@@ -364,6 +364,58 @@ fn the_scenario_headless_without_bwrap_in_typescript() {
 }
 
 #[test]
+fn a_dry_run_keeps_the_projects_trust_and_runs_its_tests_in_the_copy() {
+    if !require() {
+        return;
+    }
+    let dir = PYTHON.project();
+    let root = dir.path();
+    // the project's own test command, which only a trusted folder may set
+    let command: Vec<String> = PYTHON.test_command();
+    std::fs::write(
+        root.join("tokamak.toml"),
+        format!("[checkers]\nenable = []\n[test]\ncommand = {}\n", serde_json::to_string(&command).unwrap()),
+    )
+    .unwrap();
+    let before = std::fs::read_to_string(root.join(PYTHON.source)).unwrap();
+    let model = ModelServer::start(PYTHON.script());
+    let user = UserDirs::trusting(&[root]);
+    let output = user
+        .command(&["run", GOAL, "--dry-run"])
+        .current_dir(root)
+        .env("TOKAMAK_LLM_URL", model.url())
+        .env("TOKAMAK_MODEL", "scripted")
+        .envs(support::tool_env())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(!stderr.contains("not trusted") && !stderr.contains("tokamak trust"), "{stderr}");
+    assert!(stdout.contains("a dry run: nothing was written"), "{stdout}");
+    assert!(stdout.contains(&format!("+++ b/{}", PYTHON.source)), "{stdout}");
+    // the project's tests ran after each step, in the copy
+    assert_eq!(stderr.matches("(the tests passed, run ").count(), 2, "{stderr}");
+    // and nothing changed on disk
+    assert_eq!(std::fs::read_to_string(root.join(PYTHON.source)).unwrap(), before);
+    assert!(!std::fs::read_to_string(root.join(PYTHON.tests)).unwrap().contains("alidate"));
+
+    // an untrusted project's dry run ignores the test command and names the project itself
+    let model = ModelServer::start(PYTHON.script());
+    let output = UserDirs::new()
+        .command(&["run", GOAL, "--dry-run"])
+        .current_dir(root)
+        .env("TOKAMAK_LLM_URL", model.url())
+        .env("TOKAMAK_MODEL", "scripted")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let canonical = std::fs::canonicalize(root).unwrap();
+    assert!(stderr.contains(&format!("tokamak trust {}`", canonical.display())), "{stderr}");
+    assert!(!stderr.contains("tokamak-dry-run"), "{stderr}");
+}
+
+#[test]
 fn a_step_that_breaks_the_syntax_is_repaired_inside_the_run() {
     let dir = PYTHON.project();
     let root = dir.path();

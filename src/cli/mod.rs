@@ -24,8 +24,26 @@ pub fn load_settings(
     root: &Path,
     overrides: serde_json::Value,
 ) -> Result<Loaded, crate::config::ConfigError> {
+    load_settings_as(root, root, overrides)
+}
+
+/// [`load_settings`] for `root`, a copy of the project at `project` (a dry run's): the
+/// copy's settings with the project's trust, and messages that name the project.
+pub fn load_settings_as(
+    root: &Path,
+    project: &Path,
+    mut overrides: serde_json::Value,
+) -> Result<Loaded, crate::config::ConfigError> {
+    if root != project {
+        let user = crate::trust::UserConfig::read()
+            .map_err(|err| crate::config::ConfigError::Invalid { from: None, reason: err.to_string() })?;
+        let trust = crate::trust::Trust::decide(Some(project), None, &user);
+        if let Some(object) = overrides.as_object_mut() {
+            object.insert("trusted".to_string(), serde_json::Value::Bool(trust.trusted));
+        }
+    }
     let loaded = Settings::load(Some(root), overrides)?;
-    if let Some(message) = crate::trust::ignored_message(root, &loaded.ignored) {
+    if let Some(message) = crate::trust::ignored_message(project, &loaded.ignored) {
         eprintln!("tokamak: {message}");
     }
     Ok(loaded)

@@ -127,7 +127,15 @@ async fn dry_run(root: &Path, goal: &str, options: &RunOptions) -> anyhow::Resul
             root.display()
         );
     }
-    let session = Session::open(&workspace, overrides(options), Approval::Yes, options.progress, false)?;
+    // the copy is the project minus the writes: the project's own trust, settings and tests
+    let session = Session::open_copy(
+        &workspace,
+        Some(&root),
+        overrides(options),
+        Approval::Yes,
+        options.progress,
+        false,
+    )?;
     let (mut report, changed) = carry_out(&session, goal, options.role.clone()).await?;
     let mut diff = String::new();
     for file in &changed {

@@ -51,9 +51,22 @@ impl Session {
         progress: bool,
         checkpoints: bool,
     ) -> anyhow::Result<Session> {
+        Session::open_copy(root, None, overrides, approval, progress, checkpoints)
+    }
+
+    /// [`Session::open`] on `root`; when it is a copy of the project at `project` (a dry
+    /// run's), with that project's trust.
+    pub fn open_copy(
+        root: &Path,
+        project: Option<&Path>,
+        overrides: serde_json::Value,
+        approval: Approval,
+        progress: bool,
+        checkpoints: bool,
+    ) -> anyhow::Result<Session> {
         let root = std::fs::canonicalize(root)
             .map_err(|err| anyhow::anyhow!("cannot open the workspace {}: {err}", root.display()))?;
-        let loaded = super::load_settings(&root, overrides)?;
+        let loaded = super::load_settings_as(&root, project.unwrap_or(&root), overrides)?;
         let settings = loaded.settings;
         let mut checkers = Checkers::from_settings(&settings.checkers)?;
         checkers.trusted = loaded.trust.trusted;
