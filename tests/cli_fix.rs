@@ -211,3 +211,31 @@ fn a_file_only_the_syntax_check_saw_is_not_called_clean() {
         "{stderr}"
     );
 }
+
+/// The header's `:` goes on the header (where `tokamak check` places it), never at the end
+/// of its body line, which tree-sitter accepts and Python does not; the summary agrees with
+/// `tokamak check` and Python on the result.
+#[test]
+fn a_missing_colon_is_repaired_on_the_header_as_python_wants() {
+    let broken = "def insort(a, x, lo=0, hi=None, *, key=None):\n    if key is None\n        lo = bisect_right(a, x, lo, hi)\n    else:\n        lo = bisect_right(a, key(x), lo, hi, key=key)\n    a.insert(lo, x)\n";
+    let dir = project(&[("b.py", broken)], "[checkers]\nenable = []\n");
+    let check = tokamak(&["check", "b.py"], dir.path(), None);
+    assert!(
+        text(&check.stdout).contains("b.py:2:18: error [tokamak/syntax] expected \":\""),
+        "{}",
+        text(&check.stdout)
+    );
+    let output = tokamak(&["fix", "b.py"], dir.path(), None);
+    let stdout = text(&output.stdout);
+    let fixed = std::fs::read_to_string(dir.path().join("b.py")).unwrap();
+    assert_eq!(fixed, broken.replace("is None\n", "is None:\n"), "{stdout}\n{}", text(&output.stderr));
+    assert!(stdout.contains("fixed 1 problem(s)"), "{stdout}");
+    let check = tokamak(&["check", "b.py"], dir.path(), None);
+    assert_eq!(check.status.code(), Some(0), "{}", text(&check.stdout));
+    let python = std::process::Command::new("python3")
+        .args(["-c", "import ast, sys; ast.parse(open(sys.argv[1]).read())"])
+        .arg(dir.path().join("b.py"))
+        .status()
+        .expect("python3");
+    assert!(python.success(), "Python accepts it");
+}

@@ -1,10 +1,13 @@
 //! The fix ladder's first rung (SPEC F1): fixes that need no model — the token a tree-sitter
-//! `MISSING` node names, and a checker's own fixes that it marks safe (ruff's `fix.edits`).
+//! `MISSING` node names or the placed syntax diagnostic says is missing, and a checker's own
+//! fixes that it marks safe (ruff's `fix.edits`). A syntax repair is kept only when the
+//! language's own parser (`syntax::strict_errors`) agrees that the problem it targets is
+//! gone: tree-sitter's error recovery accepts texts the language rejects.
 
 use crate::config::SyntaxSettings;
 use crate::edit::apply_edits;
 use crate::observer::Diagnostic;
-use crate::syntax::{SyntaxErrorKind, syntax_problems};
+use crate::syntax::{SyntaxErrorKind, diagnose, strict_errors, syntax_problems};
 use crate::text::TextRange;
 use crate::workspace::DocumentSnapshot;
 
@@ -21,11 +24,13 @@ fn insertable(token: &str) -> bool {
     matches!(token, ")" | "]" | "}" | ":" | ";" | "," | ">" | "\"" | "'" | "`")
 }
 
-/// Inserting each insertable `MISSING` token where tree-sitter says it belongs.
+/// Inserting each insertable `MISSING` token where tree-sitter says it belongs, each kept
+/// only if the language's own parser agrees (see [`strictly_repairs`]).
 pub fn missing_token_fixes(snapshot: &DocumentSnapshot) -> Vec<DeterministicFix> {
     let Some(tree) = &snapshot.tree else {
         return Vec::new();
     };
+    let text = snapshot.rope.to_string();
     syntax_problems(tree, &snapshot.rope, snapshot.language)
         .into_iter()
         .filter_map(|problem| match problem.kind {
@@ -35,7 +40,82 @@ pub fn missing_token_fixes(snapshot: &DocumentSnapshot) -> Vec<DeterministicFix>
             }),
             _ => None,
         })
+        .filter(|fix| strictly_repairs(snapshot, &text, fix))
         .collect()
+}
+
+/// Whether `fix` makes the problem it targets go away under the language's own parser: on
+/// the text after it, fewer strict errors, and none left where the first one at or after
+/// the line before the fix was. A language without a strict parser accepts nothing.
+pub fn strictly_repairs(snapshot: &DocumentSnapshot, text: &str, fix: &DeterministicFix) -> bool {
+    let Some(before) = strict_errors(snapshot.language, text) else {
+        return false;
+    };
+    let (after_text, applied) = apply_fixes(text, std::slice::from_ref(fix));
+    if applied.is_empty() {
+        return false;
+    }
+    let Some(after) = strict_errors(snapshot.language, &after_text) else {
+        return false;
+    };
+    let Some(first_edit) = fix.edits.iter().map(|(range, _)| range.start).min() else {
+        return false;
+    };
+    // the problem it targets: the strict error nearest to it, from the line before its own
+    // to the line after (a missing `:` or `)` is often reported where the next line starts)
+    let rope = &snapshot.rope;
+    let line = rope.byte_to_line(first_edit.min(text.len()));
+    let from = rope.line_to_byte(line.saturating_sub(1));
+    let to = rope.line_to_byte((line + 2).min(rope.len_lines()));
+    let fewer = after.len() < before.len();
+    let Some(targeted) =
+        before.iter().filter(|e| (from..=to).contains(&e.at)).min_by_key(|e| e.at.abs_diff(first_edit))
+    else {
+        return fewer; // none near the fix was there to begin with
+    };
+    // an offset of the text after the fix, on the text before it
+    let back = |offset: usize| {
+        let mut shift: isize = 0;
+        for (range, new) in &fix.edits {
+            if range.start < offset {
+                shift += new.len() as isize - (range.end - range.start) as isize;
+            }
+        }
+        (offset as isize - shift).max(0) as usize
+    };
+    if after.iter().any(|e| back(e.at) == targeted.at) {
+        return false;
+    }
+    // a parser that stops at its first error (oxc often does) reports the next problem
+    // instead: that counts when it lies past the fix's line
+    let line_end = rope.line_to_byte((line + 1).min(rope.len_lines()));
+    fewer || after.iter().all(|e| back(e.at) >= line_end)
+}
+
+/// The repair the published syntax diagnostic names (SPEC S2: "expected `:`" placed where
+/// it goes), when it is one insertable token and the language's parser agrees.
+pub fn placed_repair(snapshot: &DocumentSnapshot) -> Option<DeterministicFix> {
+    let tree = snapshot.tree.as_ref()?;
+    let text = snapshot.rope.to_string();
+    let first = diagnose(tree, &snapshot.rope, snapshot.language).into_iter().next()?;
+    let SyntaxErrorKind::Missing(token) = &first.kind else {
+        return None;
+    };
+    if !insertable(token) {
+        return None;
+    }
+    // the diagnostic shows on the character before the insertion point, or on the one after
+    // it when the point starts a line
+    let mut points = vec![first.range.end, first.range.start];
+    points.dedup();
+    points.into_iter().filter(|&at| at <= text.len() && text.is_char_boundary(at)).find_map(|at| {
+        let line = snapshot.rope.byte_to_line(at) + 1;
+        let fix = DeterministicFix {
+            description: format!("insert the missing \"{token}\" on line {line} (where the syntax error is placed; checked by the language's parser)"),
+            edits: vec![(TextRange::empty(at), token.clone())],
+        };
+        strictly_repairs(snapshot, &text, &fix).then_some(fix)
+    })
 }
 
 /// Lines around a syntax problem where a missing token is tried.
@@ -48,6 +128,9 @@ const MAX_REPAIR_CANDIDATES: usize = 16;
 /// problem: a candidate is kept only if parsing the result leaves fewer syntax problems, and
 /// the one leaving fewest wins. Returns at most one fix.
 pub fn verified_repair(snapshot: &DocumentSnapshot, settings: &SyntaxSettings) -> Option<DeterministicFix> {
+    if let Some(fix) = placed_repair(snapshot) {
+        return Some(fix);
+    }
     let tree = snapshot.tree.as_ref()?;
     let problems = syntax_problems(tree, &snapshot.rope, snapshot.language);
     if problems.is_empty() {
@@ -81,14 +164,27 @@ pub fn verified_repair(snapshot: &DocumentSnapshot, settings: &SyntaxSettings) -
             .tree
             .as_ref()
             .map_or(usize::MAX, |tree| syntax_problems(tree, &parsed.rope, parsed.language).len());
-        if left < problems.len() && best.as_ref().is_none_or(|(fewest, _, _)| left < *fewest) {
+        if left >= problems.len() || best.as_ref().is_some_and(|(fewest, _, _)| left >= *fewest) {
+            continue;
+        }
+        // tree-sitter's word is not enough: the language's parser must agree
+        let line = snapshot.rope.byte_to_line(at) + 1;
+        let fix = DeterministicFix {
+            description: format!(
+                "insert the missing \"{token}\" at the end of line {line} (checked by the language's parser)"
+            ),
+            edits: vec![(TextRange::empty(at), token.clone())],
+        };
+        if strictly_repairs(snapshot, &text, &fix) {
             best = Some((left, at, token));
         }
     }
     let (_, at, token) = best?;
     let line = snapshot.rope.byte_to_line(at) + 1;
     Some(DeterministicFix {
-        description: format!("insert the missing \"{token}\" at the end of line {line} (checked by parsing)"),
+        description: format!(
+            "insert the missing \"{token}\" at the end of line {line} (checked by the language's parser)"
+        ),
         edits: vec![(TextRange::empty(at), token)],
     })
 }
@@ -166,6 +262,7 @@ fn overlaps(a: TextRange, b: TextRange) -> bool {
 mod tests {
     use super::*;
     use crate::observer::{CheckerFix, Severity, syntax_diagnostics};
+    use crate::syntax::strict_errors;
 
     fn snapshot(name: &str, text: &str) -> DocumentSnapshot {
         DocumentSnapshot::detached(
@@ -220,6 +317,99 @@ mod tests {
             let (text, _) = apply_fixes(broken, &[fix]);
             assert!(syntax_diagnostics(&snapshot("d.py", &text)).len() < before, "{text}");
         }
+    }
+
+    /// Block headers without their `:`, over body lines that end in a call, a subscript, a
+    /// string or a name, alone or before an `else:`/another statement: tree-sitter accepts
+    /// the `:` at the end of the body line too, Python does not. The repair goes on the
+    /// header, where the placed diagnostic says, and the result is what Python accepts.
+    #[test]
+    fn a_headers_colon_goes_on_the_header_and_the_language_accepts_the_result() {
+        let headers = [
+            ("if key is None", ""),
+            ("elif key", "if a:\n        pass\n    "),
+            ("while key", ""),
+            ("for k in key", ""),
+            ("with open(key) as fh", ""),
+            ("def g(a)", ""),
+            ("class C(Base)", ""),
+        ];
+        let bodies = ["lo = g(a, 1)", "lo = a[1]", "lo = 'text'", "lo = a", "print(a)", "lo = f(a)[0]"];
+        let after = ["", "    else:\n        lo = 2\n", "    x = lo\n"];
+        let mut cases = 0;
+        for (header, before) in headers {
+            for body in bodies {
+                for tail in after {
+                    if tail.contains("else")
+                        && matches!(header, "def g(a)" | "class C(Base)" | "with open(key) as fh")
+                    {
+                        continue; // no `else` after these
+                    }
+                    let text = format!(
+                        "def f(key, a):\n    {before}{header}\n        {body}\n{tail}    return lo\n"
+                    );
+                    let header_line = text.lines().position(|l| l.trim_start() == header).unwrap();
+                    let snap = snapshot("t.py", &text);
+                    // placed on the header line
+                    let placed = crate::observer::syntax_diagnostics(&snap);
+                    let first = placed.first().unwrap_or_else(|| panic!("no diagnostic for {text}"));
+                    assert_eq!(
+                        snap.rope.byte_to_line(first.range.start),
+                        header_line,
+                        "placement of {text:?}: {placed:?}"
+                    );
+                    assert!(first.message.contains("\":\""), "{text:?}: {placed:?}");
+                    // repaired there, and Python's rules accept it
+                    let fix = verified_repair(&snap, &SyntaxSettings::default())
+                        .unwrap_or_else(|| panic!("no repair for {text}"));
+                    let (fixed, _) = apply_fixes(&text, &[fix]);
+                    let expected = text.replacen(&format!("{header}\n"), &format!("{header}:\n"), 1);
+                    assert_eq!(fixed, expected, "{text}");
+                    assert_eq!(
+                        strict_errors(crate::text::Language::Python, &fixed),
+                        Some(Vec::new()),
+                        "{fixed}"
+                    );
+                    cases += 1;
+                }
+            }
+        }
+        assert!(cases > 100, "{cases}");
+    }
+
+    #[test]
+    fn a_repair_the_language_rejects_is_not_offered() {
+        // the `:` at the end of the body line: tree-sitter parses it, Python does not
+        let text = "def f(key, a):\n    if key is None\n        lo = g(a, 1)\n    else:\n        lo = 2\n    return lo\n";
+        let snap = snapshot("t.py", text);
+        let at = text.find("g(a, 1)").unwrap() + "g(a, 1)".len();
+        let wrong =
+            DeterministicFix { description: "wrong".into(), edits: vec![(TextRange::empty(at), ":".into())] };
+        let (misplaced, _) = apply_fixes(text, std::slice::from_ref(&wrong));
+        let problems = |snap: &DocumentSnapshot| {
+            syntax_problems(snap.tree.as_ref().unwrap(), &snap.rope, snap.language).len()
+        };
+        assert!(
+            problems(&snapshot("t.py", &misplaced)) < problems(&snap),
+            "tree-sitter prefers it: {misplaced}"
+        );
+        assert!(!strictly_repairs(&snap, text, &wrong), "the language does not");
+        let right = text.find("is None").unwrap() + "is None".len();
+        let right = DeterministicFix {
+            description: "right".into(),
+            edits: vec![(TextRange::empty(right), ":".into())],
+        };
+        assert!(strictly_repairs(&snap, text, &right));
+        // two problems, two repairs: each repairs its own, leaving the other
+        let two = "class A\n    def f(self) -> int\n        return 1\n";
+        let snap = snapshot("u.py", two);
+        let colon = |at: usize| DeterministicFix {
+            description: String::new(),
+            edits: vec![(TextRange::empty(at), ":".into())],
+        };
+        assert!(strictly_repairs(&snap, two, &colon(7)));
+        assert!(strictly_repairs(&snap, two, &colon(two.find("int").unwrap() + 3)));
+        assert!(!strictly_repairs(&snap, two, &colon(two.len() - 1)), "after `return 1`");
     }
 
     #[test]
