@@ -104,14 +104,37 @@ fn bench_actions(c: &mut Criterion) {
         })
     });
 
-    // the sandbox copy: the first once, then bringing it up to date
-    let mut copy = ShadowCopy::new(&root, &dir.path().join("sandbox")).unwrap();
-    let started = Instant::now();
-    let stats = copy.sync(&Default::default()).unwrap();
-    println!("first sandbox copy of {FILES} files: {:.2} s ({stats:?})", started.elapsed().as_secs_f64());
-    c.bench_function(&format!("sandbox copy brought up to date, {FILES} files"), |b| {
-        b.iter(|| copy.sync(&Default::default()).unwrap())
-    });
+    // the copy every command runs in, with an open buffer's text: the first once (a run's
+    // first command), then brought up to date after that buffer changed (a later command) —
+    // without bwrap (linked dependency folders) and with it (mount points)
+    for isolated in [false, true] {
+        let name = if isolated { "bwrap" } else { "no bwrap" };
+        let mut copy =
+            ShadowCopy::new(&root, &dir.path().join(format!("sandbox-{isolated}")), isolated).unwrap();
+        let buffer = |n: u64| {
+            std::collections::HashMap::from([(
+                std::path::PathBuf::from("target.py"),
+                format!("x = {n} # unsaved\n"),
+            )])
+        };
+        let started = Instant::now();
+        let stats = copy.sync(&buffer(0)).unwrap();
+        println!(
+            "first copy of {FILES} files with one buffer ({name}): {:.2} s ({stats:?})",
+            started.elapsed().as_secs_f64()
+        );
+        let mut edit = 0u64;
+        c.bench_function(
+            &format!("copy brought up to date after one buffer changed, {FILES} files ({name})"),
+            |b| {
+                b.iter(|| {
+                    edit += 1;
+                    copy.sync(&buffer(edit)).unwrap()
+                })
+            },
+        );
+    }
+    let copy = ShadowCopy::new(&root, &dir.path().join("sandbox"), true).unwrap();
     if let Ok(bwrap) = which::which("bwrap") {
         let args = copy.bwrap_args(Path::new(""), &["true".to_string()]);
         c.bench_function("a command under bwrap (true)", |b| {

@@ -79,6 +79,24 @@ fn broken_framing_is_skipped_and_reported() {
 }
 
 #[test]
+fn binary_junk_without_a_line_break_then_a_request_is_answered() {
+    let mut client = LspClient::initialized(&[]);
+    let body = r#"{"jsonrpc":"2.0","id":"after-junk","method":"workspace/executeCommand","params":{"command":"tokamak.status"}}"#;
+    // junk with no line break, straight before the frame, and longer than a header line may be
+    for junk_len in [9, 20_000] {
+        let mut bytes: Vec<u8> = (0..junk_len).map(|i| [0x00, 0xff, 0xc3, b'C', 0x80, b'o'][i % 6]).collect();
+        bytes.extend_from_slice(format!("Content-Length: {}\r\n\r\n{body}", body.len()).as_bytes());
+        client.send_raw(&bytes);
+        let error = client.wait_for("the junk reported", |m| m["error"]["code"] == -32700);
+        let said = error["error"]["message"].as_str().unwrap_or_default();
+        assert!(said.contains(&format!("{junk_len} stray bytes")), "{error}");
+        let answer = client.wait_for("the request after the junk", |m| m["id"] == "after-junk");
+        assert!(answer["result"]["version"].is_string(), "{answer}");
+    }
+    assert_still_serving(&mut client);
+}
+
+#[test]
 fn unknown_methods_and_bad_params() {
     let mut client = LspClient::initialized(&[]);
     let response = client.request("tokamak/noSuchThing", json!({}));
