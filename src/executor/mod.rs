@@ -995,7 +995,7 @@ impl Executor {
             ),
             Placement::Copy { .. } => {
                 let (from, to) = (self.root().to_string_lossy(), copy.dir().to_string_lossy());
-                let moved = argv.iter().map(|a| a.replace(from.as_ref(), to.as_ref())).collect();
+                let moved = argv.iter().map(|a| repoint(a, &from, &to)).collect();
                 (copy.dir().to_path_buf(), moved, None)
             }
         };
@@ -1013,8 +1013,8 @@ impl Executor {
         };
         if bwrap.is_none() {
             let (from, to) = (copy.dir().to_string_lossy(), self.root().to_string_lossy());
-            outcome.stdout = outcome.stdout.replace(from.as_ref(), to.as_ref());
-            outcome.stderr = outcome.stderr.replace(from.as_ref(), to.as_ref());
+            outcome.stdout = repoint(&outcome.stdout, &from, &to);
+            outcome.stderr = repoint(&outcome.stderr, &from, &to);
         }
         let changed = copy.changed_by_command();
         if !changed.is_empty() {
@@ -1204,4 +1204,29 @@ fn write_new_bytes(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::set_permissions(temporary.path(), std::os::unix::fs::PermissionsExt::from_mode(0o644))?;
     temporary.persist_noclobber(path).map_err(|err| err.error)?;
     Ok(())
+}
+
+/// `text` with the path `from` written as `to` wherever it stands as a whole path or a path's
+/// start (`/p/proj` in `/p/proj/a.py`, not in `/p/proj2`).
+fn repoint(text: &str, from: &str, to: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(from) {
+        let after = &rest[at + from.len()..];
+        let whole = after.chars().next().is_none_or(|c| !(c.is_alphanumeric() || "-_.".contains(c)));
+        out.push_str(&rest[..at]);
+        out.push_str(if whole { to } else { from });
+        rest = after;
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_path_is_repointed_only_where_it_stands_whole() {
+        let text = "/p/proj /p/proj/a.py /p/proj2/b.py '/p/proj' /p/proj.bak";
+        assert_eq!(super::repoint(text, "/p/proj", "/c"), "/c /c/a.py /p/proj2/b.py '/c' /p/proj.bak");
+    }
 }
