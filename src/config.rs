@@ -441,10 +441,9 @@ impl Settings {
     /// Reads settings from a JSON value (LSP `initializationOptions`); a value of the wrong
     /// type or an unknown key is an error that names it.
     pub fn from_json(value: serde_json::Value) -> Result<Settings, ConfigError> {
-        if value.is_null() {
-            return Ok(Settings::default());
-        }
-        deserialize(value).map_err(|reason| ConfigError::Invalid { from: None, reason })
+        let mut set = serde_json::Value::Object(Default::default());
+        merge(&mut set, value);
+        deserialize(set).map_err(|reason| ConfigError::Invalid { from: None, reason })
     }
 
     /// The settings of a workspace, in layers: the user's own settings file, then the
@@ -536,13 +535,21 @@ fn deserialize(value: serde_json::Value) -> Result<Settings, String> {
     })
 }
 
-/// Deep-merges `top` into `base`: objects key by key, anything else replaced.
+/// Deep-merges `top` into `base`: objects key by key, anything else replaced. A `null` in
+/// `top` is a setting left unset (an editor's `vim.NIL`, a VS Code setting whose default is
+/// `null`): it neither replaces nor is added.
 fn merge(base: &mut serde_json::Value, top: serde_json::Value) {
     match (base, top) {
         (serde_json::Value::Object(base), serde_json::Value::Object(top)) => {
             for (key, value) in top {
                 match base.get_mut(&key) {
                     Some(existing) => merge(existing, value),
+                    None if value.is_null() => {}
+                    None if value.is_object() => {
+                        let mut set = serde_json::Value::Object(Default::default());
+                        merge(&mut set, value);
+                        base.insert(key, set);
+                    }
                     None => {
                         base.insert(key, value);
                     }
@@ -635,6 +642,35 @@ mod tests {
         );
         let err = load(json!({"trusted": "yes"})).unwrap_err();
         assert!(err.to_string().contains("trusted: expected true or false"), "{err}");
+    }
+
+    #[test]
+    fn a_null_is_a_setting_left_unset() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(CONFIG_FILE),
+            "[fix]
+max_attempts = 7
+",
+        )
+        .unwrap();
+        let user = crate::trust::UserConfig::default();
+        // an editor's vim.NIL or a VS Code default of null, at the top and inside a table
+        let loaded = Settings::load_with(
+            Some(dir.path()),
+            json!({"trusted": true, "approval": null, "fix": {"max_attempts": null}, "context": {"embeddings_model": null, "budget_tokens": 10}}),
+            &user,
+        )
+        .unwrap();
+        assert!(loaded.trust.trusted);
+        assert_eq!(loaded.settings.approval, ApprovalLevel::Medium);
+        assert_eq!(loaded.settings.fix.max_attempts, 7, "the project's value stays");
+        assert_eq!(loaded.settings.context.budget_tokens, 10);
+        assert_eq!(
+            Settings::from_json(json!({"approval": null, "test": null})).unwrap(),
+            Settings::default()
+        );
+        assert!(Settings::from_json(json!("low")).is_err(), "settings are a table");
     }
 
     #[test]

@@ -113,6 +113,13 @@ pub trait Editor: Send + Sync {
         let _ = (run_id, plan);
     }
 
+    /// Whether the plan it shows carries each step's note (a terminal's does). If not, a
+    /// step's ending is also told as progress, for editors that show progress but no plan
+    /// (Helix).
+    fn shows_step_notes(&self) -> bool {
+        false
+    }
+
     /// A run ended: its exit reason and summary.
     async fn run_finished(&self, report: &RunReport) {
         let _ = report;

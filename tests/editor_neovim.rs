@@ -3,18 +3,17 @@
 //! code-action menu, diagnostics of a second real server (ruff) forwarded, `:checkhealth`, and
 //! the task agent: `:TokamakRun` with its plan window, "Plan with Tokamak…" asking for the
 //! goal, `:TokamakImplement`; approvals in a floating diff answered with `a`, `r` and
-//! `:TokamakApprove`.
+//! `:TokamakApprove`; seed 000's scenario with the project's tests, with and without
+//! bubblewrap, in Python and TypeScript.
 
 mod support;
 
 use std::path::Path;
 use std::process::Command;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use support::model_server::{ModelServer, openai_chat};
-
-/// The plan check's goal (seed 000's).
-const GOAL: &str = "User 클래스에 validate_email 메서드 추가해줘";
+use support::scenario::{GOAL, Language, PYTHON, TYPESCRIPT, call, placed};
 
 fn nvim() -> std::path::PathBuf {
     support::tools_dir().join("venv/bin/nvim")
@@ -22,6 +21,18 @@ fn nvim() -> std::path::PathBuf {
 
 /// Runs tests/neovim/e2e.lua's `check` in `dir` and returns its report.
 fn run(check: &str, dir: &Path, file: &str, model: &ModelServer) -> Value {
+    run_with(check, dir, file, model, &[]).0
+}
+
+/// As [`run`], with more variables in Neovim's environment (and so the server's); also
+/// returns the user's folder, whose `cache` holds the audit logs.
+fn run_with(
+    check: &str,
+    dir: &Path,
+    file: &str,
+    model: &ModelServer,
+    env: &[(String, String)],
+) -> (Value, tempfile::TempDir) {
     let out = dir.join("report.json");
     // the user's settings and Tokamak's cache (checkpoints), outside the project
     let user = tempfile::tempdir().expect("temp dir");
@@ -44,6 +55,7 @@ fn run(check: &str, dir: &Path, file: &str, model: &ModelServer) -> Value {
         .env("TOKAMAK_E2E_TRUSTED", if check == "forward" { "" } else { "1" })
         .env("TOKAMAK_E2E_GOAL", GOAL)
         .env("XDG_DATA_HOME", dir.join("data"))
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .output()
         .expect("run nvim");
     let report = std::fs::read_to_string(&out).unwrap_or_else(|_| {
@@ -56,18 +68,13 @@ fn run(check: &str, dir: &Path, file: &str, model: &ModelServer) -> Value {
     });
     let report: Value = serde_json::from_str(&report).expect("JSON report");
     assert_eq!(report["ok"], true, "{report:#}");
-    report
+    (report, user)
 }
 
 /// The task checks' file, and the method their model adds to it.
 const USER_PY: &str =
     "class User:\n    def __init__(self, email: str) -> None:\n        self.email = email\n";
 const METHOD: &str = "        self.email = email\n\n    def validate_email(self) -> bool:\n        return \"@\" in self.email\n";
-
-/// A native tool call.
-fn call(name: &str, args: Value) -> support::model_server::Scripted {
-    support::model_server::openai_tool_calls("", &[(name, args)])
-}
 
 /// The model's edit that adds [`METHOD`].
 fn add_method() -> support::model_server::Scripted {
@@ -77,7 +84,7 @@ fn add_method() -> support::model_server::Scripted {
 
 fn project(files: &[(&str, &str)]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("temp dir");
-    std::fs::create_dir(dir.path().join(".git")).unwrap();
+    std::fs::create_dir(dir.path().join(".git")).expect("a .git folder");
     for (name, text) in files {
         std::fs::write(dir.path().join(name), text).unwrap();
     }
@@ -229,4 +236,86 @@ fn approvals_show_a_floating_diff_and_are_answered_with_keys_and_commands() {
     let requests = model.requests();
     assert!(requests[4].body.to_string().contains("put the notes in docs/NOTES.md"), "{}", requests[4].body);
     assert_eq!(report["float_after"], false, "{report:#}");
+}
+
+/// Seed 000's scenario as a user runs it in Neovim: `:TokamakRun` with the goal, each
+/// question answered with `a` in its floating diff, the source's edit left unsaved in its
+/// buffer — and the project's tests, run after each step, see that buffer: the second step's
+/// test calls the method only the buffer has. Without bubblewrap (every Mac) the same run
+/// ends the same way, only not isolated, and each step's note says where its tests ran.
+fn scenario_in_neovim(language: &Language, with_bwrap: bool) {
+    let dir = language.project();
+    let root = dir.path();
+    let model = ModelServer::start(language.script());
+    let (_bin, path) = support::path_without(&["bwrap"]);
+    let mut env = vec![(
+        "TOKAMAK_E2E_SETTINGS".to_string(),
+        json!({"test": {"command": language.test_command()}}).to_string(),
+    )];
+    if !with_bwrap {
+        env.push(("PATH".to_string(), path));
+    }
+    let (report, user) = run_with("scenario", root, language.source, &model, &env);
+    assert_eq!(report["run"]["exit_reason"], "done", "{report:#}");
+    assert_eq!(report["trusted"], true, "the plugin's settings, vim.NIL and all, were read: {report:#}");
+    // two questions, one per step's edit, both approved with `a`
+    let questions: Vec<&str> =
+        report["questions"].as_array().expect("questions").iter().filter_map(Value::as_str).collect();
+    assert_eq!(questions.len(), 2, "{report:#}");
+    assert!(questions[0].contains(&format!("wants to edit {}", language.source)), "{report:#}");
+    assert!(questions[1].contains(&format!("wants to edit {}", language.tests)), "{report:#}");
+    let answers: Vec<&str> =
+        report["answers"].as_array().expect("answers").iter().filter_map(|a| a["answer"].as_str()).collect();
+    assert_eq!(answers, ["approve", "approve"], "{report:#}");
+    // the method is in the buffer, unsaved; the disk still has the file as it was
+    let text = report["text"].as_str().expect("the buffer's text");
+    assert!(text.contains(language.method.1.lines().nth(2).expect("the method's line")), "{text}");
+    assert_eq!(report["modified"], true, "{report:#}");
+    let on_disk = std::fs::read_to_string(root.join(language.source)).expect("the source on disk");
+    assert!(!on_disk.contains("alidate"), "unsaved: {on_disk}");
+    assert!(std::fs::read_to_string(root.join(language.tests)).expect("the tests").contains("alidate"));
+    // the plan window: both steps done, each saying where its tests ran
+    let window = report["window"].to_string();
+    assert_eq!(window.matches('✓').count(), 2, "{report:#}");
+    for note in report["notes"].as_array().expect("notes") {
+        let note = note.as_str().unwrap_or_default();
+        assert!(note.contains("the tests passed") && note.contains(placed(with_bwrap)), "{report:#}");
+    }
+    // every test run passed, and the last one ran after the test that needs the buffer
+    let runs: Vec<Value> = support::audit_events(&user.path().join("cache"), "action")
+        .into_iter()
+        .filter(|a| a["action"] == "run")
+        .collect();
+    assert!(runs.len() >= 2, "{runs:?}");
+    for run in &runs {
+        assert!(run["summary"].as_str().unwrap_or_default().contains("exit status 0"), "{run}");
+    }
+}
+
+#[test]
+fn the_scenario_in_neovim_in_python() {
+    if support::require_tools(&["nvim", "pytest", "bwrap"]) {
+        scenario_in_neovim(&PYTHON, true);
+    }
+}
+
+#[test]
+fn the_scenario_in_neovim_without_bwrap_in_python() {
+    if support::require_tools(&["nvim", "pytest"]) {
+        scenario_in_neovim(&PYTHON, false);
+    }
+}
+
+#[test]
+fn the_scenario_in_neovim_in_typescript() {
+    if support::require_tools(&["nvim", "tsc", "bwrap"]) {
+        scenario_in_neovim(&TYPESCRIPT, true);
+    }
+}
+
+#[test]
+fn the_scenario_in_neovim_without_bwrap_in_typescript() {
+    if support::require_tools(&["nvim", "tsc"]) {
+        scenario_in_neovim(&TYPESCRIPT, false);
+    }
 }

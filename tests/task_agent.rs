@@ -8,113 +8,13 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::model_server::{ModelServer, Scripted, openai_chat, openai_tool_calls};
+use support::model_server::{ModelServer, Scripted, openai_chat};
+use support::scenario::{GOAL, Language, PYTHON, TYPESCRIPT, block, call, placed};
 use support::{LspClient, UserDirs};
-
-const GOAL: &str = "User 클래스에 validate_email 메서드 추가해줘";
-
-fn call(name: &str, args: Value) -> Scripted {
-    openai_tool_calls("", &[(name, args)])
-}
-
-fn block(search: &str, replace: &str) -> String {
-    format!("<<<<<<< SEARCH\n{search}=======\n{replace}>>>>>>> REPLACE\n")
-}
-
-struct Language {
-    folder: &'static str,
-    source: &'static str,
-    tests: &'static str,
-    plan: &'static str,
-    method: (&'static str, &'static str),
-    test: (&'static str, &'static str),
-}
-
-const PYTHON: Language = Language {
-    folder: "python",
-    source: "user.py",
-    tests: "test_user.py",
-    plan: "1. Add a validate_email method to the User class in user.py\n   It says whether the address has a name, an @ and a dot after it.\n2. Write a pytest test for User.validate_email in test_user.py [depends: 1]\n",
-    method: (
-        "        return self.name.title()\n",
-        "        return self.name.title()\n\n    def validate_email(self) -> bool:\n        name, _, domain = self.email.partition(\"@\")\n        return bool(name) and \".\" in domain\n",
-    ),
-    test: (
-        "    assert User(\"ada lovelace\", \"ada@example.com\").display_name() == \"Ada Lovelace\"\n",
-        "    assert User(\"ada lovelace\", \"ada@example.com\").display_name() == \"Ada Lovelace\"\n\n\ndef test_validate_email():\n    assert User(\"ada\", \"ada@example.com\").validate_email()\n    assert not User(\"ada\", \"ada.example.com\").validate_email()\n",
-    ),
-};
-
-const TYPESCRIPT: Language = Language {
-    folder: "typescript",
-    source: "user.ts",
-    tests: "user.test.ts",
-    plan: "1. Add a validateEmail method to the User class in user.ts\n2. Test User.validateEmail in user.test.ts [depends: 1]\n",
-    method: (
-        "    return this.name.toUpperCase();\n  }\n",
-        "    return this.name.toUpperCase();\n  }\n\n  validateEmail(): boolean {\n    const [name, domain] = this.email.split(\"@\");\n    return Boolean(name) && domain !== undefined && domain.includes(\".\");\n  }\n",
-    ),
-    test: (
-        "  throw new Error(`displayName: ${ada.displayName()}`);\n}\n",
-        "  throw new Error(`displayName: ${ada.displayName()}`);\n}\nif (!ada.validateEmail() || new User(\"x\", \"x.example.com\").validateEmail()) {\n  throw new Error(\"validateEmail\");\n}\n",
-    ),
-};
-
-impl Language {
-    fn project(&self) -> tempfile::TempDir {
-        let dir = tempfile::tempdir().unwrap();
-        support::copy_tree(&support::repo_root().join("fixtures/scenario").join(self.folder), dir.path());
-        std::fs::create_dir(dir.path().join(".git")).unwrap();
-        dir
-    }
-
-    /// The project's test command.
-    fn test_command(&self) -> Vec<String> {
-        let tools = support::tools_dir();
-        match self.folder {
-            "python" => vec![
-                tools.join("venv/bin/python").display().to_string(),
-                "-m".into(),
-                "pytest".into(),
-                "-q".into(),
-                "-p".into(),
-                "no:cacheprovider".into(),
-            ],
-            _ => vec![
-                "sh".into(),
-                "-c".into(),
-                format!(
-                    "{} -p . && node dist/user.test.js",
-                    tools.join("node/node_modules/.bin/tsc").display()
-                ),
-            ],
-        }
-    }
-
-    /// The model's side of the scenario: the plan, then each step's tool calls.
-    fn script(&self) -> Vec<Scripted> {
-        vec![
-            openai_chat(self.plan),
-            call("read", json!({"path": self.source})),
-            call("edit", json!({"path": self.source, "blocks": block(self.method.0, self.method.1)})),
-            call("done", json!({"summary": "the method is there"})),
-            call("edit", json!({"path": self.tests, "blocks": block(self.test.0, self.test.1)})),
-            call("done", json!({"summary": "it is tested"})),
-        ]
-    }
-
-    fn options(&self, model: &ModelServer) -> Value {
-        json!({
-            "checkers": {"enable": []},
-            "model": {"base_url": model.url(), "model": "scripted", "max_retries": 0},
-            "test": {"command": self.test_command()},
-        })
-    }
-}
 
 fn require() -> bool {
     support::require_tools(&["pytest", "tsc"])
@@ -146,33 +46,7 @@ fn statuses(client: &LspClient) -> Vec<(String, Vec<String>)> {
 }
 
 fn audit_actions(cache: &Path) -> Vec<Value> {
-    let mut found = Vec::new();
-    let mut stack = vec![cache.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-            let path: PathBuf = entry.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.extension().is_some_and(|e| e == "jsonl") {
-                let text = std::fs::read_to_string(&path).unwrap();
-                found.extend(
-                    text.lines()
-                        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-                        .filter(|l| l["event"] == "action"),
-                );
-            }
-        }
-    }
-    found
-}
-
-/// Where the test commands ran, as the command results say.
-fn placed(with_bwrap: bool) -> &'static str {
-    if with_bwrap {
-        "sandboxed: a copy of the workspace with the editor's text"
-    } else {
-        "not isolated: no bubblewrap"
-    }
+    support::audit_events(cache, "action")
 }
 
 fn scenario_over_stdio(language: &Language, with_bwrap: bool) {

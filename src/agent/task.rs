@@ -689,6 +689,11 @@ impl Runner<'_> {
                 }
             }
             self.publish().await;
+            // for editors that show progress but not the plan (Helix): the step's report
+            let note = lock(&self.plan).as_ref().map(|plan| plan.steps[index].note.clone());
+            if let Some(note) = note.filter(|_| !self.executor.context().editor.shows_step_notes()) {
+                self.report(format!("{name} done: {note}")).await;
+            }
             return Ok(());
         }
     }

@@ -83,6 +83,10 @@ impl Editor for Headless {
         }
     }
 
+    fn shows_step_notes(&self) -> bool {
+        self.progress
+    }
+
     async fn plan_updated(&self, _: &str, plan: &crate::agent::plan::Plan) {
         if !self.progress {
             return;

@@ -33,16 +33,33 @@ local bin = os.getenv("TOKAMAK_BIN")
 local model_url = os.getenv("TOKAMAK_E2E_MODEL")
 
 local trusted = os.getenv("TOKAMAK_E2E_TRUSTED")
+local asks = check == "approve" or check == "scenario"
+local settings = {
+  -- the agent's checks act without asking; the approval and scenario checks ask (medium,
+  -- the default)
+  approval = asks and vim.NIL or "low",
+  checkers = { enable = {} },
+  model = { base_url = model_url, model = "scripted", max_retries = 0 },
+}
+-- more settings from the test (the project's test command, say)
+local extra = os.getenv("TOKAMAK_E2E_SETTINGS")
+if extra and extra ~= "" then
+  settings = vim.tbl_deep_extend("force", settings, vim.json.decode(extra))
+end
 tokamak.setup({
   cmd = { bin, "lsp" },
   trusted = trusted == "1" or (trusted == "0" and false) or nil,
-  settings = {
-    -- the agent's checks act without asking; the approval check asks (medium, the default)
-    approval = check == "approve" and vim.NIL or "low",
-    checkers = { enable = {} },
-    model = { base_url = model_url, model = "scripted", max_retries = 0 },
-  },
+  settings = settings,
 })
+
+--- The lines and window of the floating window open, if any.
+local function float_lines()
+  for _, w in ipairs(vim.api.nvim_list_wins()) do
+    if vim.api.nvim_win_get_config(w).relative ~= "" then
+      return vim.api.nvim_buf_get_lines(vim.api.nvim_win_get_buf(w), 0, -1, false), w
+    end
+  end
+end
 
 local ok, err = pcall(function()
   if check == "health" then
@@ -84,15 +101,45 @@ local ok, err = pcall(function()
     return finish(true)
   end
 
-  if check == "approve" then
+  if check == "scenario" then
+    -- seed 000's scenario as a user runs it: :TokamakRun, every question approved with `a` in
+    -- its floating diff, the edits left unsaved in the buffers
     local approval = require("tokamak.approval")
-    local function float_lines()
-      for _, w in ipairs(vim.api.nvim_list_wins()) do
-        if vim.api.nvim_win_get_config(w).relative ~= "" then
-          return vim.api.nvim_buf_get_lines(vim.api.nvim_win_get_buf(w), 0, -1, false), w
-        end
+    local plan = require("tokamak.plan")
+    vim.cmd("TokamakRun " .. os.getenv("TOKAMAK_E2E_GOAL"))
+    local questions = {}
+    local deadline = vim.uv.now() + 120000
+    while tokamak.last_run == nil do
+      if vim.uv.now() > deadline then return finish(false, "timed out waiting for the run to finish") end
+      vim.wait(200, function()
+        return tokamak.last_run ~= nil or (#approval.order > 0 and float_lines() ~= nil)
+      end, 20)
+      local lines, win = float_lines()
+      if tokamak.last_run == nil and #approval.order > 0 and win then
+        table.insert(questions, table.concat(lines, "\n"))
+        local answered = #approval.answers
+        vim.api.nvim_set_current_win(win)
+        vim.api.nvim_feedkeys("a", "x", false)
+        wait(10000, "the answer to question " .. #questions, function() return #approval.answers > answered end)
+        vim.cmd("wincmd p")
       end
     end
+    step("questions", questions)
+    step("answers", approval.answers)
+    step("run", tokamak.last_run)
+    local last = plan.updates[#plan.updates] or {}
+    local notes = {}
+    for _, s in ipairs(last.steps or {}) do table.insert(notes, s.note or vim.NIL) end
+    step("notes", notes)
+    local plan_buf = vim.fn.bufnr("tokamak://plan")
+    step("window", vim.api.nvim_buf_get_lines(plan_buf, 0, -1, false))
+    step("text", table.concat(vim.api.nvim_buf_get_lines(bufnr, 0, -1, false), "\n") .. "\n")
+    step("modified", vim.bo[bufnr].modified)
+    return finish(true)
+  end
+
+  if check == "approve" then
+    local approval = require("tokamak.approval")
     local function wait_question(n)
       wait(30000, "approval question " .. n, function() return #approval.order > 0 and float_lines() ~= nil end)
       local lines, win = float_lines()

@@ -4,6 +4,7 @@
 
 pub mod model_server;
 pub mod replies;
+pub mod scenario;
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};
@@ -33,6 +34,10 @@ pub struct LspClient {
     pub user: UserDirs,
     /// Requests from the server that are never answered, by method.
     unanswered: std::collections::HashSet<String>,
+    /// Answers given once each, in turn, before [`LspClient::answers`], by method.
+    in_turn: std::collections::HashMap<String, VecDeque<Value>>,
+    /// The position encoding the server chose (`"utf-16"` until it says otherwise).
+    pub encoding: String,
 }
 
 /// A user's settings folder (`XDG_CONFIG_HOME`) and cache folder (`XDG_CACHE_HOME`) of
@@ -110,6 +115,9 @@ pub struct EditorState {
     pub file_operations: Vec<Value>,
     /// Typing that happens just before the next `workspace/applyEdit` reaches the document.
     typing: Option<(String, Typing)>,
+    /// Every document the server asked to show (`window/showDocument`), with its text read
+    /// when it was asked, as an editor opening it would.
+    pub shown: Vec<(String, String)>,
 }
 
 impl LspClient {
@@ -164,6 +172,8 @@ impl LspClient {
             editor: None,
             user,
             unanswered: Default::default(),
+            in_turn: Default::default(),
+            encoding: "utf-16".to_string(),
         }
     }
 
@@ -195,6 +205,12 @@ impl LspClient {
         self.answers.insert(method.to_string(), result);
     }
 
+    /// Answer the server's next `method` requests with `results`, one each, in turn (then as
+    /// [`LspClient::answer`] says).
+    pub fn answer_in_turn(&mut self, method: &str, results: Vec<Value>) {
+        self.in_turn.entry(method.to_string()).or_default().extend(results);
+    }
+
     /// Starts the server and completes the handshake offering `encodings`.
     pub fn initialized(encodings: &[&str]) -> LspClient {
         let mut client = LspClient::start();
@@ -213,6 +229,8 @@ impl LspClient {
             }),
         );
         self.notify("initialized", json!({}));
+        self.encoding =
+            response["result"]["capabilities"]["positionEncoding"].as_str().unwrap_or("utf-16").to_string();
         response
     }
 
@@ -259,6 +277,20 @@ impl LspClient {
                     {
                         let result = if method == "workspace/applyEdit" && self.editor.is_some() {
                             self.apply_workspace_edit(&message["params"])
+                        } else if method == "window/showDocument"
+                            && let Some(editor) = self.editor.as_mut()
+                        {
+                            let uri = message["params"]["uri"].as_str().unwrap_or_default().to_string();
+                            let text = url::Url::parse(&uri)
+                                .ok()
+                                .and_then(|u| u.to_file_path().ok())
+                                .and_then(|p| std::fs::read_to_string(p).ok());
+                            let success = text.is_some();
+                            editor.shown.push((uri, text.unwrap_or_default()));
+                            json!({"success": success})
+                        } else if let Some(next) = self.in_turn.get_mut(method).and_then(VecDeque::pop_front)
+                        {
+                            next
                         } else {
                             self.answers.get(method).cloned().unwrap_or(Value::Null)
                         };
@@ -317,7 +349,7 @@ impl LspClient {
             && let Some((v, text)) = editor.documents.get_mut(uri)
         {
             for change in changes.as_array().expect("changes array") {
-                apply_change(text, change);
+                apply_change_in(text, change, &self.encoding);
             }
             *v = version;
         }
@@ -527,18 +559,24 @@ fn read_message(reader: &mut impl BufRead) -> Option<Value> {
 
 /// Applies one `didChange` content change (positions in UTF-16) to `text`.
 pub fn apply_change(text: &mut String, change: &Value) {
+    apply_change_in(text, change, "utf-16");
+}
+
+/// Applies one `didChange` content change, its positions in `encoding` (`"utf-8"`,
+/// `"utf-16"` or `"utf-32"`), to `text`.
+pub fn apply_change_in(text: &mut String, change: &Value, encoding: &str) {
     let new_text = change["text"].as_str().expect("change text");
     if change.get("range").is_none() {
         *text = new_text.to_string();
         return;
     }
-    let start = utf16_offset(text, &change["range"]["start"]);
-    let end = utf16_offset(text, &change["range"]["end"]);
+    let start = offset_of(text, &change["range"]["start"], encoding);
+    let end = offset_of(text, &change["range"]["end"], encoding);
     text.replace_range(start..end, new_text);
 }
 
-/// The byte offset of an LSP position (UTF-16 columns), clamped to the text.
-fn utf16_offset(text: &str, position: &Value) -> usize {
+/// The byte offset of an LSP position (columns in `encoding`), clamped to the text.
+fn offset_of(text: &str, position: &Value, encoding: &str) -> usize {
     let line = position["line"].as_u64().expect("line") as usize;
     let character = position["character"].as_u64().expect("character") as usize;
     let mut offset = 0;
@@ -553,7 +591,11 @@ fn utf16_offset(text: &str, position: &Value) -> usize {
         if units >= character || ch == '\n' {
             return offset + i;
         }
-        units += ch.len_utf16();
+        units += match encoding {
+            "utf-8" => ch.len_utf8(),
+            "utf-32" => 1,
+            _ => ch.len_utf16(),
+        };
     }
     text.len()
 }
@@ -759,6 +801,8 @@ impl LspClient {
         );
         assert!(response.get("error").is_none(), "initialize failed: {response}");
         client.notify("initialized", json!({}));
+        client.encoding =
+            response["result"]["capabilities"]["positionEncoding"].as_str().unwrap_or("utf-16").to_string();
         client
     }
 
