@@ -44,6 +44,22 @@ fn clean_files_exit_zero_and_print_nothing() {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
 }
 
+/// Text tree-sitter's grammar takes and the language does not (a Python 2 `print`, a
+/// parameter without a default after one with) is not clean: `tokamak check` says what Python
+/// says, where Python says it.
+#[test]
+fn what_python_rejects_is_not_clean() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("old.py"), "def f(x=1, y):\n    print \"y\"\n").expect("write");
+    let output = tokamak(&["check", "--checkers", "none", "old.py"], dir.path());
+    assert_eq!(
+        stdout(&output),
+        "old.py:1:12: error [tokamak/syntax] Parameter without a default cannot follow a parameter with a default\n\
+         old.py:2:11: error [tokamak/syntax] Simple statements must be separated by newlines or semicolons\n"
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+}
+
 #[test]
 fn json_format_has_every_field() {
     let output = tokamak(

@@ -203,3 +203,64 @@ fn publish_of(client: &mut LspClient, uri: &str, version: i32) -> serde_json::Va
     })["params"]
         .clone()
 }
+
+/// What tree-sitter's recovery accepts and the language rejects is a syntax error too — found
+/// by the language's own parser (ruff's for Python, oxc's for TypeScript) off the keystroke,
+/// placed where Python and tsc place it, and gone when the text is right. A declaration file
+/// is read as one.
+#[test]
+fn what_the_language_rejects_is_an_error_though_tree_sitter_accepts_it() {
+    let mut client = LspClient::initialized(&[]);
+    let file = uri("defaults.py");
+    // Python: "non-default argument follows default argument"
+    client.open(&file, "python", 1, "def f(x=1, y):\n    return y\n");
+    let strict = |m: &serde_json::Value, file: &str| {
+        m["method"] == "textDocument/publishDiagnostics"
+            && m["params"]["uri"] == file
+            && m["params"]["diagnostics"].as_array().is_some_and(|d| !d.is_empty())
+    };
+    let published = client.wait_for("the language's own verdict", |m| strict(m, &file))["params"].clone();
+    assert_eq!(published["version"], 1);
+    assert_eq!(
+        summarize(&published),
+        vec![(0, 11, "Parameter without a default cannot follow a parameter with a default".to_string())]
+    );
+    assert_eq!(published["diagnostics"][0]["code"], "syntax");
+    assert_eq!(published["diagnostics"][0]["source"], "tokamak");
+    // settled (what `tokamak check` and the fix loop see) holds it too
+    let settled = client.observer_diagnostics(&file, true);
+    assert_eq!(settled["diagnostics"].as_array().map(Vec::len), Some(1), "{settled}");
+    // right: clean once the language's parser has looked (until then, the error stays where
+    // it was, moved with the text, so nothing flickers while typing)
+    client.change(&file, 2, json!([{"range": range((0, 12), (0, 12)), "text": "=2"}]));
+    client.wait_for("the cleared publish", |m| {
+        m["method"] == "textDocument/publishDiagnostics"
+            && m["params"]["version"] == 2
+            && m["params"]["diagnostics"].as_array().is_some_and(Vec::is_empty)
+    });
+    let settled = client.observer_diagnostics(&file, true);
+    assert_eq!(settled["diagnostics"], json!([]), "{settled}");
+    // Python 2's print, which tree-sitter's grammar still takes
+    client.change(&file, 3, json!([{"range": range((2, 0), (2, 0)), "text": "print \"y\"\n"}]));
+    let published = client
+        .wait_for("the print statement's error", |m| strict(m, &file) && m["params"]["version"] == 3)["params"]
+        .clone();
+    assert_eq!(summarize(&published)[0].0, 2, "{published}");
+
+    // TypeScript: tsc's TS2779, then TS1155 (oxc, like tsc, may stop at a first error)
+    for (name, text, expected) in [
+        ("assign.ts", "let a: any = {};\na?.b = 1;\n", (1, "Cannot assign to this expression")),
+        ("const.ts", "export const x: number;\n", (0, "Missing initializer in const declaration")),
+    ] {
+        let file = uri(name);
+        client.open(&file, "typescript", 1, text);
+        let published = client.wait_for("tsc's verdict", |m| strict(m, &file))["params"].clone();
+        let found: Vec<(u64, String)> = summarize(&published).into_iter().map(|(l, _, m)| (l, m)).collect();
+        assert_eq!(found, vec![(expected.0, expected.1.to_string())]);
+    }
+    // in a declaration file, a const without a value is the rule
+    let file = uri("types.d.ts");
+    client.open(&file, "typescript", 1, "export const x: number;\nexport function g(y: number): number;\n");
+    let settled = client.observer_diagnostics(&file, true);
+    assert_eq!(settled["diagnostics"], json!([]), "{settled}");
+}

@@ -1,6 +1,7 @@
 //! The Observer: what is wrong with each document, from every source, kept per version.
 //!
-//! Sources: the built-in syntax check (tree-sitter), external checkers Tokamak runs itself
+//! Sources: the built-in syntax check (tree-sitter, then the language's own parser on what
+//! tree-sitter accepts), external checkers Tokamak runs itself
 //! (`checkers/`), and what the editor forwards (`tokamak/clientDiagnostics`, `codeAction`
 //! contexts). Tokamak publishes its own sources merged, one publish per file and version;
 //! what the editor forwards is observed for the agent and never published back.
@@ -32,8 +33,8 @@ pub use summary::{CHARS_PER_TOKEN, error_summary};
 use crate::config::PublishMode;
 use crate::editor::{Editor, MessageLevel};
 use crate::sync::lock;
-use crate::syntax::diagnose;
-use crate::text::{PositionEncoding, TextChange};
+use crate::syntax::{MAX_SYNTAX_PROBLEMS, diagnose, parses_strictly, strict_errors_as};
+use crate::text::{PositionEncoding, TextChange, TextRange};
 use crate::workspace::{ChangeError, ChangeReport, DocumentSnapshot, Workspace};
 use checkers::{Checker, Checkers, RunError, RunInput};
 
@@ -41,6 +42,10 @@ use checkers::{Checker, Checkers, RunError, RunInput};
 pub const SOURCE: &str = "tokamak";
 /// The `code` of a syntax diagnostic.
 pub const SYNTAX_CODE: &str = "syntax";
+/// The store key of what the language's own parser finds in a document tree-sitter accepts
+/// (published as Tokamak's syntax diagnostics): tree-sitter's error recovery takes some texts
+/// the language rejects, and "clean" must mean what the language means.
+pub const STRICT_KEY: &str = "tokamak:strict";
 /// The store key of diagnostics forwarded by `tokamak/clientDiagnostics`.
 pub const CLIENT_SOURCE: &str = "client";
 /// The store key of diagnostics seen in `codeAction` contexts.
@@ -192,13 +197,11 @@ impl Observer {
             forget_runs(&mut state, &snapshot.uri);
             let file = state.files.entry(snapshot.uri.clone()).or_default();
             *file = FileDiagnostics::default();
-            set_syntax(file, &snapshot)
+            (set_syntax(file, &snapshot), set_strict(file, &snapshot))
         };
         self.after_change(&snapshot).await;
         drop(publishing);
-        if repair_later {
-            self.schedule_repair(&snapshot);
-        }
+        self.schedule_syntax(&snapshot, repair_later, None);
         self.check(&snapshot, Trigger::Open);
         snapshot
     }
@@ -221,14 +224,18 @@ impl Observer {
             // a large document's syntax waits for its background parse (and a large
             // document's syntax errors for their repair); until then its earlier syntax
             // diagnostics stay, moved along with the edit
-            !snapshot.syntax_pending && set_syntax(file, &snapshot)
+            if snapshot.syntax_pending {
+                (false, false)
+            } else {
+                (set_syntax(file, &snapshot), set_strict(file, &snapshot))
+            }
         };
         self.after_change(&snapshot).await;
         drop(publishing);
         if snapshot.syntax_pending {
             self.schedule_parse(&snapshot);
-        } else if repair_later {
-            self.schedule_repair(&snapshot);
+        } else {
+            self.schedule_syntax(&snapshot, repair_later, Some(PARSE_PAUSE));
         }
         self.check(&snapshot, Trigger::Change);
         Ok((snapshot, report))
@@ -252,13 +259,15 @@ impl Observer {
             }
             let file = state.files.entry(uri.clone()).or_default();
             // a large document being parsed keeps its syntax until the parse is done
-            !snapshot.syntax_pending && set_syntax(file, &snapshot)
+            if snapshot.syntax_pending {
+                (false, false)
+            } else {
+                (set_syntax(file, &snapshot), set_strict(file, &snapshot))
+            }
         };
         self.after_change(&snapshot).await;
         drop(publishing);
-        if repair_later {
-            self.schedule_repair(&snapshot);
-        }
+        self.schedule_syntax(&snapshot, repair_later, None);
         self.check(&snapshot, Trigger::Save);
         Ok(snapshot)
     }
@@ -505,12 +514,82 @@ impl Observer {
             };
             let publishing = observer.publishing.lock().await;
             let Some(snapshot) = lock(&observer.workspace).finish_parse(&job, tree) else { return };
-            let repair_later = set_syntax(lock(&observer.state).files.entry(uri).or_default(), &snapshot);
+            let later = {
+                let mut state = lock(&observer.state);
+                let file = state.files.entry(uri).or_default();
+                (set_syntax(file, &snapshot), set_strict(file, &snapshot))
+            };
             observer.after_change(&snapshot).await;
             drop(publishing);
-            if repair_later {
-                observer.schedule_repair(&snapshot);
+            observer.schedule_syntax(&snapshot, later, None);
+        });
+    }
+
+    /// After a document's syntax entry is set: places a large document's syntax errors in the
+    /// background (`later.0`), or has the language's own parser look at a document
+    /// tree-sitter accepts (`later.1`), after `pause` when typing may go on.
+    fn schedule_syntax(
+        self: &Arc<Self>,
+        snapshot: &DocumentSnapshot,
+        later: (bool, bool),
+        pause: Option<Duration>,
+    ) {
+        if later.0 {
+            self.schedule_repair(snapshot);
+        }
+        if later.1 {
+            self.schedule_strict(snapshot, pause);
+        }
+    }
+
+    /// Whether the document is still at `version` with exactly `text` and a tree (the same
+    /// version can hold other text: a save that resynchronised, a reopen).
+    fn still_at(&self, uri: &Url, version: Option<i32>, text: &ropey::Rope) -> bool {
+        lock(&self.workspace)
+            .snapshot(uri)
+            .is_some_and(|s| s.version == version && s.tree.is_some() && s.rope == *text)
+    }
+
+    /// Parses a document tree-sitter accepts with the language's own parser, off the
+    /// keystroke (after `pause`, when typing may go on), and publishes what it rejects for
+    /// that version if the document is still at it. Until then the last findings stay, moved
+    /// along with the text, so nothing flickers while typing.
+    fn schedule_strict(self: &Arc<Self>, snapshot: &DocumentSnapshot, pause: Option<Duration>) {
+        let observer = Arc::clone(self);
+        let snapshot = snapshot.clone();
+        tokio::spawn(async move {
+            let (uri, version, text) = (snapshot.uri.clone(), snapshot.version, snapshot.rope.clone());
+            if let Some(pause) = pause {
+                tokio::time::sleep(pause).await;
+                if !observer.still_at(&uri, version, &text) {
+                    return;
+                }
             }
+            let entry = match tokio::task::spawn_blocking(move || strict_entry(&snapshot)).await {
+                Ok(entry) => entry,
+                Err(err) => return tracing::error!("{uri}: the language's own parse failed: {err}"),
+            };
+            let publishing = observer.publishing.lock().await;
+            if !observer.still_at(&uri, version, &text) {
+                return;
+            }
+            let Some(snapshot) = lock(&observer.workspace).snapshot(&uri) else { return };
+            let same = {
+                let mut state = lock(&observer.state);
+                let file = state.files.entry(uri).or_default();
+                let same = file
+                    .get(STRICT_KEY)
+                    .map_or(entry.diagnostics.is_empty(), |old| old.diagnostics == entry.diagnostics);
+                file.set(STRICT_KEY, entry);
+                same
+            };
+            if same {
+                // nothing to show that is not shown (the usual case: a clean file stays clean)
+                observer.changed.notify_waiters();
+            } else {
+                observer.after_change(&snapshot).await;
+            }
+            drop(publishing);
         });
     }
 
@@ -521,17 +600,10 @@ impl Observer {
         let observer = Arc::clone(self);
         let snapshot = snapshot.clone();
         tokio::spawn(async move {
-            let (uri, version) = (snapshot.uri.clone(), snapshot.version);
-            // the same version can hold other text (a save that resynchronised, a reopen)
-            let text = snapshot.rope.clone();
-            let still_current = |observer: &Observer| {
-                lock(&observer.workspace)
-                    .snapshot(&uri)
-                    .is_some_and(|s| s.version == version && s.tree.is_some() && s.rope == text)
-            };
+            let (uri, version, text) = (snapshot.uri.clone(), snapshot.version, snapshot.rope.clone());
             // typing goes on: only the version it pauses at is worth the re-parses
             tokio::time::sleep(PARSE_PAUSE).await;
-            if !still_current(&observer) {
+            if !observer.still_at(&uri, version, &text) {
                 return;
             }
             let placed = tokio::task::spawn_blocking(move || syntax_entry(&snapshot)).await;
@@ -540,7 +612,7 @@ impl Observer {
                 Err(err) => return tracing::error!("{uri}: placing its syntax errors failed: {err}"),
             };
             let publishing = observer.publishing.lock().await;
-            if !still_current(&observer) {
+            if !observer.still_at(&uri, version, &text) {
                 return;
             }
             let Some(snapshot) = lock(&observer.workspace).snapshot(&uri) else { return };
@@ -685,6 +757,17 @@ impl Observer {
     /// every active source's name.
     fn start_missing_runs(self: &Arc<Self>, snapshot: &DocumentSnapshot) -> Vec<String> {
         let mut active = vec![SOURCE.to_string()];
+        if parses_strictly(snapshot.language) && snapshot.tree.is_some() {
+            active.push(STRICT_KEY.to_string());
+            let reported = lock(&self.state)
+                .files
+                .get(&snapshot.uri)
+                .is_some_and(|f| f.reported(STRICT_KEY, snapshot.version));
+            // a document being parsed in the background gets its strict look after the parse
+            if !reported && !snapshot.syntax_pending {
+                self.schedule_strict(snapshot, None);
+            }
+        }
         for (checker, program, path, root) in self.available_checkers(snapshot) {
             active.push(checker.name.clone());
             let reported = lock(&self.state)
@@ -871,6 +954,52 @@ pub fn keystroke_syntax(snapshot: &DocumentSnapshot) -> Option<Vec<Diagnostic>> 
         return None;
     }
     Some(syntax_diagnostics(snapshot))
+}
+
+/// Whether the language's own parser is to look at the document: its tree is clean and the
+/// language has a parser of its own. A tree with errors shows those, and the strict entry for
+/// the version is empty (one account of a broken file, not two).
+fn set_strict(file: &mut FileDiagnostics, snapshot: &DocumentSnapshot) -> bool {
+    let Some(tree) = &snapshot.tree else { return false };
+    if !parses_strictly(snapshot.language) {
+        return false;
+    }
+    if tree.root_node().has_error() {
+        let entry = SourceEntry {
+            origin: Origin::Server,
+            version: snapshot.version,
+            diagnostics: Vec::new(),
+            failure: None,
+        };
+        file.set(STRICT_KEY, entry);
+        return false;
+    }
+    true
+}
+
+/// What the language's own parser rejects in the snapshot's text, as syntax diagnostics.
+fn strict_entry(snapshot: &DocumentSnapshot) -> SourceEntry {
+    let text = snapshot.rope.to_string();
+    let path = snapshot.uri.path();
+    let declaration = [".d.ts", ".d.mts", ".d.cts"].iter().any(|end| path.ends_with(end));
+    let boundary = |mut at: usize| {
+        at = at.min(text.len());
+        while !text.is_char_boundary(at) {
+            at -= 1;
+        }
+        at
+    };
+    let diagnostics = strict_errors_as(snapshot.language, declaration, &text)
+        .unwrap_or_default()
+        .into_iter()
+        .take(MAX_SYNTAX_PROBLEMS)
+        .map(|error| {
+            let start = boundary(error.at);
+            let range = TextRange::new(start, boundary(error.end).max(start));
+            Diagnostic::new(range, Severity::Error, SOURCE, Some(SYNTAX_CODE.to_string()), error.message)
+        })
+        .collect();
+    SourceEntry { origin: Origin::Server, version: snapshot.version, diagnostics, failure: None }
 }
 
 fn syntax_entry(snapshot: &DocumentSnapshot) -> SourceEntry {

@@ -10,9 +10,9 @@ mod symbols;
 mod tree;
 
 pub use comments::{TodoComment, todo_comment};
-pub use errors::{SyntaxErrorKind, SyntaxProblem, syntax_problems};
+pub use errors::{MAX_SYNTAX_PROBLEMS, SyntaxErrorKind, SyntaxProblem, syntax_problems};
 pub use grammar::grammar;
 pub use repair::diagnose;
-pub use strict::{StrictError, strict_errors};
+pub use strict::{StrictError, parses_strictly, strict_errors, strict_errors_as};
 pub use symbols::{Symbol, SymbolKind, document_symbols, enclosing_symbol, outline};
 pub use tree::{SyntaxError, SyntaxTree, reparse_detached};

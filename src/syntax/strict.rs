@@ -12,14 +12,28 @@ use crate::text::Language;
 pub struct StrictError {
     /// Byte offset in the text.
     pub at: usize,
+    /// Where what it is about ends (`at` for a point).
+    pub end: usize,
     pub message: String,
+}
+
+/// Whether the language has a parser of its own here.
+pub fn parses_strictly(language: Language) -> bool {
+    language != Language::PlainText
 }
 
 /// The syntax errors of `text` under the language's own parser, in the order they appear;
 /// `None` for a language without one (plain text).
 pub fn strict_errors(language: Language, text: &str) -> Option<Vec<StrictError>> {
+    strict_errors_as(language, false, text)
+}
+
+/// [`strict_errors`] for a file that may be a TypeScript declaration file (`.d.ts`, where a
+/// function without a body is the rule, not an error).
+pub fn strict_errors_as(language: Language, declaration: bool, text: &str) -> Option<Vec<StrictError>> {
     match language {
         Language::Python => Some(python(text)),
+        Language::TypeScript if declaration => Some(ecmascript(text, oxc_span::SourceType::d_ts())),
         Language::TypeScript => Some(ecmascript(text, oxc_span::SourceType::ts())),
         Language::Tsx => Some(ecmascript(text, oxc_span::SourceType::tsx())),
         Language::JavaScript => Some(ecmascript(text, oxc_span::SourceType::mjs())),
@@ -36,7 +50,11 @@ fn python(text: &str) -> Vec<StrictError> {
     let mut errors: Vec<StrictError> = parsed
         .errors()
         .iter()
-        .map(|error| StrictError { at: error.location.start().to_usize(), message: error.error.to_string() })
+        .map(|error| StrictError {
+            at: error.location.start().to_usize(),
+            end: error.location.end().to_usize(),
+            message: error.error.to_string(),
+        })
         .collect();
     errors.sort_by_key(|e| e.at);
     errors
@@ -48,9 +66,12 @@ fn ecmascript(text: &str, source_type: oxc_span::SourceType) -> Vec<StrictError>
     let mut errors: Vec<StrictError> = parsed
         .diagnostics
         .iter()
-        .map(|diagnostic| StrictError {
-            at: diagnostic.labels.as_ref().first().map_or(text.len(), |label| label.offset() as usize),
-            message: diagnostic.message.to_string(),
+        .map(|diagnostic| {
+            let (at, end) = diagnostic.labels.first().map_or((text.len(), text.len()), |label| {
+                let span = label.span();
+                (span.start as usize, span.end as usize)
+            });
+            StrictError { at, end, message: diagnostic.message.to_string() }
         })
         .collect();
     errors.sort_by_key(|e| e.at);
