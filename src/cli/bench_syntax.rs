@@ -16,7 +16,7 @@ use std::time::Instant;
 use ropey::Rope;
 use serde::Serialize;
 
-use crate::syntax::{SyntaxTree, diagnose};
+use crate::syntax::{MAX_SYNTAX_PROBLEMS, SyntaxTree, diagnose, strict_errors};
 use crate::text::Language;
 
 /// Files larger than this are left out (the mutations are about placement, not size).
@@ -361,14 +361,19 @@ fn fnv(text: &str) -> u64 {
     text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| (hash ^ byte as u64).wrapping_mul(0x100_0000_01b3))
 }
 
-/// What Tokamak's syntax check (the Observer's) reports on the mutated text.
+/// What Tokamak's syntax check (the Observer's) reports on the mutated text: tree-sitter's
+/// placed errors, or, for a text tree-sitter accepts, what the language's own parser rejects.
 fn tokamak_found(mutation: &Mutation) -> Found {
     let rope = Rope::from_str(&mutation.text);
     let Ok(Some(tree)) = SyntaxTree::parse(mutation.language, &rope) else { return Found::default() };
-    let problems = diagnose(tree.tree(), &rope, mutation.language);
+    let starts: Vec<usize> = if tree.tree().root_node().has_error() {
+        diagnose(tree.tree(), &rope, mutation.language).iter().map(|p| p.range.start).collect()
+    } else {
+        strict_errors(mutation.language, &mutation.text).unwrap_or_default().iter().map(|e| e.at).collect()
+    };
     Found {
-        first_line: problems.iter().map(|p| rope.byte_to_line(p.range.start)).min(),
-        count: problems.len(),
+        first_line: starts.iter().map(|&at| rope.byte_to_line(at.min(rope.len_bytes()))).min(),
+        count: starts.len().min(MAX_SYNTAX_PROBLEMS),
     }
 }
 
@@ -475,4 +480,31 @@ fn tsc_found(mutations: &[Mutation], given: Option<&Path>) -> Result<Vec<Found>,
         }
     }
     Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mutation(language: Language, text: &str) -> Mutation {
+        Mutation {
+            language,
+            kind: "test",
+            origin: PathBuf::new(),
+            line: 0,
+            also: None,
+            text: text.to_string(),
+        }
+    }
+
+    #[test]
+    fn tokamak_is_measured_as_the_observer_publishes() {
+        // tree-sitter's placed error
+        let found = tokamak_found(&mutation(Language::Python, "x = 1\ndef f(x)\n    return x\n"));
+        assert_eq!(found, Found { first_line: Some(1), count: 1 });
+        // a text tree-sitter accepts and Python rejects: the language's own parser's verdict
+        let found = tokamak_found(&mutation(Language::Python, "x = 1\ndef f(x=1, y):\n    return y\n"));
+        assert_eq!(found, Found { first_line: Some(1), count: 1 });
+        assert_eq!(tokamak_found(&mutation(Language::TypeScript, "let a = 1;\n")), Found::default());
+    }
 }
