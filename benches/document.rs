@@ -6,7 +6,8 @@ use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use tokamak::observer::{keystroke_syntax, syntax_diagnostics};
-use tokamak::text::{LineCol, PositionEncoding, TextChange};
+use tokamak::syntax::strict_errors;
+use tokamak::text::{Language, LineCol, PositionEncoding, TextChange};
 use tokamak::workspace::Workspace;
 use url::Url;
 
@@ -30,6 +31,20 @@ fn module(more: impl Fn(&str) -> bool) -> String {
         n += 1;
     }
     text
+}
+
+/// What follows a pause in typing in a document tree-sitter accepts: the language's own
+/// parse of the whole text (off the keystroke, on a blocking thread).
+fn bench_strict(c: &mut Criterion) {
+    let python = ten_thousand_lines();
+    c.bench_function("the language's own parse of a 10k-line python file (ruff's parser)", |b| {
+        b.iter(|| black_box(strict_errors(Language::Python, black_box(&python))))
+    });
+    let typescript = "export class User {\n  constructor(public name: string, private email: string) {}\n  display(): string {\n    return this.name.toUpperCase();\n  }\n  valid(): boolean {\n    return this.email.includes(\"@\");\n  }\n}\n\n"
+        .repeat(1000);
+    c.bench_function("the language's own parse of a 10k-line typescript file (oxc's parser)", |b| {
+        b.iter(|| black_box(strict_errors(Language::TypeScript, black_box(&typescript))))
+    });
 }
 
 fn bench_open(c: &mut Criterion) {
@@ -208,6 +223,6 @@ fn bench_keystrokes(c: &mut Criterion) {
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(30);
-    targets = bench_open, bench_keystrokes, bench_placement
+    targets = bench_open, bench_keystrokes, bench_placement, bench_strict
 }
 criterion_main!(benches);
