@@ -977,8 +977,18 @@ fn set_strict(file: &mut FileDiagnostics, snapshot: &DocumentSnapshot) -> bool {
     true
 }
 
-/// What the language's own parser rejects in the snapshot's text, as syntax diagnostics.
+/// What the language's own parser rejects in the snapshot's text, as syntax diagnostics;
+/// nothing when the snapshot's tree has errors (those are what is shown).
 fn strict_entry(snapshot: &DocumentSnapshot) -> SourceEntry {
+    let empty = SourceEntry {
+        origin: Origin::Server,
+        version: snapshot.version,
+        diagnostics: Vec::new(),
+        failure: None,
+    };
+    if snapshot.tree.as_ref().is_none_or(|tree| tree.root_node().has_error()) {
+        return empty;
+    }
     let text = snapshot.rope.to_string();
     let path = snapshot.uri.path();
     let declaration = [".d.ts", ".d.mts", ".d.cts"].iter().any(|end| path.ends_with(end));
@@ -999,7 +1009,7 @@ fn strict_entry(snapshot: &DocumentSnapshot) -> SourceEntry {
             Diagnostic::new(range, Severity::Error, SOURCE, Some(SYNTAX_CODE.to_string()), error.message)
         })
         .collect();
-    SourceEntry { origin: Origin::Server, version: snapshot.version, diagnostics, failure: None }
+    SourceEntry { diagnostics, ..empty }
 }
 
 fn syntax_entry(snapshot: &DocumentSnapshot) -> SourceEntry {
