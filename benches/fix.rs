@@ -31,12 +31,14 @@ impl Model for Stub {
             model: "stub".into(),
             endpoint: "in-process".into(),
             tools: tokamak::model::ToolsMode::Text,
+            max_tokens: 2048,
         }
     }
 
     async fn send(&self, _: &Request, _: &CallOptions) -> Result<Reply, ModelError> {
         Ok(Reply {
             text: self.0.clone(),
+            reasoning: String::new(),
             tool_calls: Vec::new(),
             usage: Usage::default(),
             finish: FinishReason::Stop,

@@ -42,6 +42,7 @@ impl Model for Script {
             model: "script".into(),
             endpoint: "in-process".into(),
             tools: ToolsMode::Native,
+            max_tokens: 2048,
         }
     }
 
@@ -63,6 +64,7 @@ impl Model for Script {
 fn reply(text: &str, calls: &[(&str, serde_json::Value)]) -> Reply {
     Reply {
         text: text.to_string(),
+        reasoning: String::new(),
         tool_calls: calls
             .iter()
             .enumerate()

@@ -217,7 +217,8 @@ fn what_the_model_must_not_do_is_refused_and_the_run_goes_on() {
             "<<<<<<< SEARCH\n[core]\n=======\n[core]\n\thooksPath = /tmp\n>>>>>>> REPLACE\n",
         ),
         action(json!({"action": "fly", "to": "the moon"})),
-        openai_chat("I am not sure what to do."),
+        // an action it tried to write and broke: not a final answer
+        openai_chat("```json\n{\"action\": \"read\", \"path\": }\n```"),
         action(json!({"action": "read", "path": "app.py"})),
         done("gave up on the forbidden things"),
     ]);

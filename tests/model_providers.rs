@@ -62,7 +62,10 @@ async fn openai_chat_sends_the_request_and_reads_the_reply() {
     let server = ModelServer::start(vec![openai_chat("Use `x + 1`.")]);
     let reply = connect(&server, "openai").send(&chat(), &CallOptions::default()).await.unwrap();
     assert_eq!(reply.text, "Use `x + 1`.");
-    assert_eq!(reply.usage, Usage { prompt_tokens: 21, completion_tokens: 7, estimated: false });
+    assert_eq!(
+        reply.usage,
+        Usage { prompt_tokens: 21, completion_tokens: 7, cached_prompt_tokens: 0, estimated: false }
+    );
     assert_eq!(reply.finish, FinishReason::Stop);
     assert_eq!(reply.model, "scripted-model");
     let request = &server.requests()[0];
@@ -84,7 +87,10 @@ async fn openai_chat_streams_deltas_in_order() {
     let reply = reply.unwrap();
     assert_eq!(deltas, ["Use ", "`x + 1`", "."]);
     assert_eq!(reply.text, "Use `x + 1`.");
-    assert_eq!(reply.usage, Usage { prompt_tokens: 21, completion_tokens: 3, estimated: false });
+    assert_eq!(
+        reply.usage,
+        Usage { prompt_tokens: 21, completion_tokens: 3, cached_prompt_tokens: 0, estimated: false }
+    );
     let body = &server.requests()[0].body;
     assert_eq!(
         (body["stream"].clone(), body["stream_options"].clone()),
@@ -102,7 +108,10 @@ async fn completions_for_base_models_and_estimated_usage() {
     assert_eq!(reply.text, " 42\n");
     assert_eq!(reply.finish, FinishReason::Length);
     // no usage in the reply: estimated as one token per four characters
-    assert_eq!(reply.usage, Usage { prompt_tokens: 3, completion_tokens: 1, estimated: true });
+    assert_eq!(
+        reply.usage,
+        Usage { prompt_tokens: 3, completion_tokens: 1, cached_prompt_tokens: 0, estimated: true }
+    );
     let (reply, deltas) = streamed(model.as_ref(), &prompt).await;
     assert_eq!((reply.unwrap().text, deltas), (" 42".to_string(), vec![" 4".to_string(), "2".to_string()]));
     let requests = server.requests();
@@ -117,20 +126,89 @@ async fn anthropic_messages_plain_and_streamed() {
     let reply = model.send(&chat(), &CallOptions::default()).await.unwrap();
     assert_eq!(
         (reply.text.as_str(), reply.usage),
-        ("Done.", Usage { prompt_tokens: 25, completion_tokens: 9, estimated: false })
+        (
+            "Done.",
+            Usage { prompt_tokens: 25, completion_tokens: 9, cached_prompt_tokens: 0, estimated: false }
+        )
     );
     let (reply, deltas) = streamed(model.as_ref(), &chat()).await;
     let reply = reply.unwrap();
     assert_eq!((reply.text.as_str(), deltas.len(), reply.model.as_str()), ("Done.", 2, "claude-scripted"));
-    assert_eq!(reply.usage, Usage { prompt_tokens: 25, completion_tokens: 9, estimated: false });
+    assert_eq!(
+        reply.usage,
+        Usage { prompt_tokens: 25, completion_tokens: 9, cached_prompt_tokens: 0, estimated: false }
+    );
     let request = &server.requests()[0];
     assert_eq!(request.path, "/v1/messages");
     assert_eq!(request.header("x-api-key"), Some(KEY));
     assert_eq!(request.header("anthropic-version"), Some("2023-06-01"));
     assert_eq!(request.header("authorization"), None);
-    assert_eq!(request.body["system"], "Be brief.");
-    assert_eq!(request.body["messages"], json!([{"role": "user", "content": "Fix the bug in `main`."}]));
+    // the system prompt and the conversation so far are cache breakpoints
+    let breakpoint = json!({"type": "ephemeral"});
+    assert_eq!(
+        request.body["system"],
+        json!([{"type": "text", "text": "Be brief.", "cache_control": breakpoint}])
+    );
+    assert_eq!(
+        request.body["messages"],
+        json!([{"role": "user", "content": [{"type": "text", "text": "Fix the bug in `main`.", "cache_control": breakpoint}]}])
+    );
     assert_eq!(request.body["stop_sequences"], json!(["```"]));
+}
+
+/// Prompt caching: Anthropic's breakpoints on the system prompt, the last tool and the last
+/// turn; the cached prompt tokens each provider reports (OpenAI's `cached_tokens`,
+/// llama.cpp's `timings.cache_n`, Anthropic's `cache_read_input_tokens`, part of the prompt).
+#[tokio::test]
+async fn prompt_caching_is_asked_for_and_its_tokens_reported() {
+    let anthropic_cached = json_reply(
+        200,
+        json!({"id": "m", "type": "message", "role": "assistant", "model": "c", "content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn",
+               "usage": {"input_tokens": 10, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 1500, "output_tokens": 3}}),
+    );
+    let server = ModelServer::start(vec![anthropic_cached]);
+    let model = connect(&server, "anthropic");
+    let mut request = chat();
+    request.tools = vec![
+        model::Tool {
+            name: "read".into(),
+            description: "Read.".into(),
+            parameters: json!({"type": "object"}),
+        },
+        model::Tool {
+            name: "done".into(),
+            description: "Done.".into(),
+            parameters: json!({"type": "object"}),
+        },
+    ];
+    let reply = model.send(&request, &CallOptions::default()).await.expect("a reply");
+    assert_eq!((reply.usage.prompt_tokens, reply.usage.cached_prompt_tokens), (1510, 1500));
+    let sent = &server.requests()[0].body;
+    assert_eq!(sent["tools"][0].get("cache_control"), None);
+    assert_eq!(sent["tools"][1]["cache_control"], json!({"type": "ephemeral"}));
+
+    let openai_cached = |usage: serde_json::Value, timings: serde_json::Value| {
+        json_reply(
+            200,
+            json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
+                   "usage": usage, "timings": timings}),
+        )
+    };
+    let server = ModelServer::start(vec![
+        openai_cached(
+            json!({"prompt_tokens": 2000, "completion_tokens": 3, "prompt_tokens_details": {"cached_tokens": 1920}}),
+            serde_json::Value::Null,
+        ),
+        openai_cached(
+            json!({"prompt_tokens": 800, "completion_tokens": 3}),
+            json!({"cache_n": 790, "prompt_n": 10}),
+        ),
+    ]);
+    let model = connect(&server, "openai");
+    for want in [1920, 790] {
+        let reply = model.send(&chat(), &CallOptions::default()).await.expect("a reply");
+        assert_eq!(reply.usage.cached_prompt_tokens, want);
+    }
 }
 
 #[tokio::test]
@@ -140,7 +218,10 @@ async fn ollama_native_chat_plain_and_ndjson() {
     let reply = model.send(&chat(), &CallOptions::default()).await.unwrap();
     assert_eq!(
         (reply.text.as_str(), reply.usage),
-        ("Done.", Usage { prompt_tokens: 33, completion_tokens: 11, estimated: false })
+        (
+            "Done.",
+            Usage { prompt_tokens: 33, completion_tokens: 11, cached_prompt_tokens: 0, estimated: false }
+        )
     );
     let (reply, deltas) = streamed(model.as_ref(), &chat()).await;
     assert_eq!((reply.unwrap().text, deltas.len()), ("Done.".to_string(), 3));
@@ -440,5 +521,111 @@ async fn tool_results_go_back_in_every_wire_format() {
                 );
             }
         }
+    }
+}
+
+/// Reasoning is not the answer, in every provider, streamed or not: `<think>` blocks in the
+/// content (split across stream pieces), `reasoning_content` deltas, Anthropic's thinking
+/// blocks and Ollama's `thinking` are the reply's reasoning, and its text is the answer.
+#[tokio::test]
+async fn reasoning_is_kept_apart_from_the_answer_streamed_or_not() {
+    let thinking = ["<thi", "nk>\nmaybe delete", " the tests?\n</th", "ink>\nThe ", "answer."];
+    let event = |kind: &str, data: serde_json::Value| format!("event: {kind}\ndata: {data}\n\n");
+    let reasoning_stream = Scripted::Stream {
+        content_type: "text/event-stream".into(),
+        pieces: vec![
+            format!(
+                "data: {}\n\n",
+                json!({"choices": [{"index": 0, "delta": {"role": "assistant", "reasoning_content": "maybe delete"}, "finish_reason": null}]})
+            ),
+            format!(
+                "data: {}\n\n",
+                json!({"choices": [{"index": 0, "delta": {"reasoning_content": " the tests?"}, "finish_reason": null}]})
+            ),
+            format!(
+                "data: {}\n\n",
+                json!({"choices": [{"index": 0, "delta": {"content": "The answer."}, "finish_reason": "stop"}]})
+            ),
+            "data: [DONE]\n\n".to_string(),
+        ],
+        cut_after: None,
+        pause: Duration::from_millis(2),
+    };
+    let anthropic_thinking = Scripted::Stream {
+        content_type: "text/event-stream".into(),
+        pieces: vec![
+            event(
+                "message_start",
+                json!({"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "model": "claude-scripted", "content": [], "usage": {"input_tokens": 5, "output_tokens": 1}}}),
+            ),
+            event(
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": ""}}),
+            ),
+            event(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "maybe delete the tests?"}}),
+            ),
+            event(
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}}),
+            ),
+            event(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "The answer."}}),
+            ),
+            event(
+                "message_delta",
+                json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 9}}),
+            ),
+            event("message_stop", json!({"type": "message_stop"})),
+        ],
+        cut_after: None,
+        pause: Duration::from_millis(2),
+    };
+    let cases: Vec<(&str, Scripted, bool)> = vec![
+        ("openai", openai_chat(&thinking.concat()), false),
+        ("openai", openai_chat_stream(&thinking), true),
+        ("openai", reasoning_stream, true),
+        (
+            "openai",
+            json_reply(
+                200,
+                json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": "The answer.", "reasoning_content": "maybe delete the tests?"}, "finish_reason": "stop"}]}),
+            ),
+            false,
+        ),
+        ("anthropic", anthropic_stream(&thinking), true),
+        ("anthropic", anthropic_thinking, true),
+        (
+            "anthropic",
+            json_reply(
+                200,
+                json!({"id": "m", "type": "message", "role": "assistant", "model": "c", "content": [{"type": "thinking", "thinking": "maybe delete the tests?", "signature": "s"}, {"type": "text", "text": "The answer."}], "stop_reason": "end_turn", "usage": {"input_tokens": 5, "output_tokens": 9}}),
+            ),
+            false,
+        ),
+        ("ollama", ollama_stream(&thinking), true),
+        (
+            "ollama",
+            json_reply(
+                200,
+                json!({"model": "q", "message": {"role": "assistant", "content": "The answer.", "thinking": "maybe delete the tests?"}, "done": true, "done_reason": "stop"}),
+            ),
+            false,
+        ),
+    ];
+    for (index, (provider, reply, stream)) in cases.into_iter().enumerate() {
+        let server = ModelServer::start(vec![reply]);
+        let model = connect(&server, provider);
+        let reply = if stream {
+            streamed(model.as_ref(), &chat()).await.0
+        } else {
+            model.send(&chat(), &CallOptions::default()).await
+        }
+        .unwrap_or_else(|err| panic!("case {index} ({provider}): {err}"));
+        assert_eq!(reply.text, "The answer.", "case {index} ({provider})");
+        assert!(reply.reasoning.contains("maybe delete the tests?"), "case {index} ({provider}): {reply:?}");
+        assert!(!reply.text.contains("delete"), "case {index} ({provider})");
     }
 }

@@ -153,9 +153,13 @@ fn the_scenario_over_stdio_without_bwrap_in_typescript() {
 }
 
 fn scenario_headless(language: &Language, with_bwrap: bool) {
+    scenario_headless_with(language, with_bwrap, language.script());
+}
+
+fn scenario_headless_with(language: &Language, with_bwrap: bool, script: Vec<Scripted>) -> String {
     let dir = language.project();
     let root = dir.path();
-    let model = ModelServer::start(language.script());
+    let model = ModelServer::start(script);
     let user = UserDirs::trusting(&[root]);
     let test_command = language
         .test_command()
@@ -207,6 +211,26 @@ fn scenario_headless(language: &Language, with_bwrap: bool) {
     );
     assert_eq!(stderr.matches(placed(with_bwrap)).count(), 2, "{stderr}");
     assert_eq!(stderr.matches("without a sandbox").count(), usize::from(!with_bwrap), "{stderr}");
+    stderr.into_owned()
+}
+
+/// A model that ends each step in plain text, as OpenAI's and Anthropic's own agent loops
+/// do: each answer is its step's summary, and the tests that follow decide.
+#[test]
+fn a_model_that_ends_each_step_in_plain_text_is_done_when_its_tests_pass() {
+    if !require() {
+        return;
+    }
+    for language in [&PYTHON, &TYPESCRIPT] {
+        let stderr = scenario_headless_with(language, false, language.script_ending_in_prose());
+        assert!(stderr.contains("— The method is there (the tests passed, run "), "{stderr}");
+        assert!(stderr.contains("— Done: it is tested (the tests passed, run "), "{stderr}");
+        assert_eq!(
+            stderr.matches("the model answered in plain text: the step ends there").count(),
+            2,
+            "{stderr}"
+        );
+    }
 }
 
 #[test]

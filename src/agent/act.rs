@@ -1,9 +1,14 @@
 //! One tool-using loop: the model gets a goal and the actions, answers with actions — native
-//! tool calls where the server takes tools, else one JSON action per reply (`protocol.rs`) —
-//! gets each action's result from the executor, and goes on until it says the goal is done
-//! or a guard stops it. Malformed arguments, unknown tools, refusals and replies without an
-//! action go back to the model as errors; they never end the loop by themselves — the limits
-//! do, and so does the same action on the same state coming back a third time (SPEC G2).
+//! tool calls where the server takes tools (or the same calls left in the text by a server
+//! without a tool parser, `calls.rs`), else one JSON action per reply (`protocol.rs`) — gets
+//! each action's result from the executor, and goes on until it says the goal is done or a
+//! guard stops it. With native tools, a reply in plain text is the model's final answer, as
+//! in OpenAI's and Anthropic's own loops: the step's checks then judge it. Malformed
+//! arguments, unknown tools, refusals and replies without an action go back to the model as
+//! errors; they never end the loop by themselves — the limits do, and so does the same
+//! action on the same state coming back a third time (SPEC G2). What the model only thought
+//! (its reasoning) is never read as an action. A reply cut at the token limit is not acted
+//! on past what it finished: the model is asked again with room for twice as many tokens.
 //! A long step's history is compressed into a summary as it goes (`trajectory.rs`, SPEC C4).
 //! With `model.tools = "auto"`, a server that refuses tools gets the text protocol from then
 //! on, and the user is told once.
@@ -15,17 +20,22 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
+use super::calls;
 use super::protocol::{self, Reply as TextReply};
 use super::report::{ExitReason, Tokens};
 use super::tools::{self, Called};
 use super::trajectory::Trajectory;
 use crate::editor::MessageLevel;
 use crate::executor::{Action, Executor, LimitHit};
-use crate::model::{CallOptions, Message, Model, ModelError, Reply, Request, ToolsMode};
+use crate::model::{CallOptions, FinishReason, Message, Model, ModelError, Reply, Request, ToolsMode};
 use crate::sync::lock;
 
 /// The third visit to the same state (the run's files, an action and its result) is a loop.
 const REPEATS: usize = 3;
+/// The most tokens a reply is given room for after replies were cut at the limit.
+const MAX_REPLY_TOKENS: u32 = 32_768;
+/// The longest summary a plain-text final answer gives its step.
+const SUMMARY_CHARS: usize = 400;
 
 /// Endpoints that refused native tools in this process: they get the text protocol.
 static REFUSED_TOOLS: Mutex<Option<HashSet<String>>> = Mutex::new(None);
@@ -80,6 +90,8 @@ pub async fn act(
     let mut turns = 0u32;
     let tool_call_limit = executor.context().settings.limits.tool_calls;
     let mut trajectory = Trajectory::default();
+    // room for a reply, raised after a reply was cut at it
+    let mut room: Option<u32> = None;
     let end =
         |exit_reason, summary: String, tokens, turns| ActOutcome { exit_reason, summary, tokens, turns };
     loop {
@@ -118,7 +130,7 @@ pub async fn act(
                 json!({"messages_removed": removed, "tokens_before": before, "tokens_after": after}),
             );
         }
-        let reply = match ask(model, &messages, protocol, cancel).await {
+        let reply = match ask(model, &messages, protocol, room, cancel).await {
             Ok(reply) => reply,
             Err(ModelError::Cancelled { .. }) => {
                 return end(ExitReason::Cancelled, "Cancelled".to_string(), tokens, turns);
@@ -150,33 +162,67 @@ pub async fn act(
                 "turn": turns,
                 "messages": messages.len(),
                 "prompt_tokens": reply.usage.prompt_tokens,
+                "cached_tokens": reply.usage.cached_prompt_tokens,
                 "completion_tokens": reply.usage.completion_tokens,
                 "estimated": reply.usage.estimated,
                 "tool_calls": reply.tool_calls.len(),
             }),
         );
-        tokens.prompt = tokens.prompt.saturating_add(reply.usage.prompt_tokens);
-        tokens.completion = tokens.completion.saturating_add(reply.usage.completion_tokens);
+        tokens.add(super::report::Tokens::of(&reply.usage));
 
-        if !reply.tool_calls.is_empty() {
-            messages.push(Message::assistant_calls(reply.text.clone(), reply.tool_calls.clone()));
-            for call in &reply.tool_calls {
+        let cut = reply.finish == FinishReason::Length;
+        let mut cut_sentence = || {
+            let limit = room.unwrap_or(info.max_tokens);
+            let more = limit.saturating_mul(2).min(MAX_REPLY_TOKENS);
+            room = Some(more);
+            report(format!(
+                "the reply was cut at the token limit ({limit}); asking again with room for {more}"
+            ));
+            format!(
+                "your reply was cut off at the token limit ({limit} tokens) before it ended, so its unfinished action was not taken; send it again (an edit in smaller blocks, a long file in parts)"
+            )
+        };
+
+        // tool calls: native, or left in the text by a server without a tool parser
+        let native = !reply.tool_calls.is_empty();
+        let calls = if native { reply.tool_calls.clone() } else { calls::in_text(&reply.text) };
+        if !calls.is_empty() {
+            messages.push(if native {
+                Message::assistant_calls(reply.text.clone(), calls.clone())
+            } else {
+                Message::assistant(reply.text.clone())
+            });
+            let mut answers = Vec::new();
+            for (index, call) in calls.iter().enumerate() {
                 let (key, answer) = match tools::read_call(call) {
                     Ok(Called::Done(summary)) => return end(ExitReason::Done, summary, tokens, turns),
                     Ok(Called::Act(action)) => match take(executor, &action, report, &mut trajectory).await {
                         Ok(taken) => taken,
                         Err(hit) => return end(limit_reason(hit), hit.to_string(), tokens, turns),
                     },
+                    // the last call of a cut reply is unfinished, not malformed
+                    Err(_) if cut && index + 1 == calls.len() => {
+                        let sentence = cut_sentence();
+                        trajectory.unusable(&sentence);
+                        (fingerprint(&["cut", &call.name, &call.arguments]), format!("Error: {sentence}"))
+                    }
                     Err(reason) => {
                         report(format!("a tool call was not usable: {reason}"));
                         trajectory.unusable(&reason);
                         (fingerprint(&["unusable", &call.name, &call.arguments]), format!("Error: {reason}"))
                     }
                 };
-                messages.push(Message::tool_result(call, answer));
+                if native {
+                    messages.push(Message::tool_result(call, answer));
+                } else {
+                    answers.push(answer);
+                }
                 if visit(executor, request, &key) >= REPEATS {
                     return end(ExitReason::RepeatedState, repeated_sentence(), tokens, turns);
                 }
+            }
+            if !native {
+                messages.push(Message::user(answers.join("\n\n")));
             }
             continue;
         }
@@ -185,18 +231,41 @@ pub async fn act(
         messages.push(Message::assistant(reply.text.clone()));
         let (key, answer) = match protocol::parse(&reply.text) {
             Ok(TextReply::Done(summary)) => return end(ExitReason::Done, summary, tokens, turns),
+            // an action of a cut reply may be missing its end (an edit's last block)
+            Ok(TextReply::Act(_)) if cut => {
+                let sentence = cut_sentence();
+                trajectory.unusable(&sentence);
+                (fingerprint(&["cut", &reply.text]), format!("Error: {sentence}"))
+            }
             Ok(TextReply::Act(action)) => match take(executor, &action, report, &mut trajectory).await {
                 Ok(taken) => taken,
                 Err(hit) => return end(limit_reason(hit), hit.to_string(), tokens, turns),
             },
+            Err(_) if cut => {
+                let sentence = cut_sentence();
+                trajectory.unusable(&sentence);
+                (fingerprint(&["cut", &reply.text]), format!("Error: {sentence}"))
+            }
             Err(reason) => {
+                let no_action = reason.starts_with("your reply had no action");
+                let said = !reply.text.trim().is_empty();
+                // the model's final answer in plain text, as OpenAI's and Anthropic's own
+                // agent loops end: the step's checks and tests decide, as for done
+                if protocol == Protocol::Native && no_action && said && !looks_like_an_action(&reply.text) {
+                    report("the model answered in plain text: the step ends there".to_string());
+                    return end(ExitReason::Done, summary_of(&reply.text), tokens, turns);
+                }
                 report(format!("the reply had no usable action: {reason}"));
                 trajectory.unusable(&reason);
-                let reason = if protocol == Protocol::Native && reason.starts_with("your reply had no action")
-                {
-                    "your reply called no tool: call one of the tools to act, or done when the goal is reached".to_string()
-                } else {
-                    reason
+                let reason = match (protocol, no_action, said) {
+                    (Protocol::Native, true, false) => {
+                        "your reply was empty: call one of the tools to act, or done when the goal is reached"
+                            .to_string()
+                    }
+                    (Protocol::Native, true, true) => {
+                        "your reply called no tool and the action in it could not be read: call one of the tools to act, or done when the goal is reached".to_string()
+                    }
+                    _ => reason,
                 };
                 (fingerprint(&["unparsed", &reason]), format!("Error: {reason}"))
             }
@@ -208,13 +277,43 @@ pub async fn act(
     }
 }
 
+/// Whether a reply without a readable action tried to write one (a call marker, a JSON code
+/// block, an object naming an action or a tool): then it is not a final answer.
+fn looks_like_an_action(text: &str) -> bool {
+    const SIGNS: [&str; 9] = [
+        "<tool_call>",
+        "[TOOL_CALLS]",
+        "<|python_tag|>",
+        "```json",
+        "\"action\"",
+        "\"tool\"",
+        "\"name\"",
+        "\"arguments\"",
+        "'action'",
+    ];
+    SIGNS.iter().any(|sign| text.contains(sign))
+}
+
+/// A plain-text final answer as a step's summary: its first paragraphs, at most
+/// [`SUMMARY_CHARS`] characters.
+fn summary_of(text: &str) -> String {
+    let text = text.trim();
+    if text.chars().count() <= SUMMARY_CHARS {
+        return text.to_string();
+    }
+    let cut: String = text.chars().take(SUMMARY_CHARS).collect();
+    format!("{}…", cut.trim_end())
+}
+
 async fn ask(
     model: &dyn Model,
     messages: &[Message],
     protocol: Protocol,
+    room: Option<u32>,
     cancel: &CancellationToken,
 ) -> Result<Reply, ModelError> {
     let mut request = Request::chat(messages.to_vec());
+    request.max_tokens = room;
     if protocol == Protocol::Native {
         request.tools = tools::tools();
     }
@@ -290,6 +389,17 @@ fn fingerprint(parts: &[&str]) -> [u8; 32] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_final_answer_is_prose_and_its_summary_is_short() {
+        assert!(!looks_like_an_action("Done: validate_email is added and tested."));
+        assert!(looks_like_an_action("```json\n{\"action\": \"read\", \"path\": }\n```"));
+        assert!(looks_like_an_action("<tool_call>\n{\"name\": \"read\", \"arguments\": {\"path\": 1"));
+        assert_eq!(summary_of("  Done.\n"), "Done.");
+        let long = "word ".repeat(200);
+        let summary = summary_of(&long);
+        assert!(summary.ends_with('…') && summary.chars().count() <= SUMMARY_CHARS + 1, "{summary}");
+    }
 
     #[test]
     fn a_server_that_refuses_the_request_refuses_tools() {

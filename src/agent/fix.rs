@@ -305,8 +305,7 @@ async fn fix_loop(
         {
             let mut tally = lock(tally);
             tally.attempts = attempt;
-            tally.tokens.prompt = tally.tokens.prompt.saturating_add(reply.usage.prompt_tokens);
-            tally.tokens.completion = tally.tokens.completion.saturating_add(reply.usage.completion_tokens);
+            tally.tokens.add(Tokens::of(&reply.usage));
         }
         tracing::debug!("{}: attempt {attempt} reply:\n{}", run.run_id, reply.text);
 

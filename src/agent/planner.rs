@@ -85,8 +85,7 @@ pub async fn make_plan(
     for _ in 0..2 {
         let options = CallOptions { deltas: None, cancel: cancel.child_token() };
         let reply = model.send(&Request::chat(messages.clone()), &options).await?;
-        tokens.prompt = tokens.prompt.saturating_add(reply.usage.prompt_tokens);
-        tokens.completion = tokens.completion.saturating_add(reply.usage.completion_tokens);
+        tokens.add(Tokens::of(&reply.usage));
         match Plan::read(plan_id, request.goal, &reply.text, request.max_steps) {
             Ok(plan) => return Ok((plan, tokens)),
             Err(err) => {

@@ -125,7 +125,7 @@ fn action_name(value: &Value) -> Option<String> {
 
 /// Every JSON object in `text` (fenced or not), with the byte offset where it ends. Trailing
 /// commas and `//` line comments are forgiven.
-fn json_objects(text: &str) -> Vec<(Value, usize)> {
+pub(super) fn json_objects(text: &str) -> Vec<(Value, usize)> {
     let mut found = Vec::new();
     let bytes = text.as_bytes();
     let mut start = 0;
@@ -176,10 +176,18 @@ fn balanced_end(bytes: &[u8], open: usize) -> Option<usize> {
     None
 }
 
-fn lenient_json(raw: &str) -> Option<Value> {
+/// `raw` read as JSON, forgiving what models write around it when the meaning is clear:
+/// trailing commas, `//` comments, and Python's literals (single-quoted strings, `True`,
+/// `False`, `None`).
+pub(super) fn lenient_json(raw: &str) -> Option<Value> {
     if let Ok(value) = serde_json::from_str(raw) {
         return Some(value);
     }
+    forgiving(raw).or_else(|| pythonish(raw).and_then(|json| forgiving(&json)))
+}
+
+/// `raw` without `//` comments and trailing commas, read as JSON.
+fn forgiving(raw: &str) -> Option<Value> {
     let without_comments = outside_strings(raw, |c, rest, out| {
         if c == '/' && rest.starts_with('/') {
             // skip to the end of the line
@@ -195,6 +203,65 @@ fn lenient_json(raw: &str) -> Option<Value> {
         0
     });
     serde_json::from_str(&cleaned).ok()
+}
+
+/// A Python literal (`{'path': 'a.py', 'force': True}`) as JSON text: single-quoted strings
+/// become double-quoted ones, `True`/`False`/`None` outside strings `true`/`false`/`null`.
+/// `None` when nothing was changed or a string is left open.
+fn pythonish(raw: &str) -> Option<String> {
+    let mut out = String::with_capacity(raw.len());
+    let mut chars = raw.char_indices().peekable();
+    let mut changed = false;
+    while let Some((index, c)) = chars.next() {
+        match c {
+            '"' | '\'' => {
+                changed |= c == '\'';
+                out.push('"');
+                let mut closed = false;
+                while let Some((_, inner)) = chars.next() {
+                    match inner {
+                        '\\' => {
+                            let (_, escaped) = chars.next()?;
+                            // \' needs no escape in JSON; everything else stays escaped
+                            if escaped != '\'' {
+                                out.push('\\');
+                            }
+                            out.push(escaped);
+                        }
+                        _ if inner == c => {
+                            closed = true;
+                            break;
+                        }
+                        '"' => out.push_str("\\\""),
+                        _ => out.push(inner),
+                    }
+                }
+                if !closed {
+                    return None;
+                }
+                out.push('"');
+            }
+            _ if c.is_ascii_alphabetic() => {
+                let rest = &raw[index..];
+                let word_len =
+                    rest.find(|ch: char| !ch.is_ascii_alphanumeric() && ch != '_').unwrap_or(rest.len());
+                let word = &rest[..word_len];
+                let json = match word {
+                    "True" => "true",
+                    "False" => "false",
+                    "None" => "null",
+                    _ => word,
+                };
+                changed |= json != word;
+                out.push_str(json);
+                for _ in 1..word.chars().count() {
+                    chars.next();
+                }
+            }
+            _ => out.push(c),
+        }
+    }
+    changed.then_some(out)
 }
 
 /// Copies `text`, passing each character outside JSON strings to `visit` (which pushes what

@@ -72,11 +72,30 @@ impl std::fmt::Display for ExitReason {
 pub struct Tokens {
     pub prompt: u32,
     pub completion: u32,
+    /// Of the prompt tokens, those the server read from its cache of an earlier prompt's
+    /// prefix (where it says so).
+    pub cached: u32,
 }
 
 impl Tokens {
     pub fn total(self) -> u32 {
         self.prompt.saturating_add(self.completion)
+    }
+
+    /// Adds `more` to these.
+    pub fn add(&mut self, more: Tokens) {
+        self.prompt = self.prompt.saturating_add(more.prompt);
+        self.completion = self.completion.saturating_add(more.completion);
+        self.cached = self.cached.saturating_add(more.cached);
+    }
+
+    /// What one reply's usage adds.
+    pub fn of(usage: &crate::model::Usage) -> Tokens {
+        Tokens {
+            prompt: usage.prompt_tokens,
+            completion: usage.completion_tokens,
+            cached: usage.cached_prompt_tokens,
+        }
     }
 }
 

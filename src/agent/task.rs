@@ -91,8 +91,7 @@ pub async fn plan_goal(
         history: None,
     };
     let (plan, mut tokens) = make_plan(model.as_ref(), &request, plan_id, cancel).await?;
-    tokens.prompt = tokens.prompt.saturating_add(spent.prompt);
-    tokens.completion = tokens.completion.saturating_add(spent.completion);
+    tokens.add(spent);
     Ok((plan, tokens))
 }
 
@@ -483,8 +482,7 @@ impl Runner<'_> {
     }
 
     fn add_tokens(&mut self, tokens: Tokens) {
-        self.tokens.prompt = self.tokens.prompt.saturating_add(tokens.prompt);
-        self.tokens.completion = self.tokens.completion.saturating_add(tokens.completion);
+        self.tokens.add(tokens);
     }
 
     /// A new plan for what is left after a step failed: its steps replace the failed and

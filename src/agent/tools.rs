@@ -118,15 +118,16 @@ pub fn tools() -> Vec<Tool> {
 }
 
 /// Reads a tool call; the error is one sentence for the model (sent back as the call's result).
+/// Reads a tool call into what it asks for; arguments are repaired as `calls::arguments`
+/// says. The error is one sentence for the model, naming the tools when the name is none.
 pub fn read_call(call: &ToolCall) -> Result<Called, String> {
-    let text = call.arguments.trim();
-    let arguments: Value = if text.is_empty() {
-        json!({})
-    } else {
-        serde_json::from_str(text).map_err(|err| {
-            format!("the arguments of {} are not valid JSON ({err}); send them as one JSON object", call.name)
-        })?
-    };
+    if call.name.trim().is_empty() {
+        return Err(format!(
+            "a tool call had no name; the tools are {}, and {DONE}",
+            crate::executor::ACTION_NAMES.join(", ")
+        ));
+    }
+    let arguments = super::calls::arguments(call)?;
     if call.name == DONE {
         let summary = arguments["summary"].as_str().unwrap_or("done").to_string();
         return Ok(Called::Done(summary));
@@ -150,6 +151,7 @@ mod tests {
         );
         assert_eq!(read_call(&call("done", r#"{"summary": "ok"}"#)), Ok(Called::Done("ok".into())));
         assert!(read_call(&call("read", r#"{"path": "a.py""#)).unwrap_err().contains("not valid JSON"));
+        assert!(read_call(&call("", "{}")).unwrap_err().contains("the tools are read, "));
         assert!(read_call(&call("teleport", "{}")).unwrap_err().contains("there is no action \"teleport\""));
         assert!(read_call(&call("read", "{}")).unwrap_err().contains("missing field `path`"));
         // every tool has an object schema, and every action a tool

@@ -48,8 +48,21 @@ impl Anthropic {
             "messages": messages,
             "stream": stream,
         });
+        // cache breakpoints (at most four): the system prompt, the tools, and the conversation
+        // so far, so the next request of a step — this one and one more turn — reads its
+        // prefix from the cache at a tenth of the price
+        let breakpoint = json!({"type": "ephemeral"});
         if !system.is_empty() {
-            body["system"] = json!(system.join("\n\n"));
+            body["system"] =
+                json!([{"type": "text", "text": system.join("\n\n"), "cache_control": breakpoint}]);
+        }
+        if let Some(last) = body["messages"].as_array_mut().and_then(|m| m.last_mut()) {
+            if let Some(text) = last["content"].as_str().map(str::to_string) {
+                last["content"] = json!([{"type": "text", "text": text}]);
+            }
+            if let Some(block) = last["content"].as_array_mut().and_then(|b| b.last_mut()) {
+                block["cache_control"] = breakpoint.clone();
+            }
         }
         if !request.stop.is_empty() {
             body["stop_sequences"] = json!(request.stop);
@@ -60,6 +73,9 @@ impl Anthropic {
                 .iter()
                 .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
                 .collect();
+            if let Some(last) = body["tools"].as_array_mut().and_then(|t| t.last_mut()) {
+                last["cache_control"] = json!({"type": "ephemeral"});
+            }
         }
         body
     }
@@ -129,6 +145,16 @@ fn tokens(value: &Value) -> Option<u32> {
     value.as_u64().and_then(|n| u32::try_from(n).ok())
 }
 
+/// `(prompt, cached)` of a usage object: the prompt is every input token — those after the
+/// last cache breakpoint (`input_tokens`), those written to the cache and those read from it.
+fn prompt_tokens(usage: &Value) -> (Option<u32>, Option<u32>) {
+    let read = tokens(&usage["cache_read_input_tokens"]);
+    let written = tokens(&usage["cache_creation_input_tokens"]).unwrap_or(0);
+    let prompt = tokens(&usage["input_tokens"])
+        .map(|input| input.saturating_add(written).saturating_add(read.unwrap_or(0)));
+    (prompt, read)
+}
+
 #[async_trait]
 impl Model for Anthropic {
     fn info(&self) -> ModelInfo {
@@ -150,6 +176,11 @@ impl Model for Anthropic {
                         .as_array()
                         .ok_or_else(|| client.bad_reply(MESSAGES, "no content in the reply"))?;
                     let text: String = blocks.iter().filter_map(|b| b["text"].as_str()).collect();
+                    let reasoning: String = blocks
+                        .iter()
+                        .filter(|b| b["type"] == "thinking")
+                        .filter_map(|b| b["thinking"].as_str())
+                        .collect();
                     let calls: Vec<ToolCall> = blocks
                         .iter()
                         .filter(|b| b["type"] == "tool_use")
@@ -161,26 +192,32 @@ impl Model for Anthropic {
                         .collect();
                     let usage = &json["usage"];
                     let written = written_text(&text, &calls);
+                    let (prompt, cached) = prompt_tokens(usage);
                     return Ok(Reply {
                         tool_calls: calls,
                         usage: Usage::reported_or_estimated(
-                            tokens(&usage["input_tokens"]),
+                            prompt,
                             tokens(&usage["output_tokens"]),
                             &prompt_text,
                             &written,
-                        ),
+                        )
+                        .with_cached(cached),
                         finish: finish(json["stop_reason"].as_str()),
                         model: json["model"].as_str().unwrap_or(&client.config.model).to_string(),
                         latency: started.elapsed(),
                         text,
-                    });
+                        reasoning,
+                    }
+                    .separated());
                 }
                 let mut events = http::bytes(response).eventsource();
                 let mut text = String::new();
+                let mut reasoning = String::new();
                 // tool_use blocks by their index: (index, call)
                 let mut calls: Vec<(u64, ToolCall)> = Vec::new();
                 let (mut input_tokens, mut output_tokens, mut stop_reason, mut model) =
                     (None, None, None::<String>, None::<String>);
+                let mut cached = None;
                 let mut stopped = false;
                 while let Some(event) = events.next().await {
                     let event =
@@ -194,7 +231,7 @@ impl Model for Anthropic {
                     match data["type"].as_str().unwrap_or(event.event.as_str()) {
                         "message_start" => {
                             let message = &data["message"];
-                            input_tokens = tokens(&message["usage"]["input_tokens"]);
+                            (input_tokens, cached) = prompt_tokens(&message["usage"]);
                             output_tokens = tokens(&message["usage"]["output_tokens"]);
                             model = message["model"].as_str().map(str::to_string);
                         }
@@ -213,6 +250,9 @@ impl Model for Anthropic {
                             if let Some(delta) = data["delta"]["text"].as_str() {
                                 text.push_str(delta);
                                 options.emit(delta);
+                            }
+                            if let Some(thought) = data["delta"]["thinking"].as_str() {
+                                reasoning.push_str(thought);
                             }
                             if let Some(piece) = data["delta"]["partial_json"].as_str() {
                                 let index = data["index"].as_u64().unwrap_or(0);
@@ -266,12 +306,15 @@ impl Model for Anthropic {
                 let written = written_text(&text, &calls);
                 Ok(Reply {
                     tool_calls: calls,
-                    usage: Usage::reported_or_estimated(input_tokens, output_tokens, &prompt_text, &written),
+                    usage: Usage::reported_or_estimated(input_tokens, output_tokens, &prompt_text, &written)
+                        .with_cached(cached),
                     finish: finish(stop_reason.as_deref()),
                     model: model.unwrap_or_else(|| client.config.model.clone()),
                     latency: started.elapsed(),
                     text,
-                })
+                    reasoning,
+                }
+                .separated())
             })
             .await
     }

@@ -26,7 +26,7 @@ pub struct ModelCheck {
 
 impl ModelCheck {
     pub fn lines(&self) -> Vec<String> {
-        let Usage { prompt_tokens, completion_tokens, estimated } = self.reply.usage;
+        let Usage { prompt_tokens, completion_tokens, estimated, .. } = self.reply.usage;
         let answered_as = if self.reply.model != self.model {
             format!(" (answered as {})", self.reply.model)
         } else {

@@ -44,6 +44,7 @@ impl Client {
             model: self.config.model.clone(),
             endpoint: self.endpoint(path),
             tools: self.config.tools,
+            max_tokens: self.config.max_tokens,
         }
     }
 

@@ -9,6 +9,7 @@ mod error;
 mod http;
 mod ollama;
 mod openai;
+mod reasoning;
 mod usage;
 
 use std::sync::Arc;
@@ -178,7 +179,11 @@ impl FinishReason {
 /// A model's answer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Reply {
+    /// The answer: what the agent reads actions and edits from, without the model's thinking.
     pub text: String,
+    /// What the model thought before answering (a server's reasoning field, `<think>`
+    /// blocks taken out of the text): never read as an action, never sent back.
+    pub reasoning: String,
     /// Tools it called (native tool calling), in order.
     pub tool_calls: Vec<ToolCall>,
     pub usage: Usage,
@@ -186,6 +191,21 @@ pub struct Reply {
     /// The model that answered, as the server names it.
     pub model: String,
     pub latency: Duration,
+}
+
+impl Reply {
+    /// The reply with its `<think>` blocks moved from the text to the reasoning.
+    fn separated(mut self) -> Reply {
+        let (answer, thought) = reasoning::split(&self.text);
+        if !thought.is_empty() {
+            if !self.reasoning.is_empty() {
+                self.reasoning.push('\n');
+            }
+            self.reasoning.push_str(&thought);
+            self.text = answer;
+        }
+        self
+    }
 }
 
 /// How a call is made: streamed text deltas go to `deltas` when given; `cancel` stops the
@@ -213,6 +233,8 @@ pub struct ModelInfo {
     pub endpoint: String,
     /// How the agent calls this model's tools (`model.tools`).
     pub tools: ToolsMode,
+    /// The room a reply gets unless a request asks for more (`model.max_tokens`).
+    pub max_tokens: u32,
 }
 
 /// The one interface the agent uses.

@@ -110,6 +110,12 @@ fn piece(line: &Value) -> Option<&str> {
     line["message"]["content"].as_str().or_else(|| line["response"].as_str())
 }
 
+/// The model's thinking, which Ollama keeps apart (`message.thinking`; `thinking` of
+/// `/api/generate`).
+fn thinking(line: &Value) -> Option<&str> {
+    line["message"]["thinking"].as_str().or_else(|| line["thinking"].as_str())
+}
+
 fn count(value: &Value) -> Option<u32> {
     value.as_u64().and_then(|n| u32::try_from(n).ok())
 }
@@ -146,18 +152,22 @@ impl Model for Ollama {
                 let started = Instant::now();
                 let response = client.post(path, &body, &[], &options.cancel).await?;
                 let prompt_text = request.input_text();
-                let reply = |text: String, calls: Vec<ToolCall>, last: &Value| Reply {
-                    usage: Usage::reported_or_estimated(
-                        count(&last["prompt_eval_count"]),
-                        count(&last["eval_count"]),
-                        &prompt_text,
-                        &written_text(&text, &calls),
-                    ),
-                    finish: if calls.is_empty() { finish(last) } else { FinishReason::ToolCalls },
-                    tool_calls: calls,
-                    model: last["model"].as_str().unwrap_or(&client.config.model).to_string(),
-                    latency: started.elapsed(),
-                    text,
+                let reply = |text: String, reasoning: String, calls: Vec<ToolCall>, last: &Value| {
+                    Reply {
+                        usage: Usage::reported_or_estimated(
+                            count(&last["prompt_eval_count"]),
+                            count(&last["eval_count"]),
+                            &prompt_text,
+                            &written_text(&text, &calls),
+                        ),
+                        finish: if calls.is_empty() { finish(last) } else { FinishReason::ToolCalls },
+                        tool_calls: calls,
+                        model: last["model"].as_str().unwrap_or(&client.config.model).to_string(),
+                        latency: started.elapsed(),
+                        text,
+                        reasoning,
+                    }
+                    .separated()
                 };
                 if !stream {
                     let json = client.json(path, response).await?;
@@ -165,13 +175,15 @@ impl Model for Ollama {
                         .ok_or_else(|| client.bad_reply(path, "no message in the reply"))?
                         .to_string();
                     let calls = tool_calls(&json, 0);
-                    return Ok(reply(text, calls, &json));
+                    let reasoning = thinking(&json).unwrap_or_default().to_string();
+                    return Ok(reply(text, reasoning, calls, &json));
                 }
                 let reader = StreamReader::new(
                     http::bytes(response).map(|chunk| chunk.map_err(std::io::Error::other)),
                 );
                 let mut lines = FramedRead::new(reader, LinesCodec::new_with_max_length(MAX_LINE));
                 let mut text = String::new();
+                let mut reasoning = String::new();
                 let mut calls: Vec<ToolCall> = Vec::new();
                 // a line that is not JSON is a bad reply if more follows, and a cut stream if
                 // it was the end (the server closed the connection in the middle of a line)
@@ -202,10 +214,13 @@ impl Model for Ollama {
                         text.push_str(delta);
                         options.emit(delta);
                     }
+                    if let Some(thought) = thinking(&json) {
+                        reasoning.push_str(thought);
+                    }
                     let more = tool_calls(&json, calls.len());
                     calls.extend(more);
                     if json["done"].as_bool() == Some(true) {
-                        return Ok(reply(text, calls, &json));
+                        return Ok(reply(text, reasoning, calls, &json));
                     }
                 }
                 Err(client.stream_cut(path, text.len(), "the stream ended before \"done\": true"))

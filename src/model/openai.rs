@@ -149,12 +149,29 @@ impl StreamedCalls {
     }
 }
 
+/// The reasoning of one choice, when the server keeps it apart (`reasoning_content`: llama.cpp,
+/// vLLM, DeepSeek; `reasoning`: OpenRouter, newer vLLM).
+fn choice_reasoning(choice: &Value) -> Option<&str> {
+    ["message", "delta"].iter().find_map(|part| {
+        choice[part]["reasoning_content"].as_str().or_else(|| choice[part]["reasoning"].as_str())
+    })
+}
+
 /// The text of one choice: a chat message's content, a streamed delta's, or a completion's.
 fn choice_text(choice: &Value) -> Option<&str> {
     choice["message"]["content"]
         .as_str()
         .or_else(|| choice["delta"]["content"].as_str())
         .or_else(|| choice["text"].as_str())
+}
+
+/// The prompt tokens read from the server's cache: OpenAI's (and vLLM's)
+/// `usage.prompt_tokens_details.cached_tokens`, llama.cpp's `timings.cache_n`.
+fn cached_tokens(reply: &Value) -> Option<u32> {
+    reply["usage"]["prompt_tokens_details"]["cached_tokens"]
+        .as_u64()
+        .or_else(|| reply["timings"]["cache_n"].as_u64())
+        .and_then(|n| u32::try_from(n).ok())
 }
 
 fn usage_numbers(usage: &Value) -> (Option<u32>, Option<u32>) {
@@ -197,17 +214,22 @@ impl Model for OpenAi {
                     let written = written_text(&text, &calls);
                     return Ok(Reply {
                         tool_calls: calls,
-                        usage: Usage::reported_or_estimated(prompt, completion, &prompt_text, &written),
+                        usage: Usage::reported_or_estimated(prompt, completion, &prompt_text, &written)
+                            .with_cached(cached_tokens(&json)),
                         finish: FinishReason::from_openai(choice["finish_reason"].as_str()),
                         model: json["model"].as_str().unwrap_or(&client.config.model).to_string(),
                         latency: started.elapsed(),
                         text,
-                    });
+                        reasoning: choice_reasoning(choice).unwrap_or_default().to_string(),
+                    }
+                    .separated());
                 }
                 let mut events = http::bytes(response).eventsource();
                 let mut text = String::new();
+                let mut reasoning = String::new();
                 let mut calls = StreamedCalls::default();
                 let (mut finish, mut model, mut usage) = (None::<String>, None::<String>, (None, None));
+                let mut cached = None;
                 let mut done = false;
                 while let Some(event) = events.next().await {
                     let event = event.map_err(|err| client.stream_cut(path, text.len(), err.to_string()))?;
@@ -235,6 +257,9 @@ impl Model for OpenAi {
                             text.push_str(delta);
                             options.emit(delta);
                         }
+                        if let Some(thought) = choice_reasoning(choice) {
+                            reasoning.push_str(thought);
+                        }
                         calls.add(&choice["delta"]["tool_calls"]);
                         if let Some(reason) = choice["finish_reason"].as_str() {
                             finish = Some(reason.to_string());
@@ -243,6 +268,7 @@ impl Model for OpenAi {
                     if chunk["usage"].is_object() {
                         usage = usage_numbers(&chunk["usage"]);
                     }
+                    cached = cached_tokens(&chunk).or(cached);
                     if let Some(name) = chunk["model"].as_str() {
                         model = Some(name.to_string());
                     }
@@ -253,12 +279,15 @@ impl Model for OpenAi {
                 let written = written_text(&text, &calls.0);
                 Ok(Reply {
                     tool_calls: calls.0,
-                    usage: Usage::reported_or_estimated(usage.0, usage.1, &prompt_text, &written),
+                    usage: Usage::reported_or_estimated(usage.0, usage.1, &prompt_text, &written)
+                        .with_cached(cached),
                     finish: FinishReason::from_openai(finish.as_deref()),
                     model: model.unwrap_or_else(|| client.config.model.clone()),
                     latency: started.elapsed(),
                     text,
-                })
+                    reasoning,
+                }
+                .separated())
             })
             .await
     }

@@ -266,7 +266,7 @@ impl Editor for LspEditor {
             "exit_reason": report.exit_reason,
             "summary": report.summary,
             "files_changed": report.files_changed,
-            "tokens": {"prompt": report.tokens.prompt, "completion": report.tokens.completion},
+            "tokens": {"prompt": report.tokens.prompt, "completion": report.tokens.completion, "cached": report.tokens.cached},
             "attempts": report.attempts,
             "deterministic_fixes": report.deterministic_fixes,
         });

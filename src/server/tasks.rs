@@ -172,7 +172,7 @@ pub fn plan(backend: &Backend, args: GoalArgs) -> Result<futures::future::BoxFut
                 plans.insert(plan.clone());
                 editor.plan_updated(&plan.plan_id, &plan).await;
                 let mut value = serde_json::to_value(&plan).unwrap_or(Value::Null);
-                value["tokens"] = json!({"prompt": tokens.prompt, "completion": tokens.completion});
+                value["tokens"] = json!({"prompt": tokens.prompt, "completion": tokens.completion, "cached": tokens.cached});
                 Ok(value)
             }
             Err(err) => {

@@ -99,6 +99,19 @@ impl Language {
         ]
     }
 
+    /// The same, from a model that ends each step with its answer in plain text rather than
+    /// calling done (as OpenAI's and Anthropic's own agent loops do).
+    pub fn script_ending_in_prose(&self) -> Vec<Scripted> {
+        vec![
+            openai_chat(self.plan),
+            call("read", json!({"path": self.source})),
+            call("edit", json!({"path": self.source, "blocks": block(self.method.0, self.method.1)})),
+            openai_chat("The method is there."),
+            call("edit", json!({"path": self.tests, "blocks": block(self.test.0, self.test.1)})),
+            openai_chat("Done: it is tested."),
+        ]
+    }
+
     pub fn options(&self, model: &ModelServer) -> Value {
         json!({
             "checkers": {"enable": []},

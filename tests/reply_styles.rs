@@ -1,0 +1,301 @@
+//! Real models as they really answer, through `tokamak run` headless with the scripted model
+//! speaking each provider's wire format: a final answer in plain text ends the step; calls
+//! left in the text by a server without a tool parser (Hermes/Qwen `<tool_call>`, Mistral
+//! `[TOOL_CALLS]`, Llama's `<|python_tag|>`), several in one reply, are taken in order;
+//! arguments written as Python or as a string are repaired; a delete the model only
+//! considered while thinking (`<think>`, `reasoning_content`, Anthropic's `thinking`,
+//! Ollama's `thinking`) never runs; a call cut at the token limit is not taken, and the model
+//! is asked again with room for twice as many tokens.
+
+mod support;
+
+use std::path::Path;
+use std::process::Output;
+
+use serde_json::{Value, json};
+use support::UserDirs;
+use support::model_server::{ModelServer, Scripted, json_reply, openai_chat};
+
+/// What the model considers and must never do: delete the project's tests.
+const CONSIDERED: &str = r#"{"name": "delete", "arguments": {"path": "test_keep.py"}}"#;
+/// Words only the model's thinking has: they must never go back to it.
+const THOUGHT: &str = "Should I clean up first";
+
+fn project() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("test_keep.py"), "def test_keep():\n    assert True\n").expect("write");
+    std::fs::write(dir.path().join("tokamak.toml"), "[checkers]\nenable = []\n").expect("settings");
+    std::fs::create_dir(dir.path().join(".git")).expect("a .git folder");
+    dir
+}
+
+/// `tokamak run` in `root` with `model` as the user's `[model]` (`provider` one of openai,
+/// anthropic, ollama).
+fn run(root: &Path, model: &ModelServer, provider: &str) -> Output {
+    let user = UserDirs::new();
+    let base = if provider == "openai" { format!("{}/v1", model.url()) } else { model.url() };
+    user.write_settings(&format!(
+        "[model]\nprovider = \"{provider}\"\nbase_url = \"{base}\"\nmodel = \"scripted\"\nmax_retries = 0\nmax_tokens = 300\n"
+    ));
+    let mut command =
+        user.command(&["run", "write the notes", "--yes", "--root", &root.display().to_string()]);
+    command
+        .current_dir(root)
+        .env_remove("TOKAMAK_LLM_URL")
+        .env_remove("TOKAMAK_MODEL")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("OLLAMA_HOST")
+        .envs(support::tool_env());
+    // Anthropic's API always takes a key, even from this machine
+    if provider == "anthropic" {
+        command.env("ANTHROPIC_API_KEY", "sk-ant-test-0123456789");
+    }
+    command.output().expect("run tokamak")
+}
+
+/// An OpenAI-compatible chat reply with `message` (its `content`, `tool_calls`,
+/// `reasoning_content` …) and `finish_reason`.
+fn openai(message: Value, finish: &str) -> Scripted {
+    let mut message = message;
+    message["role"] = json!("assistant");
+    json_reply(
+        200,
+        json!({
+            "id": "chatcmpl-1", "object": "chat.completion", "created": 1_700_000_000, "model": "scripted-model",
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": {"prompt_tokens": 40, "completion_tokens": 12, "total_tokens": 52},
+        }),
+    )
+}
+
+fn native(name: &str, arguments: &str) -> Value {
+    json!({"id": "call_1", "type": "function", "function": {"name": name, "arguments": arguments}})
+}
+
+fn anthropic(content: Value, stop: &str) -> Scripted {
+    json_reply(
+        200,
+        json!({
+            "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-scripted",
+            "content": content, "stop_reason": stop, "stop_sequence": null,
+            "usage": {"input_tokens": 40, "output_tokens": 12},
+        }),
+    )
+}
+
+fn ollama(message: Value) -> Scripted {
+    let mut message = message;
+    message["role"] = json!("assistant");
+    json_reply(
+        200,
+        json!({
+            "model": "qwen-scripted", "created_at": "2026-11-22T00:00:00Z", "message": message,
+            "done_reason": "stop", "done": true, "prompt_eval_count": 40, "eval_count": 12,
+        }),
+    )
+}
+
+/// The plan: one step.
+fn plan(provider: &str) -> Scripted {
+    let text = "1. Write NOTES.md\n";
+    match provider {
+        "anthropic" => anthropic(json!([{"type": "text", "text": text}]), "end_turn"),
+        "ollama" => ollama(json!({"content": text})),
+        _ => openai_chat(text),
+    }
+}
+
+/// Runs `replies` (after the plan) and checks the run: `done`, NOTES.md holding `notes`, the
+/// tests the model only thought of deleting still there.
+fn check(name: &str, provider: &str, replies: Vec<Scripted>, notes: &str) -> (ModelServer, String) {
+    let dir = project();
+    let mut script = vec![plan(provider)];
+    script.extend(replies);
+    let model = ModelServer::start(script);
+    let output = run(dir.path(), &model, provider);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert_eq!(output.status.code(), Some(0), "{name}:\n{stdout}\n{stderr}");
+    assert!(dir.path().join("test_keep.py").exists(), "{name}: a delete only thought of ran\n{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("NOTES.md")).unwrap_or_default(),
+        notes,
+        "{name}:\n{stderr}"
+    );
+    (model, stderr)
+}
+
+/// What the model was sent back as its history, in the last request: no reasoning in it.
+fn history(model: &ModelServer) -> String {
+    model.requests().last().map(|r| r.body.to_string()).unwrap_or_default()
+}
+
+#[test]
+fn openai_compatible_replies_in_every_style_are_understood() {
+    let thinking = format!("<think>\n{THOUGHT}? {CONSIDERED} No: the tests stay.\n</think>\n");
+    let cases: Vec<(&str, Vec<Scripted>)> = vec![
+        (
+            // reasoning kept apart by the server, a native call, then a plain-text final answer
+            "reasoning_content, native call, plain end",
+            vec![
+                openai(
+                    json!({"content": null, "reasoning_content": format!("{THOUGHT}? {CONSIDERED}"), "tool_calls": [native("create", r#"{"path": "NOTES.md", "text": "a\n"}"#)]}),
+                    "tool_calls",
+                ),
+                openai(json!({"content": "Done: NOTES.md is written."}), "stop"),
+            ],
+        ),
+        (
+            // Qwen3 on a server without a reasoning or tool parser: <think>, then Hermes calls
+            "<think> and two <tool_call> blocks",
+            vec![
+                openai(
+                    json!({"content": format!("{thinking}<tool_call>\n{{\"name\": \"create\", \"arguments\": {{\"path\": \"NOTES.md\", \"text\": \"a\\n\"}}}}\n</tool_call>\n<tool_call>\n{{\"name\": \"read\", \"arguments\": {{\"path\": \"NOTES.md\"}}}}\n</tool_call>")}),
+                    "stop",
+                ),
+                openai(json!({"content": format!("{thinking}All done.")}), "stop"),
+            ],
+        ),
+        (
+            // a template that opens the thinking in the prompt: only its end is in the reply
+            "an unopened </think>, Mistral's [TOOL_CALLS]",
+            vec![
+                openai(
+                    json!({"content": format!("{THOUGHT}? {CONSIDERED}\n</think>\n[TOOL_CALLS][{{\"name\": \"create\", \"arguments\": {{\"path\": \"NOTES.md\", \"text\": \"a\\n\"}}}}]")}),
+                    "stop",
+                ),
+                openai(json!({"content": "The notes are written."}), "stop"),
+            ],
+        ),
+        (
+            "Llama's <|python_tag|> with parameters",
+            vec![
+                openai(
+                    json!({"content": "<|python_tag|>{\"name\": \"create\", \"parameters\": {\"path\": \"NOTES.md\", \"text\": \"a\\n\"}}"}),
+                    "stop",
+                ),
+                openai(
+                    json!({"content": "<|python_tag|>{\"name\": \"done\", \"parameters\": {\"summary\": \"written\"}}"}),
+                    "stop",
+                ),
+            ],
+        ),
+        (
+            // arguments written as a Python dict, then as a JSON string inside a string
+            "Python arguments and arguments as a string",
+            vec![
+                openai(
+                    json!({"content": "", "tool_calls": [native("create", "{'path': 'NOTES.md', 'text': 'a\\n',}")]}),
+                    "tool_calls",
+                ),
+                openai(
+                    json!({"content": "", "tool_calls": [native("done", "\"{\\\"summary\\\": \\\"written\\\"}\"")]}),
+                    "tool_calls",
+                ),
+            ],
+        ),
+    ];
+    for (name, replies) in cases {
+        let (model, _) = check(name, "openai", replies, "a\n");
+        assert!(!history(&model).contains(THOUGHT), "{name}: reasoning went back into the history");
+    }
+}
+
+#[test]
+fn a_wrong_argument_that_cannot_be_repaired_is_sent_back_in_one_sentence() {
+    let (model, _) = check(
+        "unrepairable arguments",
+        "openai",
+        vec![
+            openai(json!({"content": "", "tool_calls": [native("create", "{path: NOTES.md")]}), "tool_calls"),
+            openai(json!({"content": "", "tool_calls": [native("", "{}")]}), "tool_calls"),
+            openai(
+                json!({"content": "", "tool_calls": [native("create", r#"{"path": "NOTES.md", "text": "a\n"}"#)]}),
+                "tool_calls",
+            ),
+            openai(json!({"content": "Written."}), "stop"),
+        ],
+        "a\n",
+    );
+    let told: Vec<String> = model
+        .requests()
+        .iter()
+        .filter_map(|r| r.body["messages"].as_array()?.last()?["content"].as_str().map(str::to_string))
+        .collect();
+    assert!(told.iter().any(|t| t.contains("the arguments of create are not valid JSON")), "{told:#?}");
+    assert!(told.iter().any(|t| t.contains("a tool call had no name; the tools are read, ")), "{told:#?}");
+}
+
+#[test]
+fn a_call_cut_at_the_token_limit_is_not_taken_and_the_model_gets_more_room() {
+    let (model, stderr) = check(
+        "cut call",
+        "openai",
+        vec![
+            // cut in the middle of the text: the half file must not be written
+            openai(
+                json!({"content": "", "tool_calls": [native("create", r#"{"path": "NOTES.md", "text": "a\nb"#)]}),
+                "length",
+            ),
+            // and a text-protocol edit cut after its first block: nothing of it is done
+            openai(
+                json!({"content": "```json\n{\"action\": \"create\", \"path\": \"NOTES.md\"}\n```\n```\nhalf"}),
+                "length",
+            ),
+            openai(
+                json!({"content": "", "tool_calls": [native("create", r#"{"path": "NOTES.md", "text": "a\nb\n"}"#)]}),
+                "tool_calls",
+            ),
+            openai(json!({"content": "Written."}), "stop"),
+        ],
+        "a\nb\n",
+    );
+    let rooms: Vec<Value> = model.requests().iter().map(|r| r.body["max_tokens"].clone()).collect();
+    // the plan and the first try at the configured 300, then twice that, then twice again
+    assert_eq!(rooms, [json!(300), json!(300), json!(600), json!(1200), json!(1200)], "{stderr}");
+    assert!(
+        stderr.contains("the reply was cut at the token limit (300); asking again with room for 600"),
+        "{stderr}"
+    );
+    let last = history(&model);
+    assert!(last.contains("your reply was cut off at the token limit (300 tokens)"), "{last}");
+}
+
+#[test]
+fn anthropic_thinking_and_tool_use_then_a_plain_end_turn() {
+    let (model, _) = check(
+        "anthropic",
+        "anthropic",
+        vec![
+            anthropic(
+                json!([
+                    {"type": "thinking", "thinking": format!("{THOUGHT}? {CONSIDERED}"), "signature": "sig"},
+                    {"type": "tool_use", "id": "toolu_1", "name": "create", "input": {"path": "NOTES.md", "text": "a\n"}},
+                ]),
+                "tool_use",
+            ),
+            anthropic(json!([{"type": "text", "text": "NOTES.md is written."}]), "end_turn"),
+        ],
+        "a\n",
+    );
+    assert!(!history(&model).contains(THOUGHT), "reasoning went back into the history");
+}
+
+#[test]
+fn ollama_thinking_and_tool_calls_then_a_plain_answer() {
+    let (model, _) = check(
+        "ollama",
+        "ollama",
+        vec![
+            ollama(json!({
+                "content": "",
+                "thinking": format!("{THOUGHT}? {CONSIDERED}"),
+                "tool_calls": [{"function": {"name": "create", "arguments": {"path": "NOTES.md", "text": "a\n"}}}],
+            })),
+            ollama(json!({"content": "<think>done?</think>\nThe notes are written."})),
+        ],
+        "a\n",
+    );
+    assert!(!history(&model).contains(THOUGHT), "reasoning went back into the history");
+}
