@@ -5,7 +5,9 @@
 //! loop with its prompt, the edit through the executor on disk, observing the changed file
 //! (a private Observer: read, parse, settle), reflecting, the plan sent to the editor. The
 //! figure per step is the run's time over N. Printed once: the prompt each step sends,
-//! estimated at four characters a token (what a real model would be billed for).
+//! estimated at four characters a token (what a real model would be billed for), and the
+//! prefix each request shares with the one before, laid out as a chat template does —
+//! within a step and across steps of different roles: what a server's prompt cache reuses.
 
 use std::collections::VecDeque;
 use std::path::Path;
@@ -28,10 +30,38 @@ use tokamak::observer::{Diagnostic, Observer};
 use tokamak::workspace::{DocumentSnapshot, Workspace};
 use url::Url;
 
-/// Plays its replies in order, at once, and notes each prompt's size in characters.
+/// Plays its replies in order, at once, and notes each prompt's size in characters and the
+/// prompt itself as a chat template would lay it out (tools first, then the messages).
 struct Script {
     replies: Mutex<VecDeque<Reply>>,
     prompts: Mutex<Vec<usize>>,
+    rendered: Mutex<Vec<String>>,
+}
+
+/// A request as a chat template lays it out (Qwen's and Hermes': the system message, then the
+/// tools, then the conversation), for measuring shared prefixes.
+fn render(request: &Request) -> String {
+    let tools: String =
+        request.tools.iter().map(|t| format!("{} {} {}\n", t.name, t.description, t.parameters)).collect();
+    let mut out = String::new();
+    if let Input::Chat(messages) = &request.input {
+        for (index, message) in messages.iter().enumerate() {
+            out.push_str(&format!("<{}>{}", message.role.as_str(), message.content));
+            for call in &message.tool_calls {
+                out.push_str(&format!("[{} {}]", call.name, call.arguments));
+            }
+            out.push('\n');
+            if index == 0 {
+                out.push_str(&tools);
+            }
+        }
+    }
+    out
+}
+
+/// The characters `a` and `b` share from their start.
+fn shared(a: &str, b: &str) -> usize {
+    a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count()
 }
 
 #[async_trait]
@@ -57,6 +87,7 @@ impl Model for Script {
         chars +=
             request.tools.iter().map(|t| t.description.len() + t.parameters.to_string().len()).sum::<usize>();
         self.prompts.lock().unwrap().push(chars);
+        self.rendered.lock().unwrap().push(render(request));
         Ok(self.replies.lock().unwrap().pop_front().expect("a scripted reply"))
     }
 }
@@ -81,9 +112,18 @@ fn reply(text: &str, calls: &[(&str, serde_json::Value)]) -> Reply {
     }
 }
 
-/// The plan, then each step's edit and done.
+/// The plan, then each step's edit and done. Every second step is a tester's (it names a
+/// test), as real plans mix roles.
 fn script(steps: usize) -> VecDeque<Reply> {
-    let plan: String = (1..=steps).map(|i| format!("{i}. Give module_{i}.py a docstring\n")).collect();
+    let plan: String = (1..=steps)
+        .map(|i| {
+            if i % 2 == 0 {
+                format!("{i}. Give module_{i}.py a docstring its unit test can check\n")
+            } else {
+                format!("{i}. Give module_{i}.py a docstring\n")
+            }
+        })
+        .collect();
     let mut replies = VecDeque::from([reply(&plan, &[])]);
     for i in 1..=steps {
         let blocks = "<<<<<<< SEARCH\ndef handler(request):\n=======\ndef handler(request):\n    \"\"\"Handles it.\"\"\"\n>>>>>>> REPLACE\n";
@@ -136,7 +176,11 @@ fn setup(steps: usize) -> (tempfile::TempDir, TaskContext, Arc<Script>) {
         None,
         Some(tokamak::context::LiveIndex::new(&root, None)),
     );
-    let model = Arc::new(Script { replies: Mutex::new(script(steps)), prompts: Mutex::new(Vec::new()) });
+    let model = Arc::new(Script {
+        replies: Mutex::new(script(steps)),
+        prompts: Mutex::new(Vec::new()),
+        rendered: Mutex::new(Vec::new()),
+    });
     let context = TaskContext {
         executor,
         model: Ok(Arc::clone(&model) as Arc<dyn Model>),
@@ -171,6 +215,25 @@ fn bench_task_steps(c: &mut Criterion) {
         prompts[0] / 4,
         prompts[1..].iter().map(|chars| chars / 4).collect::<Vec<_>>()
     );
+    // the prefix each request shares with the one before: within a step (its second request
+    // after its first) and across steps (a step's first request after the last of the step
+    // before) — what a server's prompt cache can reuse
+    let rendered = model.rendered.lock().unwrap().clone();
+    let pairs: Vec<String> = rendered
+        .windows(2)
+        .enumerate()
+        .map(|(i, pair)| {
+            let common = shared(&pair[0], &pair[1]);
+            format!(
+                "{}→{}: {common} of {} chars ({:.0}%)",
+                i,
+                i + 1,
+                pair[1].chars().count(),
+                100.0 * common as f64 / pair[1].chars().count().max(1) as f64
+            )
+        })
+        .collect();
+    println!("prefix shared with the request before (0: the plan; 1, 2: step 1; 3, 4: step 2): {pairs:?}");
     for steps in [2usize, 8] {
         c.bench_function(
             &format!("task run of {steps} steps, model and checkers out (divide by {steps})"),

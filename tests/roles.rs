@@ -135,9 +135,13 @@ fn an_architect_writes_under_docs_architecture_only_even_when_asked_for_by_name(
     assert!(root.join("docs/architecture/modules.md").is_file());
     let roles = audit(&user, "role");
     assert_eq!((roles[0]["role"].as_str(), roles[0]["explicit"].as_bool()), (Some("architect"), Some(true)));
-    // the step's system prompt is the architect's
-    let system = model.requests()[1].body["messages"][0]["content"].as_str().unwrap().to_string();
-    assert!(system.starts_with("You are the architect."), "{system}");
+    // the step's instructions are the architect's; the system message is the one every step
+    // shares (with the tools, the prefix a server's prompt cache keeps across steps)
+    let messages = model.requests()[1].body["messages"].clone();
+    let system = messages[0]["content"].as_str().unwrap_or_default();
+    assert!(system.starts_with("You are Tokamak, a careful coding agent"), "{system}");
+    let first = messages[1]["content"].as_str().unwrap_or_default();
+    assert!(first.contains("Your role in this step: You are the architect."), "{first}");
     // an unknown role is refused before anything runs
     let model = ModelServer::start(vec![]);
     let (output, _) = run(root, &model, "anything", Some("pilot"));

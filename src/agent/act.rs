@@ -42,8 +42,11 @@ static REFUSED_TOOLS: Mutex<Option<HashSet<String>>> = Mutex::new(None);
 
 /// What the loop works on.
 pub struct ActRequest<'a> {
-    /// The role's instructions.
+    /// The instructions every step shares (the system message: with the tools, the prefix
+    /// a server's prompt cache keeps across steps).
     pub system: &'a str,
+    /// The role's instructions, at the end of the first user message, before the goal.
+    pub role: &'a str,
     pub goal: &'a str,
     /// What the model should know besides the goal: the workspace, the plan, earlier steps.
     pub context: &'a str,
@@ -84,7 +87,10 @@ pub async fn act(
     };
     let mut messages = vec![
         Message::system(system_prompt(request.system, protocol)),
-        Message::user(format!("{}\n\nGoal: {}", request.context, request.goal)),
+        Message::user(format!(
+            "{}\n\nYour role in this step: {}\n\nGoal: {}",
+            request.context, request.role, request.goal
+        )),
     ];
     let mut tokens = Tokens::default();
     let mut turns = 0u32;

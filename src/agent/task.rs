@@ -557,7 +557,10 @@ impl Runner<'_> {
         self.publish().await;
         let name = format!("step {}/{total} ({shown}): {}", index + 1, step.title);
         self.report(name.clone()).await;
-        let system = format!("{}\n\n{SYSTEM}", profile.system_prompt);
+        // the system message is the same for every step and role, so steps share the prompt
+        // prefix a server caches (the system message and the tools); the role goes with the
+        // step's own text
+        let role = profile.system_prompt.clone();
         // the role's own model, when its settings or its file name one
         let own: Option<Arc<dyn Model>> = match &self.context.role_models {
             Some(models) => match models(&profile.name, profile.model.as_deref()) {
@@ -592,7 +595,8 @@ impl Runner<'_> {
                 context_text.push_str(&format!("\n\n{feedback}"));
             }
             let request = ActRequest {
-                system: &system,
+                system: SYSTEM,
+                role: &role,
                 goal: &goal,
                 context: &context_text,
                 max_tokens: self.context.limits.tokens.saturating_sub(self.tokens.total()),
