@@ -201,6 +201,30 @@ enum BenchWhat {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
+    /// Carry out every task of a task benchmark (e.g. fixtures/taskbench) and judge it by its
+    /// hidden acceptance tests: solved, steps, actions, tokens (prompt, cached, completion),
+    /// wall time and exit reason per task, then the totals.
+    Task {
+        /// The folder holding one folder per task (each with a task.toml, project/, accept/).
+        dir: PathBuf,
+        /// Only tasks whose name contains this.
+        #[arg(long)]
+        filter: Option<String>,
+        /// The model's base URL (OpenAI-compatible unless --provider says otherwise).
+        #[arg(long)]
+        model_url: Option<String>,
+        /// The model's name.
+        #[arg(long)]
+        model: Option<String>,
+        /// openai, anthropic or ollama.
+        #[arg(long)]
+        provider: Option<String>,
+        /// The most tokens one reply may have ([model] max_tokens).
+        #[arg(long)]
+        max_reply_tokens: Option<u32>,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
     /// Run the fix loop on every case of a fix benchmark (e.g. fixtures/fixbench): solved,
     /// attempts, tokens, wall time and exit reason per case, then the totals.
     Fix {
@@ -311,6 +335,14 @@ fn main() -> ExitCode {
             let model = model_overlay(model_url, model, provider, max_reply_tokens);
             let options = BenchOptions { filter, max_attempts, model };
             runtime.block_on(run_bench_fix(&dir, format, &options))
+        }
+        Command::Bench {
+            what: BenchWhat::Task { dir, filter, model_url, model, provider, max_reply_tokens, format },
+        } => {
+            tokamak::logging::init_cli();
+            let model = model_overlay(model_url, model, provider, max_reply_tokens);
+            let options = tokamak::cli::bench_task::TaskBenchOptions { filter, model };
+            runtime.block_on(run_bench_task(&dir, format, &options))
         }
         Command::Bench { what: BenchWhat::Context { root, queries, questions, format } } => {
             tokamak::logging::init_cli();
@@ -634,17 +666,25 @@ async fn run_fix(paths: &[PathBuf], format: Format, options: &FixOptions) -> Exi
     if clean { ExitCode::SUCCESS } else { ExitCode::from(1) }
 }
 
-async fn run_bench_fix(dir: &Path, format: Format, options: &BenchOptions) -> ExitCode {
-    let results = match tokamak::cli::bench::bench_fix(dir, options).await {
-        Ok(results) => results,
+async fn run_bench_task(
+    dir: &Path,
+    format: Format,
+    options: &tokamak::cli::bench_task::TaskBenchOptions,
+) -> ExitCode {
+    match tokamak::cli::bench_task::bench_task(dir, options).await {
+        Ok(results) => print_results(&results, format, tokamak::cli::bench_task::table),
         Err(err) => {
             eprintln!("tokamak: {err:#}");
-            return ExitCode::from(USAGE);
+            ExitCode::from(USAGE)
         }
-    };
+    }
+}
+
+/// A benchmark's results as its table or as JSON.
+fn print_results<T: serde::Serialize>(results: &[T], format: Format, table: fn(&[T]) -> String) -> ExitCode {
     match format {
-        Format::Text => print!("{}", tokamak::cli::bench::table(&results)),
-        Format::Json => match serde_json::to_string_pretty(&results) {
+        Format::Text => print!("{}", table(results)),
+        Format::Json => match serde_json::to_string_pretty(results) {
             Ok(json) => println!("{json}"),
             Err(err) => {
                 eprintln!("tokamak: cannot write JSON: {err}");
@@ -653,4 +693,14 @@ async fn run_bench_fix(dir: &Path, format: Format, options: &BenchOptions) -> Ex
         },
     }
     ExitCode::SUCCESS
+}
+
+async fn run_bench_fix(dir: &Path, format: Format, options: &BenchOptions) -> ExitCode {
+    match tokamak::cli::bench::bench_fix(dir, options).await {
+        Ok(results) => print_results(&results, format, tokamak::cli::bench::table),
+        Err(err) => {
+            eprintln!("tokamak: {err:#}");
+            ExitCode::from(USAGE)
+        }
+    }
 }

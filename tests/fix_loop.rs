@@ -78,7 +78,7 @@ fn a_syntax_error_is_fixed_in_one_attempt() {
     assert_eq!(finished["exit_reason"], "clean", "{finished}");
     assert_eq!(finished["attempts"], 1);
     assert_eq!(finished["files_changed"], json!([uri]));
-    assert_eq!(finished["tokens"], json!({"prompt": 21, "completion": 7}));
+    assert_eq!(finished["tokens"], json!({"prompt": 21, "completion": 7, "cached": 0}));
     assert_eq!(client.text(&uri), FIXED);
 
     // the edit was versioned and touched only the broken line
@@ -413,7 +413,7 @@ fn a_token_budget_stops_the_run_before_the_next_call() {
     start_fix(&mut client, json!({"uri": uri}));
     let finished = run_finished(&mut client);
     assert_eq!(finished["exit_reason"], "token_limit", "{finished}");
-    assert_eq!(finished["tokens"], json!({"prompt": 21, "completion": 7}));
+    assert_eq!(finished["tokens"], json!({"prompt": 21, "completion": 7, "cached": 0}));
     assert_eq!(model.requests().len(), 1);
 }
 

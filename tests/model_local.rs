@@ -130,3 +130,74 @@ async fn the_fix_loop_runs_against_a_real_model() {
     }
     assert_eq!(output.status.code(), Some(if reason == "clean" { 0 } else { 1 }));
 }
+
+/// `tokamak bench task` against the real model: a 270M base model solves few tasks, if any —
+/// the point is that every reply path and the harness work with a real server. Every task
+/// ends with an exit reason, spends real tokens, and the report parses. The figures are
+/// printed (`-- --nocapture`), never asserted.
+#[tokio::test]
+async fn bench_task_runs_against_a_real_model() {
+    if local_model().is_none() {
+        return;
+    }
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let Ok(url) = std::env::var("TOKAMAK_TEST_MODEL_URL") else { return };
+    let bench = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/taskbench");
+    // the user trusts the bench folder (its tests are programs); their own cache
+    let user = tempfile::tempdir().expect("temp dir");
+    let settings = user.path().join("config/tokamak");
+    std::fs::create_dir_all(&settings).expect("settings folder");
+    // and keeps each task short: a small model can wander
+    std::fs::write(
+        settings.join("config.toml"),
+        format!(
+            "trusted = [{:?}]\n[limits]\ntool_calls = 8\niterations = 2\nwall_time_s = 120\n[plan]\nmax_steps = 3\n",
+            bench.display().to_string()
+        ),
+    )
+    .expect("settings");
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_tokamak"))
+        .env("XDG_CONFIG_HOME", user.path().join("config"))
+        .env("XDG_CACHE_HOME", user.path().join("cache"))
+        .args([
+            "bench",
+            "task",
+            &bench.display().to_string(),
+            "--format",
+            "json",
+            "--max-reply-tokens",
+            "200",
+        ])
+        .args(["--model-url", &url, "--model", "gemma3-270m"])
+        .output()
+        .await
+        .expect("run tokamak bench task");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let results: serde_json::Value =
+        serde_json::from_slice(&output.stdout).unwrap_or_else(|err| panic!("{err}: {stderr}"));
+    let results = results.as_array().expect("a list");
+    assert!(results.len() >= 12, "{results:?}");
+    let mut solved = 0;
+    for result in results {
+        assert!(result["exit_reason"].is_string(), "{result}");
+        solved += usize::from(result["solved"] == true);
+    }
+    let prompt: u64 = results.iter().filter_map(|r| r["tokens"]["prompt"].as_u64()).sum();
+    assert!(prompt > 0, "real usage: {results:?}");
+    eprintln!(
+        "bench task against the local model: {solved}/{} solved, {prompt} prompt tokens",
+        results.len()
+    );
+    for result in results {
+        eprintln!(
+            "  {} {} steps {} actions {} exit {} ({})",
+            result["task"],
+            if result["solved"] == true { "solved" } else { "not solved" },
+            result["steps"],
+            result["tool_calls"],
+            result["exit_reason"],
+            result["note"].as_str().unwrap_or("")
+        );
+    }
+}

@@ -143,6 +143,8 @@ async fn fix_inner(
         deterministic_fixes: tally.deterministic,
         targets_before: tally.targets_before,
         targets_after: tally.targets_after,
+        steps: 0,
+        tool_calls: 0,
     }
 }
 

@@ -116,6 +116,10 @@ pub struct RunReport {
     /// Targeted diagnostics at the start, and still there at the end.
     pub targets_before: usize,
     pub targets_after: usize,
+    /// A task run's plan steps done.
+    pub steps: u32,
+    /// Actions the model took through the executor.
+    pub tool_calls: u32,
 }
 
 impl RunReport {
@@ -132,6 +136,8 @@ impl RunReport {
             deterministic_fixes: 0,
             targets_before: 0,
             targets_after: 0,
+            steps: 0,
+            tool_calls: 0,
         }
     }
 }

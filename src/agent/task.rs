@@ -170,6 +170,9 @@ pub async fn run_task(context: &TaskContext, request: TaskRequest, run: RunHandl
     }
 
     let changed = executor.changed_files();
+    let steps_done = lock(&engine.plan).as_ref().map_or(0, |plan| {
+        plan.steps.iter().filter(|s| s.status == crate::agent::plan::StepStatus::Done).count() as u32
+    });
     let root = executor_context.confinement.root();
     let mut summary = stop.summary.trim().to_string();
     if !summary.ends_with('.') {
@@ -192,6 +195,8 @@ pub async fn run_task(context: &TaskContext, request: TaskRequest, run: RunHandl
         deterministic_fixes: 0,
         targets_before: 0,
         targets_after: 0,
+        steps: steps_done,
+        tool_calls: executor.tool_calls(),
     };
     tracing::info!("{}: {} — {}", run.run_id, report.exit_reason, report.summary);
     if let Some(journal) = &journal {
@@ -385,7 +390,16 @@ impl Runner<'_> {
         }
         if failed.is_empty() {
             self.go(Phase::Done, "every step is done");
-            Stop { reason: ExitReason::Done, summary: format!("{}: all {} step(s) done", plan.goal, done) }
+            let mut summary = format!("{}: all {} step(s) done", plan.goal, done);
+            // a run that changed nothing answered a question: its steps' answers are the point
+            if self.executor.changed_files().is_empty() {
+                let answers: Vec<&str> =
+                    plan.steps.iter().map(|s| s.note.trim()).filter(|note| !note.is_empty()).collect();
+                if !answers.is_empty() {
+                    summary = format!("{summary}. {}", answers.join(" "));
+                }
+            }
+            Stop { reason: ExitReason::Done, summary }
         } else {
             Stop {
                 reason: ExitReason::Failed,

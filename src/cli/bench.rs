@@ -172,7 +172,7 @@ fn copy_case(from: &Path, to: &Path) -> anyhow::Result<()> {
 }
 
 /// Runs the verify command; `Err` says why it failed.
-async fn verify(command: &[String], dir: &Path) -> Result<(), String> {
+pub(super) async fn verify(command: &[String], dir: &Path) -> Result<(), String> {
     let Some((program, args)) = command.split_first() else {
         return Ok(());
     };

@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod bench_context;
 pub mod bench_syntax;
+pub mod bench_task;
 pub mod check;
 pub mod fix;
 mod headless;

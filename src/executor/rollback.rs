@@ -96,6 +96,8 @@ pub async fn rollback(
         deterministic_fixes: 0,
         targets_before: 0,
         targets_after: 0,
+        steps: 0,
+        tool_calls: 0,
     };
     journal.finish(&report).await;
     Ok(RollbackReport { checkpoint: info.id, run_id: run_id.to_string(), restored, failed })
