@@ -191,7 +191,8 @@ pub async fn act(
 
         // tool calls: native, or left in the text by a server without a tool parser
         let native = !reply.tool_calls.is_empty();
-        let calls = if native { reply.tool_calls.clone() } else { calls::in_text(&reply.text) };
+        let calls =
+            if native { reply.tool_calls.clone() } else { calls::in_text(&reply.text, tools::is_tool) };
         if !calls.is_empty() {
             messages.push(if native {
                 Message::assistant_calls(reply.text.clone(), calls.clone())

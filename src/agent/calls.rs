@@ -8,16 +8,15 @@
 use serde_json::Value;
 
 use super::protocol::{json_objects, lenient_json};
-use crate::executor::ACTION_NAMES;
 use crate::model::ToolCall;
 
 /// The markers that say "a call follows" in a model's text.
 const MARKERS: [&str; 3] = ["<tool_call>", "[TOOL_CALLS]", "<|python_tag|>"];
 
 /// The calls in `text`, in order: those after a call marker, and the JSON objects shaped as
-/// calls (`name` of a tool, and `arguments` or `parameters`). Empty when there are none —
-/// the reply is then prose, or the text protocol's one action.
-pub fn in_text(text: &str) -> Vec<ToolCall> {
+/// calls (`name` of a tool — one `is_tool` knows — and `arguments` or `parameters`). Empty
+/// when there are none: the reply is then prose, or the text protocol's one action.
+pub fn in_text(text: &str, is_tool: impl Fn(&str) -> bool) -> Vec<ToolCall> {
     let marked = MARKERS.iter().any(|marker| text.contains(marker));
     let mut calls = Vec::new();
     // Mistral's newer form: [TOOL_CALLS]read[ARGS]{"path": "a.py"}
@@ -45,10 +44,6 @@ pub fn in_text(text: &str) -> Vec<ToolCall> {
         calls.push(call(calls.len(), name, arguments.unwrap_or(&Value::Null)));
     }
     calls
-}
-
-fn is_tool(name: &str) -> bool {
-    ACTION_NAMES.contains(&name) || name == super::tools::DONE
 }
 
 fn call(index: usize, name: &str, arguments: &Value) -> ToolCall {
@@ -102,7 +97,8 @@ mod tests {
     use super::*;
 
     fn names(text: &str) -> Vec<(String, String)> {
-        in_text(text).into_iter().map(|c| (c.name, c.arguments)).collect()
+        let tool = |name: &str| crate::executor::ACTION_NAMES.contains(&name) || name == "done";
+        in_text(text, tool).into_iter().map(|c| (c.name, c.arguments)).collect()
     }
 
     #[test]

@@ -118,6 +118,11 @@ pub fn tools() -> Vec<Tool> {
 }
 
 /// Reads a tool call; the error is one sentence for the model (sent back as the call's result).
+/// Whether `name` is one of the tools: an action, or done.
+pub fn is_tool(name: &str) -> bool {
+    crate::executor::ACTION_NAMES.contains(&name) || name == DONE
+}
+
 /// Reads a tool call into what it asks for; arguments are repaired as `calls::arguments`
 /// says. The error is one sentence for the model, naming the tools when the name is none.
 pub fn read_call(call: &ToolCall) -> Result<Called, String> {
