@@ -243,6 +243,13 @@ fn a_call_cut_at_the_token_limit_is_not_taken_and_the_model_gets_more_room() {
                 json!({"content": "```json\n{\"action\": \"create\", \"path\": \"NOTES.md\"}\n```\n```\nhalf"}),
                 "length",
             ),
+            // a third cut action: the room is not doubled again (twice is the most)
+            openai(
+                json!({"content": "", "tool_calls": [native("create", r#"{"path": "NOTES.md", "text": "a"#)]}),
+                "length",
+            ),
+            // prose cut at the limit: a sentence back, no more room
+            openai(json!({"content": "Let me think about what the notes should say, and"}), "length"),
             openai(
                 json!({"content": "", "tool_calls": [native("create", r#"{"path": "NOTES.md", "text": "a\nb\n"}"#)]}),
                 "tool_calls",
@@ -252,8 +259,14 @@ fn a_call_cut_at_the_token_limit_is_not_taken_and_the_model_gets_more_room() {
         "a\nb\n",
     );
     let rooms: Vec<Value> = model.requests().iter().map(|r| r.body["max_tokens"].clone()).collect();
-    // the plan and the first try at the configured 300, then twice that, then twice again
-    assert_eq!(rooms, [json!(300), json!(300), json!(600), json!(1200), json!(1200)], "{stderr}");
+    // the plan and the first try at the configured 300, then twice that, then twice again,
+    // and no more
+    assert_eq!(
+        rooms,
+        [json!(300), json!(300), json!(600), json!(1200), json!(1200), json!(1200), json!(1200)],
+        "{stderr}"
+    );
+    assert!(stderr.contains("the reply was cut at the token limit (1200)\n"), "{stderr}");
     assert!(
         stderr.contains("the reply was cut at the token limit (300); asking again with room for 600"),
         "{stderr}"
@@ -298,4 +311,49 @@ fn ollama_thinking_and_tool_calls_then_a_plain_answer() {
         "a\n",
     );
     assert!(!history(&model).contains(THOUGHT), "reasoning went back into the history");
+}
+
+/// A model that never writes a usable plan (a small or base model): after asking twice, the
+/// goal itself is the one step, carried out and judged like any other — and what the planning
+/// cost is in the run's tokens.
+#[test]
+fn a_plan_that_never_comes_makes_the_goal_one_step() {
+    let dir = project();
+    let model = ModelServer::start(vec![
+        openai_chat("Sure! Happy to help."),
+        openai_chat("Of course."),
+        openai(
+            json!({"content": "", "tool_calls": [native("create", r#"{"path": "NOTES.md", "text": "a\n"}"#)]}),
+            "tool_calls",
+        ),
+        openai_chat("NOTES.md is written."),
+    ]);
+    let user = UserDirs::new();
+    let base = format!("{}/v1", model.url());
+    user.write_settings(&format!("[model]\nbase_url = \"{base}\"\nmodel = \"scripted\"\nmax_retries = 0\n"));
+    let output = user
+        .command(&[
+            "run",
+            "write the notes",
+            "--yes",
+            "--format",
+            "json",
+            "--root",
+            &dir.path().display().to_string(),
+        ])
+        .current_dir(dir.path())
+        .env_remove("TOKAMAK_LLM_URL")
+        .env_remove("TOKAMAK_MODEL")
+        .env_remove("OPENAI_API_KEY")
+        .envs(support::tool_env())
+        .output()
+        .expect("run tokamak");
+    let report: Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|err| panic!("{err}: {}", String::from_utf8_lossy(&output.stderr)));
+    assert_eq!(report["exit_reason"], "done", "{report}");
+    assert_eq!(report["steps"], 1, "{report}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("NOTES.md")).unwrap_or_default(), "a\n");
+    // the two planning replies (21 + 7 tokens each, as the scripted server reports) count
+    assert_eq!(report["tokens"]["prompt"], 21 + 21 + 40 + 21, "{report}");
+    assert_eq!(report["tokens"]["completion"], 7 + 7 + 12 + 7, "{report}");
 }

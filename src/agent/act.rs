@@ -34,6 +34,9 @@ use crate::sync::lock;
 const REPEATS: usize = 3;
 /// The most tokens a reply is given room for after replies were cut at the limit.
 const MAX_REPLY_TOKENS: u32 = 32_768;
+/// How many times one loop doubles the room for a cut action (a model that rambles to the
+/// limit whatever the room is must not be given more each time).
+const MAX_DOUBLINGS: u32 = 2;
 /// The longest summary a plain-text final answer gives its step.
 const SUMMARY_CHARS: usize = 400;
 
@@ -96,8 +99,9 @@ pub async fn act(
     let mut turns = 0u32;
     let tool_call_limit = executor.context().settings.limits.tool_calls;
     let mut trajectory = Trajectory::default();
-    // room for a reply, raised after a reply was cut at it
+    // room for a reply, raised after an action was cut at it
     let mut room: Option<u32> = None;
+    let mut doublings = 0u32;
     let end =
         |exit_reason, summary: String, tokens, turns| ActOutcome { exit_reason, summary, tokens, turns };
     loop {
@@ -177,10 +181,19 @@ pub async fn act(
         tokens.add(super::report::Tokens::of(&reply.usage));
 
         let cut = reply.finish == FinishReason::Length;
+        // a cut action gets twice the room, a few times; cut prose only a sentence
+        let acting = !reply.tool_calls.is_empty() || looks_like_an_action(&reply.text);
         let mut cut_sentence = || {
             let limit = room.unwrap_or(info.max_tokens);
+            if !acting || doublings >= MAX_DOUBLINGS {
+                report(format!("the reply was cut at the token limit ({limit})"));
+                return format!(
+                    "your reply was cut off at the token limit ({limit} tokens) before it ended, so nothing unfinished in it was done; answer shorter: one action, or a short final answer"
+                );
+            }
             let more = limit.saturating_mul(2).min(MAX_REPLY_TOKENS);
             room = Some(more);
+            doublings += 1;
             report(format!(
                 "the reply was cut at the token limit ({limit}); asking again with room for {more}"
             ));

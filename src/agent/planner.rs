@@ -69,13 +69,14 @@ pub enum PlanFailure {
     Plan(PlanError),
 }
 
-/// Asks `model` for a plan; returns it and the tokens spent.
+/// Asks `model` for a plan; returns it (or why there is none) and the tokens spent either
+/// way: a failed plan was paid for too.
 pub async fn make_plan(
     model: &dyn Model,
     request: &PlanRequest<'_>,
     plan_id: &str,
     cancel: &CancellationToken,
-) -> Result<(Plan, Tokens), PlanFailure> {
+) -> (Result<Plan, PlanFailure>, Tokens) {
     let mut messages = vec![
         Message::system(SYSTEM.replace("{max}", &request.max_steps.to_string())),
         Message::user(prompt(request)),
@@ -84,10 +85,13 @@ pub async fn make_plan(
     let mut last_error = PlanError::Empty;
     for _ in 0..2 {
         let options = CallOptions { deltas: None, cancel: cancel.child_token() };
-        let reply = model.send(&Request::chat(messages.clone()), &options).await?;
+        let reply = match model.send(&Request::chat(messages.clone()), &options).await {
+            Ok(reply) => reply,
+            Err(err) => return (Err(PlanFailure::Model(err)), tokens),
+        };
         tokens.add(Tokens::of(&reply.usage));
         match Plan::read(plan_id, request.goal, &reply.text, request.max_steps) {
-            Ok(plan) => return Ok((plan, tokens)),
+            Ok(plan) => return (Ok(plan), tokens),
             Err(err) => {
                 tracing::info!("{plan_id}: the reply is not a plan ({err}); asking again");
                 messages.push(Message::assistant(reply.text));
@@ -96,7 +100,7 @@ pub async fn make_plan(
             }
         }
     }
-    Err(PlanFailure::Plan(last_error))
+    (Err(PlanFailure::Plan(last_error)), tokens)
 }
 
 fn prompt(request: &PlanRequest<'_>) -> String {

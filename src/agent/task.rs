@@ -90,9 +90,9 @@ pub async fn plan_goal(
         max_steps: context.plan.max_steps,
         history: None,
     };
-    let (plan, mut tokens) = make_plan(model.as_ref(), &request, plan_id, cancel).await?;
+    let (plan, mut tokens) = make_plan(model.as_ref(), &request, plan_id, cancel).await;
     tokens.add(spent);
-    Ok((plan, tokens))
+    Ok((plan?, tokens))
 }
 
 /// How the run stopped, before its summary is written.
@@ -299,16 +299,37 @@ impl Runner<'_> {
                     max_steps: self.context.plan.max_steps,
                     history: None,
                 };
-                match make_plan(model.as_ref(), &plan_request, &request.plan_id, &self.cancel).await {
-                    Ok((plan, tokens)) => {
-                        self.add_tokens(tokens);
-                        plan
-                    }
+                let (plan, tokens) =
+                    make_plan(model.as_ref(), &plan_request, &request.plan_id, &self.cancel).await;
+                self.add_tokens(tokens);
+                match plan {
+                    Ok(plan) => plan,
                     Err(PlanFailure::Model(ModelError::Cancelled { .. })) => {
                         return Stop {
                             reason: ExitReason::Cancelled,
                             summary: "Cancelled while planning".into(),
                         };
+                    }
+                    // no plan in the model's words (a small or base model): the goal itself is
+                    // the one step, and the step's checks judge it as any other
+                    Err(PlanFailure::Plan(err)) => {
+                        let single = format!("1. {}\n", request.goal.lines().next().unwrap_or_default());
+                        match Plan::read(&request.plan_id, &request.goal, &single, 1) {
+                            Ok(plan) => {
+                                self.report(format!(
+                                    "the model's reply held no plan ({err}); carrying the goal out as one step"
+                                ))
+                                .await;
+                                self.executor.record("plan_fallback", json!({"why": err.to_string()}));
+                                plan
+                            }
+                            Err(_) => {
+                                return Stop {
+                                    reason: ExitReason::Failed,
+                                    summary: PlanFailure::Plan(err).to_string(),
+                                };
+                            }
+                        }
                     }
                     Err(err) => return Stop { reason: ExitReason::Failed, summary: err.to_string() },
                 }
@@ -517,12 +538,12 @@ impl Runner<'_> {
             history: Some(outline.to_string()),
         };
         let plan_id = lock(&self.plan).as_ref().map(|p| p.plan_id.clone()).unwrap_or_default();
-        let (mut new, tokens) =
-            make_plan(model, &plan_request, &plan_id, &self.cancel).await.map_err(|err| Stop {
-                reason: ExitReason::Failed,
-                summary: format!("re-planning failed: {err}"),
-            })?;
+        let (new, tokens) = make_plan(model, &plan_request, &plan_id, &self.cancel).await;
         self.add_tokens(tokens);
+        let mut new = new.map_err(|err| Stop {
+            reason: ExitReason::Failed,
+            summary: format!("re-planning failed: {err}"),
+        })?;
         let prefix = format!("r{round}.");
         for step in &mut new.steps {
             step.id = format!("{prefix}{}", step.id);
