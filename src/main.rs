@@ -162,6 +162,29 @@ enum Command {
     },
 }
 
+/// The model a benchmark asks, over its settings.
+#[derive(clap::Args)]
+struct BenchModel {
+    /// The model's base URL (OpenAI-compatible unless --provider says otherwise).
+    #[arg(long)]
+    model_url: Option<String>,
+    /// The model's name.
+    #[arg(long)]
+    model: Option<String>,
+    /// openai, anthropic or ollama.
+    #[arg(long)]
+    provider: Option<String>,
+    /// The most tokens one reply may have ([model] max_tokens).
+    #[arg(long)]
+    max_reply_tokens: Option<u32>,
+}
+
+impl BenchModel {
+    fn overlay(self) -> serde_json::Value {
+        model_overlay(self.model_url, self.model, self.provider, self.max_reply_tokens)
+    }
+}
+
 #[derive(Subcommand)]
 enum BenchWhat {
     /// The workspace index on a real tree: built cold, one file updated, symbol searches and
@@ -210,18 +233,8 @@ enum BenchWhat {
         /// Only tasks whose name contains this.
         #[arg(long)]
         filter: Option<String>,
-        /// The model's base URL (OpenAI-compatible unless --provider says otherwise).
-        #[arg(long)]
-        model_url: Option<String>,
-        /// The model's name.
-        #[arg(long)]
-        model: Option<String>,
-        /// openai, anthropic or ollama.
-        #[arg(long)]
-        provider: Option<String>,
-        /// The most tokens one reply may have ([model] max_tokens).
-        #[arg(long)]
-        max_reply_tokens: Option<u32>,
+        #[command(flatten)]
+        model: BenchModel,
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
@@ -235,18 +248,8 @@ enum BenchWhat {
         filter: Option<String>,
         #[arg(long)]
         max_attempts: Option<u32>,
-        /// The model's base URL (OpenAI-compatible unless --provider says otherwise).
-        #[arg(long)]
-        model_url: Option<String>,
-        /// The model's name.
-        #[arg(long)]
-        model: Option<String>,
-        /// openai, anthropic or ollama.
-        #[arg(long)]
-        provider: Option<String>,
-        /// The most tokens one reply may have ([model] max_tokens).
-        #[arg(long)]
-        max_reply_tokens: Option<u32>,
+        #[command(flatten)]
+        model: BenchModel,
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
@@ -327,21 +330,14 @@ fn main() -> ExitCode {
             };
             runtime.block_on(run_fix(&paths, format, &options))
         }
-        Command::Bench {
-            what:
-                BenchWhat::Fix { dir, filter, max_attempts, model_url, model, provider, max_reply_tokens, format },
-        } => {
+        Command::Bench { what: BenchWhat::Fix { dir, filter, max_attempts, model, format } } => {
             tokamak::logging::init_cli();
-            let model = model_overlay(model_url, model, provider, max_reply_tokens);
-            let options = BenchOptions { filter, max_attempts, model };
+            let options = BenchOptions { filter, max_attempts, model: model.overlay() };
             runtime.block_on(run_bench_fix(&dir, format, &options))
         }
-        Command::Bench {
-            what: BenchWhat::Task { dir, filter, model_url, model, provider, max_reply_tokens, format },
-        } => {
+        Command::Bench { what: BenchWhat::Task { dir, filter, model, format } } => {
             tokamak::logging::init_cli();
-            let model = model_overlay(model_url, model, provider, max_reply_tokens);
-            let options = tokamak::cli::bench_task::TaskBenchOptions { filter, model };
+            let options = tokamak::cli::bench_task::TaskBenchOptions { filter, model: model.overlay() };
             runtime.block_on(run_bench_task(&dir, format, &options))
         }
         Command::Bench { what: BenchWhat::Context { root, queries, questions, format } } => {

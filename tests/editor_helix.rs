@@ -13,7 +13,7 @@ mod support;
 
 use serde_json::{Value, json};
 use support::model_server::ModelServer;
-use support::scenario::{GOAL, Language, PYTHON, TYPESCRIPT, placed};
+use support::scenario::{GOAL, Language, PYTHON, TYPESCRIPT, placed, test_runs_passed};
 use support::{LspClient, UserDirs};
 
 /// Helix's `ClientCapabilities`, as it serializes them.
@@ -194,14 +194,7 @@ fn scenario_in_helix(language: &Language, with_bwrap: bool) {
     assert!(std::fs::read_to_string(root.join(language.tests)).expect("the tests").contains("alidate"));
     // every test run passed — the last after the test that needs the buffer's method — and
     // where they ran is said, with the notice once without bwrap
-    let runs: Vec<Value> = support::audit_events(client.user.cache.path(), "action")
-        .into_iter()
-        .filter(|a| a["action"] == "run")
-        .collect();
-    assert!(runs.len() >= 2, "{runs:?}");
-    for run in &runs {
-        assert!(run["summary"].as_str().unwrap_or_default().contains("exit status 0"), "{run}");
-    }
+    test_runs_passed(client.user.cache.path(), 2);
     // Helix shows no plan, but its spinner shows each step's report, with where its tests ran
     let reports: Vec<String> = client
         .seen(|m| m["method"] == "$/progress" && m["params"]["value"]["kind"] == "report")

@@ -13,7 +13,7 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 use support::model_server::{ModelServer, openai_chat};
-use support::scenario::{GOAL, Language, PYTHON, TYPESCRIPT, call, placed};
+use support::scenario::{GOAL, Language, PYTHON, TYPESCRIPT, call, placed, test_runs_passed};
 
 fn nvim() -> std::path::PathBuf {
     support::tools_dir().join("venv/bin/nvim")
@@ -282,14 +282,7 @@ fn scenario_in_neovim(language: &Language, with_bwrap: bool) {
         assert!(note.contains("the tests passed") && note.contains(placed(with_bwrap)), "{report:#}");
     }
     // every test run passed, and the last one ran after the test that needs the buffer
-    let runs: Vec<Value> = support::audit_events(&user.path().join("cache"), "action")
-        .into_iter()
-        .filter(|a| a["action"] == "run")
-        .collect();
-    assert!(runs.len() >= 2, "{runs:?}");
-    for run in &runs {
-        assert!(run["summary"].as_str().unwrap_or_default().contains("exit status 0"), "{run}");
-    }
+    test_runs_passed(&user.path().join("cache"), 2);
 }
 
 #[test]

@@ -61,20 +61,30 @@ pub struct BenchOptions {
 
 /// Reads every case under `dir` (folders holding a `case.toml`), sorted by name.
 pub fn cases(dir: &Path) -> anyhow::Result<Vec<(String, PathBuf, Case)>> {
+    manifests(dir, "case.toml", "case")
+}
+
+/// Every folder under `dir` holding a manifest `file` (a benchmark's cases or tasks), read,
+/// sorted by name; `what` names one in errors.
+pub(super) fn manifests<T: serde::de::DeserializeOwned>(
+    dir: &Path,
+    file: &str,
+    what: &str,
+) -> anyhow::Result<Vec<(String, PathBuf, T)>> {
     let mut found = Vec::new();
     for entry in
         std::fs::read_dir(dir).map_err(|err| anyhow::anyhow!("cannot read {}: {err}", dir.display()))?
     {
         let path = entry?.path();
-        let manifest = path.join("case.toml");
+        let manifest = path.join(file);
         if !manifest.is_file() {
             continue;
         }
         let text = std::fs::read_to_string(&manifest)?;
-        let case: Case = toml::from_str(&text)
-            .map_err(|err| anyhow::anyhow!("{} is not a valid case: {err}", manifest.display()))?;
+        let read: T = toml::from_str(&text)
+            .map_err(|err| anyhow::anyhow!("{} is not a valid {what}: {err}", manifest.display()))?;
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        found.push((name, path, case));
+        found.push((name, path, read));
     }
     found.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(found)

@@ -11,8 +11,8 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use super::bench::verify;
-use super::run::{RunOptions, run_copy};
+use super::bench::{manifests, verify};
+use super::run::{RunOptions, copy_workspace, run_copy};
 use crate::agent::{ExitReason, Tokens};
 use crate::observer::checkers::resolve_program;
 
@@ -64,23 +64,7 @@ pub struct TaskBenchOptions {
 
 /// Every task under `dir` (folders holding a `task.toml`), sorted by name.
 pub fn tasks(dir: &Path) -> anyhow::Result<Vec<(String, PathBuf, Task)>> {
-    let mut found = Vec::new();
-    for entry in
-        std::fs::read_dir(dir).map_err(|err| anyhow::anyhow!("cannot read {}: {err}", dir.display()))?
-    {
-        let path = entry?.path();
-        let manifest = path.join("task.toml");
-        if !manifest.is_file() {
-            continue;
-        }
-        let text = std::fs::read_to_string(&manifest)?;
-        let task: Task = toml::from_str(&text)
-            .map_err(|err| anyhow::anyhow!("{} is not a valid task: {err}", manifest.display()))?;
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        found.push((name, path, task));
-    }
-    found.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(found)
+    manifests(dir, "task.toml", "task")
 }
 
 /// Carries out every task (in a temporary copy) and judges it.
@@ -132,8 +116,8 @@ async fn one(
             return result;
         }
     };
-    if let Err(err) = copy_tree(&folder.join("project"), work.path())
-        .and_then(|()| std::fs::create_dir_all(work.path().join(".git")).map_err(anyhow::Error::from))
+    if let Err(err) = copy_workspace(&folder.join("project"), work.path())
+        .and_then(|()| std::fs::create_dir_all(work.path().join(".git")))
     {
         result.note = Some(format!("the project could not be copied: {err}"));
         return result;
@@ -196,7 +180,8 @@ async fn one(
 async fn accept(folder: &Path, work: &Path, commands: &[Vec<String>]) -> Result<(), String> {
     let hidden = folder.join("accept");
     if hidden.is_dir() {
-        copy_tree(&hidden, &work.join("accept")).map_err(|err| format!("the acceptance tests: {err}"))?;
+        copy_workspace(&hidden, &work.join("accept"))
+            .map_err(|err| format!("the acceptance tests: {err}"))?;
     }
     for command in commands {
         verify(command, work).await.map_err(|failure| format!("accept: {failure}"))?;
@@ -217,20 +202,6 @@ fn snapshot(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
         .collect();
     files.sort();
     files
-}
-
-fn copy_tree(from: &Path, to: &Path) -> anyhow::Result<()> {
-    std::fs::create_dir_all(to)?;
-    for entry in std::fs::read_dir(from).map_err(|err| anyhow::anyhow!("{}: {err}", from.display()))? {
-        let entry = entry?;
-        let target = to.join(entry.file_name());
-        if entry.file_type()?.is_dir() {
-            copy_tree(&entry.path(), &target)?;
-        } else {
-            std::fs::copy(entry.path(), &target)?;
-        }
-    }
-    Ok(())
 }
 
 /// The results as a table, one task a line, then the totals.

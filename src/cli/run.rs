@@ -165,7 +165,7 @@ async fn dry_run(root: &Path, goal: &str, options: &RunOptions) -> anyhow::Resul
 
 /// Copies a workspace for a dry run: every file but `.git`; dependency folders are linked,
 /// not copied.
-fn copy_workspace(from: &Path, to: &Path) -> std::io::Result<()> {
+pub(super) fn copy_workspace(from: &Path, to: &Path) -> std::io::Result<()> {
     const LINKED: &[&str] = &["node_modules", ".venv", "venv", ".tools", "target"];
     std::fs::create_dir_all(to)?;
     for entry in std::fs::read_dir(from)? {

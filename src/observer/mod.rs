@@ -131,6 +131,15 @@ pub enum SettleError {
     Changed { uri: Url, expected: Option<i32>, current: Option<i32> },
 }
 
+/// What [`Observer::in_background`] computes: the store key it sets, what it is (for the log),
+/// and whether an entry equal to the one before is published again.
+#[derive(Clone, Copy)]
+struct Background {
+    key: &'static str,
+    what: &'static str,
+    publish_unchanged: bool,
+}
+
 struct InFlight {
     version: Option<i32>,
     task: JoinHandle<()>,
@@ -553,8 +562,31 @@ impl Observer {
     /// Parses a document tree-sitter accepts with the language's own parser, off the
     /// keystroke (after `pause`, when typing may go on), and publishes what it rejects for
     /// that version if the document is still at it. Until then the last findings stay, moved
-    /// along with the text, so nothing flickers while typing.
+    /// along with the text, so nothing flickers while typing; an unchanged verdict (the usual
+    /// case: a clean file stays clean) is not published again.
     fn schedule_strict(self: &Arc<Self>, snapshot: &DocumentSnapshot, pause: Option<Duration>) {
+        let job = Background { key: STRICT_KEY, what: "the language's own parse", publish_unchanged: false };
+        self.in_background(snapshot, pause, job, strict_entry);
+    }
+
+    /// Places a large document's syntax errors (SPEC S2: a few re-parses per error, too many
+    /// for the keystroke) off the keystroke, then publishes them for that version if the
+    /// document is still at it; a newer change scheduled its own. Typing goes on: only the
+    /// version it pauses at is worth the re-parses.
+    fn schedule_repair(self: &Arc<Self>, snapshot: &DocumentSnapshot) {
+        let job = Background { key: SOURCE, what: "placing its syntax errors", publish_unchanged: true };
+        self.in_background(snapshot, Some(PARSE_PAUSE), job, syntax_entry);
+    }
+
+    /// Computes `job.key`'s entry for the snapshot on a blocking thread (after `pause`), and
+    /// stores and publishes it if the document is still at that version with that text.
+    fn in_background(
+        self: &Arc<Self>,
+        snapshot: &DocumentSnapshot,
+        pause: Option<Duration>,
+        job: Background,
+        compute: fn(&DocumentSnapshot) -> SourceEntry,
+    ) {
         let observer = Arc::clone(self);
         let snapshot = snapshot.clone();
         tokio::spawn(async move {
@@ -565,59 +597,29 @@ impl Observer {
                     return;
                 }
             }
-            let entry = match tokio::task::spawn_blocking(move || strict_entry(&snapshot)).await {
+            let entry = match tokio::task::spawn_blocking(move || compute(&snapshot)).await {
                 Ok(entry) => entry,
-                Err(err) => return tracing::error!("{uri}: the language's own parse failed: {err}"),
+                Err(err) => return tracing::error!("{uri}: {} failed: {err}", job.what),
             };
             let publishing = observer.publishing.lock().await;
             if !observer.still_at(&uri, version, &text) {
                 return;
             }
             let Some(snapshot) = lock(&observer.workspace).snapshot(&uri) else { return };
-            let same = {
+            let unchanged = {
                 let mut state = lock(&observer.state);
                 let file = state.files.entry(uri).or_default();
-                let same = file
-                    .get(STRICT_KEY)
+                let unchanged = file
+                    .get(job.key)
                     .map_or(entry.diagnostics.is_empty(), |old| old.diagnostics == entry.diagnostics);
-                file.set(STRICT_KEY, entry);
-                same
+                file.set(job.key, entry);
+                unchanged
             };
-            if same {
-                // nothing to show that is not shown (the usual case: a clean file stays clean)
+            if unchanged && !job.publish_unchanged {
                 observer.changed.notify_waiters();
             } else {
                 observer.after_change(&snapshot).await;
             }
-            drop(publishing);
-        });
-    }
-
-    /// Places a large document's syntax errors (SPEC S2: a few re-parses per error, too many
-    /// for the keystroke) off the keystroke, then publishes them for that version if the
-    /// document is still at it; a newer change scheduled its own.
-    fn schedule_repair(self: &Arc<Self>, snapshot: &DocumentSnapshot) {
-        let observer = Arc::clone(self);
-        let snapshot = snapshot.clone();
-        tokio::spawn(async move {
-            let (uri, version, text) = (snapshot.uri.clone(), snapshot.version, snapshot.rope.clone());
-            // typing goes on: only the version it pauses at is worth the re-parses
-            tokio::time::sleep(PARSE_PAUSE).await;
-            if !observer.still_at(&uri, version, &text) {
-                return;
-            }
-            let placed = tokio::task::spawn_blocking(move || syntax_entry(&snapshot)).await;
-            let entry = match placed {
-                Ok(entry) => entry,
-                Err(err) => return tracing::error!("{uri}: placing its syntax errors failed: {err}"),
-            };
-            let publishing = observer.publishing.lock().await;
-            if !observer.still_at(&uri, version, &text) {
-                return;
-            }
-            let Some(snapshot) = lock(&observer.workspace).snapshot(&uri) else { return };
-            lock(&observer.state).files.entry(uri).or_default().set(SOURCE, entry);
-            observer.after_change(&snapshot).await;
             drop(publishing);
         });
     }

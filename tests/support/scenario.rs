@@ -129,3 +129,15 @@ pub fn placed(with_bwrap: bool) -> &'static str {
         "not isolated: no bubblewrap"
     }
 }
+
+/// The test commands a run made (its audit log's `run` actions under the user's `cache`),
+/// each checked to have passed; at least `at_least` of them.
+pub fn test_runs_passed(cache: &std::path::Path, at_least: usize) -> Vec<Value> {
+    let runs: Vec<Value> =
+        super::audit_events(cache, "action").into_iter().filter(|a| a["action"] == "run").collect();
+    assert!(runs.len() >= at_least, "{runs:?}");
+    for run in &runs {
+        assert!(run["summary"].as_str().unwrap_or_default().contains("exit status 0"), "{run}");
+    }
+    runs
+}
