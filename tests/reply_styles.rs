@@ -5,7 +5,9 @@
 //! arguments written as Python or as a string are repaired; a delete the model only
 //! considered while thinking (`<think>`, `reasoning_content`, Anthropic's `thinking`,
 //! Ollama's `thinking`) never runs; a call cut at the token limit is not taken, and the model
-//! is asked again with room for twice as many tokens.
+//! is asked again with room for twice as many tokens. Each run is made twice: with whole
+//! replies and with `model.stream` on, the same replies streamed as the server would. A
+//! server whose context is too small for the prompt has the prompt cut to fit.
 
 mod support;
 
@@ -14,7 +16,7 @@ use std::process::Output;
 
 use serde_json::{Value, json};
 use support::UserDirs;
-use support::model_server::{ModelServer, Scripted, json_reply, openai_chat};
+use support::model_server::{ModelServer, Scripted, as_stream, json_reply, openai_chat};
 
 /// What the model considers and must never do: delete the project's tests.
 const CONSIDERED: &str = r#"{"name": "delete", "arguments": {"path": "test_keep.py"}}"#;
@@ -30,12 +32,17 @@ fn project() -> tempfile::TempDir {
 }
 
 /// `tokamak run` in `root` with `model` as the user's `[model]` (`provider` one of openai,
-/// anthropic, ollama).
+/// anthropic, ollama), whole replies.
 fn run(root: &Path, model: &ModelServer, provider: &str) -> Output {
+    run_as(root, model, provider, false)
+}
+
+/// `tokamak run`, every request streamed when `stream`.
+fn run_as(root: &Path, model: &ModelServer, provider: &str, stream: bool) -> Output {
     let user = UserDirs::new();
     let base = if provider == "openai" { format!("{}/v1", model.url()) } else { model.url() };
     user.write_settings(&format!(
-        "[model]\nprovider = \"{provider}\"\nbase_url = \"{base}\"\nmodel = \"scripted\"\nmax_retries = 0\nmax_tokens = 300\n"
+        "[model]\nprovider = \"{provider}\"\nbase_url = \"{base}\"\nmodel = \"scripted\"\nmax_retries = 0\nmax_tokens = 300\nstream = {stream}\n"
     ));
     let mut command =
         user.command(&["run", "write the notes", "--yes", "--root", &root.display().to_string()]);
@@ -106,24 +113,35 @@ fn plan(provider: &str) -> Scripted {
     }
 }
 
-/// Runs `replies` (after the plan) and checks the run: `done`, NOTES.md holding `notes`, the
-/// tests the model only thought of deleting still there.
-fn check(name: &str, provider: &str, replies: Vec<Scripted>, notes: &str) -> (ModelServer, String) {
-    let dir = project();
-    let mut script = vec![plan(provider)];
-    script.extend(replies);
-    let model = ModelServer::start(script);
-    let output = run(dir.path(), &model, provider);
-    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert_eq!(output.status.code(), Some(0), "{name}:\n{stdout}\n{stderr}");
-    assert!(dir.path().join("test_keep.py").exists(), "{name}: a delete only thought of ran\n{stderr}");
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("NOTES.md")).unwrap_or_default(),
-        notes,
-        "{name}:\n{stderr}"
-    );
-    (model, stderr)
+/// Runs `replies` (after the plan), whole and then streamed, and checks each run: `done`,
+/// NOTES.md holding `notes`, the tests the model only thought of deleting still there.
+/// Returns each run's server and stderr.
+fn check(name: &str, provider: &str, replies: Vec<Scripted>, notes: &str) -> Vec<(ModelServer, String)> {
+    let mut runs = Vec::new();
+    for stream in [false, true] {
+        let name = format!("{name}{}", if stream { " (streamed)" } else { "" });
+        let dir = project();
+        let mut script = vec![plan(provider)];
+        script.extend(replies.iter().cloned());
+        if stream {
+            script = script.into_iter().map(as_stream).collect();
+        }
+        let model = ModelServer::start(script);
+        let output = run_as(dir.path(), &model, provider, stream);
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        assert_eq!(output.status.code(), Some(0), "{name}:\n{stdout}\n{stderr}");
+        assert!(dir.path().join("test_keep.py").exists(), "{name}: a delete only thought of ran\n{stderr}");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("NOTES.md")).unwrap_or_default(),
+            notes,
+            "{name}:\n{stderr}"
+        );
+        let asked_to_stream = model.requests().iter().all(|r| r.body["stream"] == json!(stream));
+        assert!(asked_to_stream, "{name}: not every request had stream = {stream}");
+        runs.push((model, stderr));
+    }
+    runs
 }
 
 /// What the model was sent back as its history, in the last request: no reasoning in it.
@@ -197,14 +215,15 @@ fn openai_compatible_replies_in_every_style_are_understood() {
         ),
     ];
     for (name, replies) in cases {
-        let (model, _) = check(name, "openai", replies, "a\n");
-        assert!(!history(&model).contains(THOUGHT), "{name}: reasoning went back into the history");
+        for (model, _) in check(name, "openai", replies, "a\n") {
+            assert!(!history(&model).contains(THOUGHT), "{name}: reasoning went back into the history");
+        }
     }
 }
 
 #[test]
 fn a_wrong_argument_that_cannot_be_repaired_is_sent_back_in_one_sentence() {
-    let (model, _) = check(
+    let runs = check(
         "unrepairable arguments",
         "openai",
         vec![
@@ -218,18 +237,23 @@ fn a_wrong_argument_that_cannot_be_repaired_is_sent_back_in_one_sentence() {
         ],
         "a\n",
     );
-    let told: Vec<String> = model
-        .requests()
-        .iter()
-        .filter_map(|r| r.body["messages"].as_array()?.last()?["content"].as_str().map(str::to_string))
-        .collect();
-    assert!(told.iter().any(|t| t.contains("the arguments of create are not valid JSON")), "{told:#?}");
-    assert!(told.iter().any(|t| t.contains("a tool call had no name; the tools are read, ")), "{told:#?}");
+    for (model, _) in runs {
+        let told: Vec<String> = model
+            .requests()
+            .iter()
+            .filter_map(|r| r.body["messages"].as_array()?.last()?["content"].as_str().map(str::to_string))
+            .collect();
+        assert!(told.iter().any(|t| t.contains("the arguments of create are not valid JSON")), "{told:#?}");
+        assert!(
+            told.iter().any(|t| t.contains("a tool call had no name; the tools are read, ")),
+            "{told:#?}"
+        );
+    }
 }
 
 #[test]
 fn a_call_cut_at_the_token_limit_is_not_taken_and_the_model_gets_more_room() {
-    let (model, stderr) = check(
+    let runs = check(
         "cut call",
         "openai",
         vec![
@@ -258,26 +282,28 @@ fn a_call_cut_at_the_token_limit_is_not_taken_and_the_model_gets_more_room() {
         ],
         "a\nb\n",
     );
-    let rooms: Vec<Value> = model.requests().iter().map(|r| r.body["max_tokens"].clone()).collect();
-    // the plan and the first try at the configured 300, then twice that, then twice again,
-    // and no more
-    assert_eq!(
-        rooms,
-        [json!(300), json!(300), json!(600), json!(1200), json!(1200), json!(1200), json!(1200)],
-        "{stderr}"
-    );
-    assert!(stderr.contains("the reply was cut at the token limit (1200)\n"), "{stderr}");
-    assert!(
-        stderr.contains("the reply was cut at the token limit (300); asking again with room for 600"),
-        "{stderr}"
-    );
-    let last = history(&model);
-    assert!(last.contains("your reply was cut off at the token limit (300 tokens)"), "{last}");
+    for (model, stderr) in runs {
+        let rooms: Vec<Value> = model.requests().iter().map(|r| r.body["max_tokens"].clone()).collect();
+        // the plan and the first try at the configured 300, then twice that, then twice again,
+        // and no more
+        assert_eq!(
+            rooms,
+            [json!(300), json!(300), json!(600), json!(1200), json!(1200), json!(1200), json!(1200)],
+            "{stderr}"
+        );
+        assert!(stderr.contains("the reply was cut at the token limit (1200)\n"), "{stderr}");
+        assert!(
+            stderr.contains("the reply was cut at the token limit (300); asking again with room for 600"),
+            "{stderr}"
+        );
+        let last = history(&model);
+        assert!(last.contains("your reply was cut off at the token limit (300 tokens)"), "{last}");
+    }
 }
 
 #[test]
 fn anthropic_thinking_and_tool_use_then_a_plain_end_turn() {
-    let (model, _) = check(
+    let runs = check(
         "anthropic",
         "anthropic",
         vec![
@@ -292,12 +318,14 @@ fn anthropic_thinking_and_tool_use_then_a_plain_end_turn() {
         ],
         "a\n",
     );
-    assert!(!history(&model).contains(THOUGHT), "reasoning went back into the history");
+    for (model, _) in runs {
+        assert!(!history(&model).contains(THOUGHT), "reasoning went back into the history");
+    }
 }
 
 #[test]
 fn ollama_thinking_and_tool_calls_then_a_plain_answer() {
-    let (model, _) = check(
+    let runs = check(
         "ollama",
         "ollama",
         vec![
@@ -310,7 +338,9 @@ fn ollama_thinking_and_tool_calls_then_a_plain_answer() {
         ],
         "a\n",
     );
-    assert!(!history(&model).contains(THOUGHT), "reasoning went back into the history");
+    for (model, _) in runs {
+        assert!(!history(&model).contains(THOUGHT), "reasoning went back into the history");
+    }
 }
 
 /// A model that never writes a usable plan (a small or base model): after asking twice, the
@@ -356,4 +386,72 @@ fn a_plan_that_never_comes_makes_the_goal_one_step() {
     // the two planning replies (21 + 7 tokens each, as the scripted server reports) count
     assert_eq!(report["tokens"]["prompt"], 21 + 21 + 40 + 21, "{report}");
     assert_eq!(report["tokens"]["completion"], 7 + 7 + 12 + 7, "{report}");
+}
+
+/// llama.cpp's answer to a prompt longer than its context (`--ctx-size`).
+fn too_long(n_ctx: u32) -> Scripted {
+    json_reply(
+        400,
+        json!({"error": {"code": 400, "message": "the request exceeds the available context size, try increasing it", "type": "exceed_context_size_error", "n_prompt_tokens": 9000, "n_ctx": n_ctx}}),
+    )
+}
+
+/// The first user message of each request, as sent.
+fn first_messages(model: &ModelServer) -> Vec<String> {
+    model
+        .requests()
+        .iter()
+        .map(|r| r.body["messages"][1]["content"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+/// A server whose context is smaller than the prompt names its length: the workspace view is
+/// cut to fit (the planner's and the step's), the length is remembered so the next prompts go
+/// out fitted, and the run ends as if nothing happened.
+#[test]
+fn a_prompt_too_long_for_the_context_is_cut_to_fit() {
+    let dir = project();
+    for m in 0..30 {
+        let mut text = String::new();
+        for f in 0..40 {
+            text.push_str(&format!(
+                "def write_notes_{m}_{f}(notes, path, options):\n    \"\"\"Writes notes of kind {f} for module {m} to the path with the options.\"\"\"\n    return notes\n\n\n"
+            ));
+        }
+        std::fs::write(dir.path().join(format!("notes_{m:02}.py")), text).expect("write");
+    }
+    let model = ModelServer::start(vec![
+        too_long(8192),
+        plan("openai"),
+        too_long(4096),
+        openai(
+            json!({"content": "", "tool_calls": [native("create", r#"{"path": "NOTES.md", "text": "a\n"}"#)]}),
+            "tool_calls",
+        ),
+        openai(json!({"content": "Written."}), "stop"),
+    ]);
+    let output = run(dir.path(), &model, "openai");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("NOTES.md")).unwrap_or_default(), "a\n");
+    let firsts = first_messages(&model);
+    assert_eq!(firsts.len(), 5, "{stderr}");
+    let left_out = "was left out to fit the model's context";
+    // the planner's view, cut after the refusal
+    assert!(!firsts[0].contains(left_out) && firsts[1].contains(left_out), "{firsts:#?}");
+    assert!(firsts[1].len() < firsts[0].len() * 3 / 4, "{firsts:#?}");
+    // the step's first prompt goes out fitted to the length learned, and is cut again when
+    // the server names a smaller one
+    assert!(firsts[2].contains(left_out), "{}", firsts[2]);
+    assert!(firsts[3].len() < firsts[2].len(), "{} → {}", firsts[2].len(), firsts[3].len());
+    assert!(
+        stderr.contains(
+            "the prompt was too long for the model's context (4096 tokens): the workspace view was cut from ~"
+        ),
+        "{stderr}"
+    );
+    // a prompt with its room fits what the server named, estimated as the agent does
+    let last = &model.requests()[3].body;
+    let estimated = last.to_string().len() / 4;
+    assert!(estimated < 4096, "{estimated} tokens sent against a context of 4096");
 }

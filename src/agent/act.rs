@@ -10,6 +10,8 @@
 //! (its reasoning) is never read as an action. A reply cut at the token limit is not acted
 //! on past what it finished: the model is asked again with room for twice as many tokens.
 //! A long step's history is compressed into a summary as it goes (`trajectory.rs`, SPEC C4).
+//! A prompt the server finds too long for the model's context is made to fit (`fit.rs`): the
+//! workspace view is cut, then the history compressed, and the request made again.
 //! With `model.tools = "auto"`, a server that refuses tools gets the text protocol from then
 //! on, and the user is told once.
 
@@ -21,13 +23,16 @@ use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
 use super::calls;
+use super::fit;
 use super::protocol::{self, Reply as TextReply};
 use super::report::{ExitReason, Tokens};
 use super::tools::{self, Called};
-use super::trajectory::Trajectory;
+use super::trajectory::{self, Trajectory};
 use crate::editor::MessageLevel;
 use crate::executor::{Action, Executor, LimitHit};
-use crate::model::{CallOptions, FinishReason, Message, Model, ModelError, Reply, Request, ToolsMode};
+use crate::model::{
+    CallOptions, FinishReason, Message, Model, ModelError, Reply, Request, ToolsMode, estimate_tokens,
+};
 use crate::sync::lock;
 
 /// The third visit to the same state (the run's files, an action and its result) is a loop.
@@ -51,7 +56,10 @@ pub struct ActRequest<'a> {
     /// The role's instructions, at the end of the first user message, before the goal.
     pub role: &'a str,
     pub goal: &'a str,
-    /// What the model should know besides the goal: the workspace, the plan, earlier steps.
+    /// The workspace as the prompt shows it (rules, ranked files): what is cut first when the
+    /// prompt does not fit the model's context.
+    pub workspace: &'a str,
+    /// What else the model should know besides the goal: the plan, earlier steps.
     pub context: &'a str,
     /// Prompt plus completion tokens the loop may spend.
     pub max_tokens: u32,
@@ -88,13 +96,16 @@ pub async fn act(
         ToolsMode::Auto if refused_before => Protocol::Text,
         _ => Protocol::Native,
     };
-    let mut messages = vec![
-        Message::system(system_prompt(request.system, protocol)),
-        Message::user(format!(
-            "{}\n\nYour role in this step: {}\n\nGoal: {}",
+    let first = |view: &str| {
+        format!(
+            "{view}\n{}\n\nYour role in this step: {}\n\nGoal: {}",
             request.context, request.role, request.goal
-        )),
-    ];
+        )
+    };
+    let mut view = request.workspace.to_string();
+    let mut messages =
+        vec![Message::system(system_prompt(request.system, protocol)), Message::user(first(&view))];
+    let mut fits = 0u32;
     let mut tokens = Tokens::default();
     let mut turns = 0u32;
     let tool_call_limit = executor.context().settings.limits.tool_calls;
@@ -140,6 +151,21 @@ pub async fn act(
                 json!({"messages_removed": removed, "tokens_before": before, "tokens_after": after}),
             );
         }
+        // a server that named its context length before: the prompt is fitted before it goes
+        if let Some(limit) = fit::learned(&info.endpoint) {
+            let reply_room = fit::room_within(Some(limit), room.unwrap_or(info.max_tokens));
+            if reply_room < room.unwrap_or(info.max_tokens) {
+                room = Some(reply_room);
+            }
+            let prompt = trajectory::tokens(&messages).saturating_add(tools_tokens(protocol));
+            if fit::over(limit, prompt, reply_room) && !view.is_empty() {
+                let rest = prompt.saturating_sub(estimate_tokens(&view));
+                let (before, after) = fit::shrink(&mut view, fit::left(limit, rest, reply_room));
+                trajectory.replace_first(&mut messages, first(&view));
+                executor
+                    .record("fitted", json!({"limit": limit, "view_before": before, "view_after": after}));
+            }
+        }
         let reply = match ask(model, &messages, protocol, room, cancel).await {
             Ok(reply) => reply,
             Err(ModelError::Cancelled { .. }) => {
@@ -159,6 +185,56 @@ pub async fn act(
                 protocol = Protocol::Text;
                 messages[0] = Message::system(system_prompt(request.system, protocol));
                 continue;
+            }
+            Err(ModelError::ContextTooLong { limit, .. }) if fits < fit::MAX_FITS => {
+                fits += 1;
+                if let Some(limit) = limit {
+                    fit::learn(&info.endpoint, limit);
+                }
+                let context = limit.map_or_else(String::new, |l| format!(" ({l} tokens)"));
+                let prompt = trajectory::tokens(&messages).saturating_add(tools_tokens(protocol));
+                let shown = estimate_tokens(&view);
+                let rest = prompt.saturating_sub(shown);
+                let reply_room = fit::room_within(limit, room.unwrap_or(info.max_tokens));
+                if reply_room < room.unwrap_or(info.max_tokens) {
+                    room = Some(reply_room);
+                }
+                if shown > 0 {
+                    let (before, after) =
+                        fit::shrink(&mut view, fit::view_budget(limit, rest, reply_room, shown));
+                    trajectory.replace_first(&mut messages, first(&view));
+                    report(format!(
+                        "the prompt was too long for the model's context{context}: the workspace view was cut from ~{before} to ~{after} tokens"
+                    ));
+                    executor.record(
+                        "fitted",
+                        json!({"limit": limit, "view_before": before, "view_after": after}),
+                    );
+                    continue;
+                }
+                let changed = executor.changed_files();
+                if let Some((removed, before, after)) =
+                    trajectory.compress(&mut messages, request.goal, &changed, 1)
+                {
+                    report(format!(
+                        "the prompt was too long for the model's context{context}: the step's history was compressed ({before} → {after} tokens)"
+                    ));
+                    executor.record(
+                        "compressed",
+                        json!({"messages_removed": removed, "tokens_before": before, "tokens_after": after, "to_fit": limit}),
+                    );
+                    continue;
+                }
+                return end(ExitReason::Failed, fit::too_small(limit, rest), tokens, turns);
+            }
+            Err(err @ ModelError::ContextTooLong { .. }) => {
+                let rest = trajectory::tokens(&messages);
+                return end(
+                    ExitReason::Failed,
+                    format!("{err}; {}", fit::too_small(None, rest)),
+                    tokens,
+                    turns,
+                );
             }
             Err(err) => {
                 return end(ExitReason::Failed, format!("the model could not be used: {err}"), tokens, turns);
@@ -339,6 +415,11 @@ async fn ask(
     }
     let options = CallOptions { deltas: None, cancel: cancel.child_token() };
     model.send(&request, &options).await
+}
+
+/// The tokens the tools take in a request of `protocol`.
+fn tools_tokens(protocol: Protocol) -> u32 {
+    if protocol == Protocol::Native { tools::tokens() } else { 0 }
 }
 
 fn system_prompt(role: &str, protocol: Protocol) -> String {

@@ -3,12 +3,13 @@
 //! planned (`planner.rs` → `plan.rs`), driven through the phases of `engine.rs`, each step
 //! carried out by a tool-using loop (`act.rs`) that offers the executor's actions as tools
 //! (`tools.rs`) or reads them from the model's replies (`protocol.rs`, and `calls.rs` for the
-//! calls a server left in the text); the registry of runs
-//! (`runs.rs`) and their reports (`report.rs`). Modes and roles arrive with a later issue.
+//! calls a server left in the text) and fits its prompt into the model's context (`fit.rs`);
+//! the registry of runs (`runs.rs`) and their reports (`report.rs`).
 
 mod act;
 mod calls;
 pub mod engine;
+mod fit;
 mod fix;
 pub mod ladder;
 pub mod plan;

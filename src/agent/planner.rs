@@ -1,14 +1,16 @@
 //! The planner (SPEC P2): asks the model for a plan for a goal — with the project's rules, a
 //! view of the workspace (its rules and the files ranked for the goal, within a budget) and the user's selection — and reads
-//! the reply into a [`Plan`], asking once more, with the reason, when it is not one.
+//! the reply into a [`Plan`], asking once more, with the reason, when it is not one. A prompt
+//! too long for the model's context has its workspace view cut to fit (`fit.rs`).
 
 use std::path::Path;
 
 use tokio_util::sync::CancellationToken;
 
+use super::fit;
 use super::plan::{Plan, PlanError};
 use super::report::Tokens;
-use crate::model::{CallOptions, Message, Model, ModelError, Request};
+use crate::model::{CallOptions, Message, Model, ModelError, Request, estimate_tokens};
 
 /// The planner's instructions; `{max}` is the most steps a plan may have.
 const SYSTEM: &str = "You are Tokamak's planner. Break the user's goal into at most {max} steps that a coding agent \
@@ -77,18 +79,44 @@ pub async fn make_plan(
     plan_id: &str,
     cancel: &CancellationToken,
 ) -> (Result<Plan, PlanFailure>, Tokens) {
-    let mut messages = vec![
-        Message::system(SYSTEM.replace("{max}", &request.max_steps.to_string())),
-        Message::user(prompt(request)),
-    ];
+    let system = SYSTEM.replace("{max}", &request.max_steps.to_string());
+    let info = model.info();
+    let mut view = request.workspace.to_string();
+    // a server that named its context length before: the view is fitted before it goes
+    if let Some(limit) = fit::learned(&info.endpoint) {
+        let room = fit::room_within(Some(limit), info.max_tokens);
+        let rest = estimate_tokens(&system).saturating_add(estimate_tokens(&prompt(request, "")));
+        if fit::over(limit, rest.saturating_add(estimate_tokens(&view)), room) {
+            fit::shrink(&mut view, fit::left(limit, rest, room));
+        }
+    }
+    let mut messages = vec![Message::system(system.clone()), Message::user(prompt(request, &view))];
     let mut tokens = Tokens::default();
     let mut last_error = PlanError::Empty;
-    for _ in 0..2 {
+    let (mut asked, mut fits) = (0, 0);
+    while asked < 2 {
         let options = CallOptions { deltas: None, cancel: cancel.child_token() };
         let reply = match model.send(&Request::chat(messages.clone()), &options).await {
             Ok(reply) => reply,
+            // too long for the model's context: the workspace view is cut, and asked again
+            Err(ModelError::ContextTooLong { limit, .. }) if fits < fit::MAX_FITS && !view.is_empty() => {
+                fits += 1;
+                if let Some(limit) = limit {
+                    fit::learn(&info.endpoint, limit);
+                }
+                let room = fit::room_within(limit, info.max_tokens);
+                let shown = estimate_tokens(&view);
+                let rest = estimate_tokens(&system).saturating_add(estimate_tokens(&prompt(request, "")));
+                let (before, after) = fit::shrink(&mut view, fit::view_budget(limit, rest, room, shown));
+                tracing::info!(
+                    "{plan_id}: the prompt was too long for the model's context ({limit:?} tokens); the workspace view was cut from ~{before} to ~{after} tokens"
+                );
+                messages[1] = Message::user(prompt(request, &view));
+                continue;
+            }
             Err(err) => return (Err(PlanFailure::Model(err)), tokens),
         };
+        asked += 1;
         tokens.add(Tokens::of(&reply.usage));
         match Plan::read(plan_id, request.goal, &reply.text, request.max_steps) {
             Ok(plan) => return (Ok(plan), tokens),
@@ -103,9 +131,10 @@ pub async fn make_plan(
     (Err(PlanFailure::Plan(last_error)), tokens)
 }
 
-fn prompt(request: &PlanRequest<'_>) -> String {
+/// The planner's message, with `view` as the workspace.
+fn prompt(request: &PlanRequest<'_>, view: &str) -> String {
     let mut out = String::new();
-    out.push_str(request.workspace);
+    out.push_str(view);
     if let Some(selection) = &request.selection {
         out.push('\n');
         out.push_str(&selection.describe());

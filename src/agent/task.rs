@@ -615,13 +615,11 @@ impl Runner<'_> {
         let workspace = self.workspace(model, &format!("{goal}\n{overall}")).await;
         let mut feedback = String::new();
         loop {
-            let mut context_text = workspace.clone();
-            context_text.push('\n');
-            context_text.push_str(&format!(
+            let mut context_text = format!(
                 "The plan for the goal \"{}\" (○ pending, ⚡ this step, ✓ done, ✗ failed):\n{plan_text}\nYou are carrying out step {} only.",
                 lock(&self.plan).as_ref().map(|p| p.goal.clone()).unwrap_or_default(),
                 step.id
-            ));
+            );
             let changed = self.executor.changed_files();
             if !changed.is_empty() {
                 context_text.push_str(&format!("\nFiles this run changed so far: {}.", changed.join(", ")));
@@ -633,6 +631,7 @@ impl Runner<'_> {
                 system: SYSTEM,
                 role: &role,
                 goal: &goal,
+                workspace: &workspace,
                 context: &context_text,
                 max_tokens: self.context.limits.tokens.saturating_sub(self.tokens.total()),
             };

@@ -21,6 +21,18 @@ fn object(properties: Value, required: &[&str]) -> Value {
     json!({"type": "object", "properties": properties, "required": required, "additionalProperties": false})
 }
 
+/// The tokens the tools take in a prompt (estimated from their descriptions and schemas).
+pub fn tokens() -> u32 {
+    tools()
+        .iter()
+        .map(|t| {
+            crate::model::estimate_tokens(&t.name)
+                + crate::model::estimate_tokens(&t.description)
+                + crate::model::estimate_tokens(&t.parameters.to_string())
+        })
+        .sum()
+}
+
 /// Every action, and `done`.
 pub fn tools() -> Vec<Tool> {
     let path = json!({"type": "string", "description": "a path relative to the workspace root"});

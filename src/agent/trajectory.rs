@@ -86,16 +86,32 @@ impl Trajectory {
     ) -> Option<(usize, u32, u32)> {
         let before = tokens(messages);
         let due = self.replies > settings.compress_turns || before as usize > settings.compress_tokens;
-        if !due || messages.len() < 3 {
+        if !due {
+            return None;
+        }
+        self.compress(messages, goal, changed, settings.keep_turns)
+    }
+
+    /// Compresses `messages` now, keeping the last `keep_turns` replies (a prompt that is too
+    /// long for the model's context); `None` when there is nothing before them.
+    pub fn compress(
+        &mut self,
+        messages: &mut Vec<Message>,
+        goal: &str,
+        changed: &[String],
+        keep_turns: usize,
+    ) -> Option<(usize, u32, u32)> {
+        let before = tokens(messages);
+        if messages.len() < 3 {
             return None;
         }
         // the kept tail starts at an assistant message: a tool result never loses its call
         let replies: Vec<usize> =
             (2..messages.len()).filter(|&i| messages[i].role == Role::Assistant).collect();
-        if replies.len() <= settings.keep_turns {
+        if replies.len() <= keep_turns {
             return None;
         }
-        let cut = replies[replies.len() - settings.keep_turns];
+        let cut = replies[replies.len() - keep_turns];
         let removed = cut - 2;
         if removed == 0 {
             return None;
@@ -103,9 +119,22 @@ impl Trajectory {
         messages.drain(2..cut);
         let first = self.first.get_or_insert_with(|| messages[1].content.clone()).clone();
         self.compressions += 1;
-        self.replies = settings.keep_turns;
-        messages[1].content = format!("{first}\n\n{}", self.summary(goal, changed, settings.keep_turns));
+        self.replies = keep_turns;
+        messages[1].content = format!("{first}\n\n{}", self.summary(goal, changed, keep_turns));
         Some((removed, before, tokens(messages)))
+    }
+
+    /// Puts `first` in place of the step's first message, keeping a summary written after it.
+    pub fn replace_first(&mut self, messages: &mut [Message], first: String) {
+        let Some(message) = messages.get_mut(1) else { return };
+        match &self.first {
+            Some(old) => {
+                let tail = message.content.get(old.len()..).unwrap_or_default().to_string();
+                message.content = format!("{first}{tail}");
+                self.first = Some(first);
+            }
+            None => message.content = first,
+        }
     }
 
     fn summary(&self, goal: &str, changed: &[String], kept: usize) -> String {
@@ -147,7 +176,7 @@ fn first_line(text: &str) -> String {
 }
 
 /// The estimated tokens of a conversation.
-fn tokens(messages: &[Message]) -> u32 {
+pub fn tokens(messages: &[Message]) -> u32 {
     messages
         .iter()
         .map(|m| {

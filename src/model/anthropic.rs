@@ -162,7 +162,7 @@ impl Model for Anthropic {
     }
 
     async fn send(&self, request: &Request, options: &CallOptions) -> Result<Reply, ModelError> {
-        let stream = options.deltas.is_some();
+        let stream = options.deltas.is_some() || self.client.config.stream;
         let body = self.body(request, stream);
         let client = &self.client;
         client

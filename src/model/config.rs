@@ -90,6 +90,9 @@ pub struct ModelSettings {
     /// How the agent calls tools: `auto` (native, falling back to text once if the server
     /// refuses tools), `native` or `text` (one JSON action per reply).
     pub tools: Option<String>,
+    /// Whether every request is streamed (`false`: only where someone reads the text as it
+    /// comes).
+    pub stream: Option<bool>,
 }
 
 impl ModelSettings {
@@ -107,6 +110,7 @@ impl ModelSettings {
             max_retries: top.max_retries.or(self.max_retries),
             retry_base_ms: top.retry_base_ms.or(self.retry_base_ms),
             tools: top.tools.clone().or_else(|| self.tools.clone()),
+            stream: top.stream.or(self.stream),
         }
     }
 }
@@ -136,6 +140,8 @@ pub struct ModelConfig {
     pub defaulted: bool,
     /// How the agent calls tools.
     pub tools: ToolsMode,
+    /// Every request streamed (`model.stream`), not only those whose text someone reads.
+    pub stream: bool,
 }
 
 /// `model.tools`.
@@ -235,6 +241,7 @@ impl ModelConfig {
             retry_base: millis(settings.retry_base_ms, 500),
             defaulted,
             tools,
+            stream: settings.stream.unwrap_or(false),
         })
     }
 

@@ -14,7 +14,12 @@ pub enum ModelError {
     #[error("the model at {endpoint} has no model {model:?} ({detail})")]
     ModelNotFound { endpoint: String, model: String, detail: String },
     #[error("the prompt is too long for the model at {endpoint}: {detail}")]
-    ContextTooLong { endpoint: String, detail: String },
+    ContextTooLong {
+        endpoint: String,
+        detail: String,
+        /// The context length the server named, in tokens, when it did.
+        limit: Option<u32>,
+    },
     #[error(
         "the model at {endpoint} is rate-limiting (429) and still was after {attempts} attempts: {detail}"
     )]

@@ -94,7 +94,13 @@ impl Client {
                     let text = response.text().await.unwrap_or_default();
                     let detail = self.redact(&error_detail(&text, status));
                     if !retryable(status) || attempt >= attempts {
-                        return Err(self.status_error(&endpoint, status, detail, attempt));
+                        let error = match self.status_error(&endpoint, status, detail, attempt) {
+                            ModelError::ContextTooLong { endpoint, detail, .. } => {
+                                ModelError::ContextTooLong { endpoint, detail, limit: context_limit(&text) }
+                            }
+                            other => other,
+                        };
+                        return Err(error);
                     }
                     tracing::warn!("{endpoint} answered {status} ({detail}); trying again");
                     retry_after.unwrap_or_else(|| self.backoff(attempt))
@@ -168,7 +174,7 @@ impl Client {
                 detail: format!("{detail} (is base_url right?)"),
             },
             429 => ModelError::RateLimited { endpoint, attempts, detail },
-            _ if is_context_error(&lower) => ModelError::ContextTooLong { endpoint, detail },
+            _ if is_context_error(&lower) => ModelError::ContextTooLong { endpoint, detail, limit: None },
             500..=599 => ModelError::Server { endpoint, status: code, attempts, detail },
             _ => ModelError::Rejected { endpoint, status: code, detail },
         }
@@ -231,6 +237,8 @@ fn retry_after(response: &reqwest::Response) -> Option<Duration> {
 fn is_context_error(lower: &str) -> bool {
     [
         "context length",
+        // llama.cpp's server: "the request exceeds the available context size"
+        "context size",
         "context_length",
         "context window",
         "too long",
@@ -240,6 +248,33 @@ fn is_context_error(lower: &str) -> bool {
     ]
     .iter()
     .any(|needle| lower.contains(needle))
+}
+
+/// The context length an error body names: llama.cpp's `n_ctx`, or the number in OpenAI's and
+/// vLLM's "maximum context length is N tokens", llama-cpp-python's "context window of N",
+/// Anthropic's "N tokens > M maximum".
+fn context_limit(body: &str) -> Option<u32> {
+    if let Ok(json) = serde_json::from_str::<Value>(body) {
+        let error = if json["error"].is_object() { &json["error"] } else { &json };
+        if let Some(n) = error["n_ctx"].as_u64() {
+            return u32::try_from(n).ok();
+        }
+    }
+    static PATTERNS: std::sync::LazyLock<Vec<regex::Regex>> = std::sync::LazyLock::new(|| {
+        [
+            r"maximum context length is (\d+)",
+            r"context window of (\d+)",
+            r"\d+ tokens > (\d+) maximum",
+            r"context (?:length|size|window)(?: of| is)? \(?(\d+)",
+        ]
+        .iter()
+        .filter_map(|p| regex::Regex::new(p).ok())
+        .collect()
+    });
+    PATTERNS
+        .iter()
+        .find_map(|pattern| pattern.captures(body)?.get(1)?.as_str().parse().ok())
+        .filter(|&n: &u32| n > 0)
 }
 
 fn is_reset(err: &reqwest::Error) -> bool {
@@ -305,4 +340,24 @@ fn shorten(text: &str) -> String {
         out.push('…');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_context_length_is_read_from_each_servers_error() {
+        let llama_cpp = r#"{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error","n_prompt_tokens":5304,"n_ctx":2048}}"#;
+        assert!(is_context_error(&error_detail(llama_cpp, StatusCode::BAD_REQUEST).to_lowercase()));
+        assert_eq!(context_limit(llama_cpp), Some(2048));
+        let openai = r#"{"error":{"message":"This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.","type":"invalid_request_error","code":"context_length_exceeded"}}"#;
+        assert_eq!(context_limit(openai), Some(8192));
+        let python = r#"{"error":{"message":"Requested tokens (5304) exceed context window of 2048","type":"internal_server_error"}}"#;
+        assert!(is_context_error(&error_detail(python, StatusCode::BAD_REQUEST).to_lowercase()));
+        assert_eq!(context_limit(python), Some(2048));
+        let anthropic = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#;
+        assert_eq!(context_limit(anthropic), Some(200_000));
+        assert_eq!(context_limit(r#"{"error":"the prompt is too long"}"#), None);
+    }
 }

@@ -208,8 +208,9 @@ impl Reply {
     }
 }
 
-/// How a call is made: streamed text deltas go to `deltas` when given; `cancel` stops the
-/// request (the connection is dropped).
+/// How a call is made: streamed text deltas go to `deltas` when given (the request is then
+/// streamed, as every request is with `model.stream`); `cancel` stops the request (the
+/// connection is dropped).
 #[derive(Clone, Default)]
 pub struct CallOptions {
     pub deltas: Option<UnboundedSender<String>>,
@@ -242,7 +243,7 @@ pub struct ModelInfo {
 pub trait Model: Send + Sync {
     fn info(&self) -> ModelInfo;
 
-    /// Sends `request`, streaming when `options.deltas` is set.
+    /// Sends `request`, streaming when `options.deltas` is set or `model.stream` is on.
     async fn send(&self, request: &Request, options: &CallOptions) -> Result<Reply, ModelError>;
 
     /// One vector per text from the embeddings model `model` on the same server

@@ -144,7 +144,7 @@ impl Model for Ollama {
     }
 
     async fn send(&self, request: &Request, options: &CallOptions) -> Result<Reply, ModelError> {
-        let stream = options.deltas.is_some();
+        let stream = options.deltas.is_some() || self.client.config.stream;
         let (path, body) = self.body(request, stream);
         let client = &self.client;
         client

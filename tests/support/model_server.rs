@@ -586,3 +586,162 @@ pub fn ollama_tool_calls_stream(calls: &[Call]) -> Scripted {
         pause: Duration::from_millis(2),
     }
 }
+
+// ---- any whole reply, streamed ----
+
+/// `text` in pieces of a few characters, as a server streams tokens.
+fn token_pieces(text: &str) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    chars.chunks(6).map(|piece| piece.iter().collect()).collect()
+}
+
+/// A whole successful reply (`json_reply` with an OpenAI-compatible chat completion, an
+/// Anthropic message or an Ollama chat reply) as the same server streams it: the text, the
+/// reasoning and each call's arguments in pieces, the finish reason and usage at the end. Any
+/// other reply (an error) is returned as it is.
+pub fn as_stream(reply: Scripted) -> Scripted {
+    let Scripted::Body { status: 200, body, .. } = &reply else { return reply };
+    let Ok(whole) = serde_json::from_str::<Value>(body) else { return reply };
+    let (content_type, pieces) = if whole["choices"][0]["message"].is_object() {
+        ("text/event-stream", openai_pieces(&whole))
+    } else if whole["type"] == "message" {
+        ("text/event-stream", anthropic_pieces(&whole))
+    } else if whole["done"] == true && whole["message"].is_object() {
+        ("application/x-ndjson", ollama_pieces(&whole))
+    } else {
+        return reply;
+    };
+    Scripted::Stream {
+        content_type: content_type.into(),
+        pieces,
+        cut_after: None,
+        pause: Duration::from_millis(1),
+    }
+}
+
+fn openai_pieces(whole: &Value) -> Vec<String> {
+    let choice = &whole["choices"][0];
+    let message = &choice["message"];
+    let chunk = |delta: Value, finish: Value| {
+        format!(
+            "data: {}\n\n",
+            json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1_700_000_000, "model": whole["model"],
+                   "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+        )
+    };
+    let mut out = vec![chunk(json!({"role": "assistant", "content": ""}), Value::Null)];
+    for field in ["reasoning_content", "reasoning", "content"] {
+        if let Some(text) = message[field].as_str() {
+            out.extend(token_pieces(text).into_iter().map(|p| chunk(json!({ field: p }), Value::Null)));
+        }
+    }
+    for (n, call) in message["tool_calls"].as_array().into_iter().flatten().enumerate() {
+        out.push(chunk(
+            json!({"tool_calls": [{"index": n, "id": call["id"], "type": "function", "function": {"name": call["function"]["name"], "arguments": ""}}]}),
+            Value::Null,
+        ));
+        let arguments = match &call["function"]["arguments"] {
+            Value::String(text) => text.clone(),
+            other => other.to_string(),
+        };
+        let (first, second) = split_in_two(&arguments);
+        for piece in [first, second] {
+            out.push(chunk(
+                json!({"tool_calls": [{"index": n, "function": {"arguments": piece}}]}),
+                Value::Null,
+            ));
+        }
+    }
+    out.push(chunk(json!({}), choice["finish_reason"].clone()));
+    out.push(format!(
+        "data: {}\n\n",
+        json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": whole["model"], "choices": [], "usage": whole["usage"]})
+    ));
+    out.push("data: [DONE]\n\n".to_string());
+    out
+}
+
+fn anthropic_pieces(whole: &Value) -> Vec<String> {
+    let event = |kind: &str, data: Value| format!("event: {kind}\ndata: {data}\n\n");
+    let mut out = vec![event(
+        "message_start",
+        json!({"type": "message_start", "message": {"id": whole["id"], "type": "message", "role": "assistant", "model": whole["model"], "content": [], "stop_reason": null, "usage": {"input_tokens": whole["usage"]["input_tokens"], "output_tokens": 1}}}),
+    )];
+    for (n, block) in whole["content"].as_array().into_iter().flatten().enumerate() {
+        let (start, deltas): (Value, Vec<Value>) = match block["type"].as_str() {
+            Some("thinking") => (
+                json!({"type": "thinking", "thinking": ""}),
+                token_pieces(block["thinking"].as_str().unwrap_or_default())
+                    .into_iter()
+                    .map(|p| json!({"type": "thinking_delta", "thinking": p}))
+                    .chain([json!({"type": "signature_delta", "signature": block["signature"]})])
+                    .collect(),
+            ),
+            Some("tool_use") => {
+                let (first, second) = split_in_two(&block["input"].to_string());
+                (
+                    json!({"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}),
+                    [first, second]
+                        .into_iter()
+                        .map(|p| json!({"type": "input_json_delta", "partial_json": p}))
+                        .collect(),
+                )
+            }
+            _ => (
+                json!({"type": "text", "text": ""}),
+                token_pieces(block["text"].as_str().unwrap_or_default())
+                    .into_iter()
+                    .map(|p| json!({"type": "text_delta", "text": p}))
+                    .collect(),
+            ),
+        };
+        out.push(event(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": n, "content_block": start}),
+        ));
+        for delta in deltas {
+            out.push(event(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": n, "delta": delta}),
+            ));
+        }
+        out.push(event("content_block_stop", json!({"type": "content_block_stop", "index": n})));
+    }
+    out.push(event(
+        "message_delta",
+        json!({"type": "message_delta", "delta": {"stop_reason": whole["stop_reason"], "stop_sequence": null}, "usage": {"output_tokens": whole["usage"]["output_tokens"]}}),
+    ));
+    out.push(event("message_stop", json!({"type": "message_stop"})));
+    out
+}
+
+fn ollama_pieces(whole: &Value) -> Vec<String> {
+    let line = |message: Value, done: bool| {
+        let mut json = json!({"model": whole["model"], "created_at": whole["created_at"], "message": message, "done": done});
+        if done {
+            for key in ["done_reason", "prompt_eval_count", "eval_count"] {
+                json[key] = whole[key].clone();
+            }
+        }
+        format!("{json}\n")
+    };
+    let message = &whole["message"];
+    let mut out = Vec::new();
+    for field in ["thinking", "content"] {
+        if let Some(text) = message[field].as_str() {
+            out.extend(
+                token_pieces(text)
+                    .into_iter()
+                    .map(|p| line(json!({"role": "assistant", "content": if field == "content" { p.clone() } else { String::new() }, field: p}), false)),
+            );
+        }
+    }
+    if message["tool_calls"].is_array() {
+        out.push(line(
+            json!({"role": "assistant", "content": "", "tool_calls": message["tool_calls"]}),
+            false,
+        ));
+    }
+    out.push(line(json!({"role": "assistant", "content": ""}), true));
+    out
+}
