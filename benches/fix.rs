@@ -39,6 +39,7 @@ impl Model for Stub {
         Ok(Reply {
             text: self.0.clone(),
             reasoning: String::new(),
+            signed: Vec::new(),
             tool_calls: Vec::new(),
             usage: Usage::default(),
             finish: FinishReason::Stop,

@@ -96,6 +96,7 @@ fn reply(text: &str, calls: &[(&str, serde_json::Value)]) -> Reply {
     Reply {
         text: text.to_string(),
         reasoning: String::new(),
+        signed: Vec::new(),
         tool_calls: calls
             .iter()
             .enumerate()
@@ -156,6 +157,15 @@ fn project(root: &Path, steps: usize) {
 
 /// One run's context on a fresh project, and the model to look at afterwards.
 fn setup(steps: usize) -> (tempfile::TempDir, TaskContext, Arc<Script>) {
+    setup_with(steps, script(steps), |_| {})
+}
+
+/// One run's context playing `replies`, its executor's settings changed by `tweak`.
+fn setup_with(
+    steps: usize,
+    replies: VecDeque<Reply>,
+    tweak: impl FnOnce(&mut ExecutorSettings),
+) -> (tempfile::TempDir, TaskContext, Arc<Script>) {
     let dir = tempfile::tempdir().unwrap();
     project(dir.path(), steps);
     let checkers =
@@ -167,6 +177,7 @@ fn setup(steps: usize) -> (tempfile::TempDir, TaskContext, Arc<Script>) {
     let mut settings = ExecutorSettings::from_settings(&Settings::default(), true);
     // measured without a person to ask
     settings.approval = tokamak::config::ApprovalLevel::Low;
+    tweak(&mut settings);
     let executor = ExecutorContext::new(
         Confinement::new(&root).unwrap(),
         observer,
@@ -177,7 +188,7 @@ fn setup(steps: usize) -> (tempfile::TempDir, TaskContext, Arc<Script>) {
         Some(tokamak::context::LiveIndex::new(&root, None)),
     );
     let model = Arc::new(Script {
-        replies: Mutex::new(script(steps)),
+        replies: Mutex::new(replies),
         prompts: Mutex::new(Vec::new()),
         rendered: Mutex::new(Vec::new()),
     });
@@ -234,6 +245,29 @@ fn bench_task_steps(c: &mut Criterion) {
         })
         .collect();
     println!("prefix shared with the request before (0: the plan; 1, 2: step 1; 3, 4: step 2): {pairs:?}");
+    // through a compression: one step of ten reads, compressed past four replies keeping two
+    let mut long = VecDeque::from([reply("1. Read module_1.py\n", &[])]);
+    for i in 0..10 {
+        let lines = format!("{}-{}", 1 + i * 8, 8 + i * 8);
+        long.push_back(reply("", &[("read", json!({"path": "module_1.py", "lines": lines}))]));
+    }
+    long.push_back(reply("", &[("done", json!({"summary": "read"}))]));
+    let (dir, context, model) = setup_with(1, long, |settings| {
+        settings.context.compress_turns = 4;
+        settings.context.keep_turns = 2;
+    });
+    run(&runtime, &context, &dir.path().canonicalize().unwrap());
+    let rendered = model.rendered.lock().unwrap().clone();
+    let shares: Vec<String> = rendered[1..]
+        .windows(2)
+        .map(|pair| {
+            let common = shared(&pair[0], &pair[1]);
+            format!("{:.0}%", 100.0 * common as f64 / pair[1].chars().count().max(1) as f64)
+        })
+        .collect();
+    println!(
+        "within a step of ten reads, compressed past four replies (each request's prefix shared with the one before): {shares:?}"
+    );
     for steps in [2usize, 8] {
         c.bench_function(
             &format!("task run of {steps} steps, model and checkers out (divide by {steps})"),

@@ -34,15 +34,15 @@ fn project() -> tempfile::TempDir {
 /// `tokamak run` in `root` with `model` as the user's `[model]` (`provider` one of openai,
 /// anthropic, ollama), whole replies.
 fn run(root: &Path, model: &ModelServer, provider: &str) -> Output {
-    run_as(root, model, provider, false)
+    run_as(root, model, provider, false, "")
 }
 
-/// `tokamak run`, every request streamed when `stream`.
-fn run_as(root: &Path, model: &ModelServer, provider: &str, stream: bool) -> Output {
+/// `tokamak run`, every request streamed when `stream`, with `more` lines in `[model]`.
+fn run_as(root: &Path, model: &ModelServer, provider: &str, stream: bool, more: &str) -> Output {
     let user = UserDirs::new();
     let base = if provider == "openai" { format!("{}/v1", model.url()) } else { model.url() };
     user.write_settings(&format!(
-        "[model]\nprovider = \"{provider}\"\nbase_url = \"{base}\"\nmodel = \"scripted\"\nmax_retries = 0\nmax_tokens = 300\nstream = {stream}\n"
+        "[model]\nprovider = \"{provider}\"\nbase_url = \"{base}\"\nmodel = \"scripted\"\nmax_retries = 0\nmax_tokens = 300\nstream = {stream}\n{more}"
     ));
     let mut command =
         user.command(&["run", "write the notes", "--yes", "--root", &root.display().to_string()]);
@@ -117,6 +117,17 @@ fn plan(provider: &str) -> Scripted {
 /// NOTES.md holding `notes`, the tests the model only thought of deleting still there.
 /// Returns each run's server and stderr.
 fn check(name: &str, provider: &str, replies: Vec<Scripted>, notes: &str) -> Vec<(ModelServer, String)> {
+    check_with(name, provider, "", replies, notes)
+}
+
+/// `check` with `more` lines in `[model]`.
+fn check_with(
+    name: &str,
+    provider: &str,
+    more: &str,
+    replies: Vec<Scripted>,
+    notes: &str,
+) -> Vec<(ModelServer, String)> {
     let mut runs = Vec::new();
     for stream in [false, true] {
         let name = format!("{name}{}", if stream { " (streamed)" } else { "" });
@@ -127,7 +138,7 @@ fn check(name: &str, provider: &str, replies: Vec<Scripted>, notes: &str) -> Vec
             script = script.into_iter().map(as_stream).collect();
         }
         let model = ModelServer::start(script);
-        let output = run_as(dir.path(), &model, provider, stream);
+        let output = run_as(dir.path(), &model, provider, stream, more);
         let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
         let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
         assert_eq!(output.status.code(), Some(0), "{name}:\n{stdout}\n{stderr}");
@@ -320,6 +331,51 @@ fn anthropic_thinking_and_tool_use_then_a_plain_end_turn() {
     );
     for (model, _) in runs {
         assert!(!history(&model).contains(THOUGHT), "reasoning went back into the history");
+    }
+}
+
+/// With extended thinking on, Anthropic requires a turn's thinking back, signed, before the
+/// tool calls it led to: it goes back as it came (and is still never acted on).
+#[test]
+fn anthropic_extended_thinking_goes_back_with_its_tool_calls() {
+    let runs = check_with(
+        "anthropic extended thinking",
+        "anthropic",
+        "thinking_tokens = 1024\n",
+        vec![
+            anthropic(
+                json!([
+                    {"type": "thinking", "thinking": format!("{THOUGHT}? {CONSIDERED}"), "signature": "c2lnbmVk"},
+                    {"type": "redacted_thinking", "data": "ZW5jcnlwdGVk"},
+                    {"type": "tool_use", "id": "toolu_1", "name": "create", "input": {"path": "NOTES.md", "text": "a\n"}},
+                ]),
+                "tool_use",
+            ),
+            anthropic(json!([{"type": "text", "text": "NOTES.md is written."}]), "end_turn"),
+        ],
+        "a\n",
+    );
+    for (model, _) in runs {
+        let requests = model.requests();
+        for request in &requests {
+            assert_eq!(request.body["thinking"], json!({"type": "enabled", "budget_tokens": 1024}));
+            assert_eq!(request.body["max_tokens"], json!(300 + 1024), "the budget is part of max_tokens");
+            assert!(request.body.get("temperature").is_none(), "thinking takes no temperature");
+        }
+        let last = &requests.last().expect("requests").body["messages"];
+        let turn = last
+            .as_array()
+            .and_then(|m| m.iter().rev().find(|m| m["role"] == "assistant"))
+            .expect("the assistant's turn");
+        assert_eq!(turn["content"][0]["type"], "thinking", "{turn}");
+        assert_eq!(turn["content"][0]["signature"], "c2lnbmVk", "{turn}");
+        assert_eq!(turn["content"][0]["thinking"], format!("{THOUGHT}? {CONSIDERED}"), "{turn}");
+        assert_eq!(
+            turn["content"][1],
+            json!({"type": "redacted_thinking", "data": "ZW5jcnlwdGVk"}),
+            "{turn}"
+        );
+        assert_eq!(turn["content"][2]["type"], "tool_use", "{turn}");
     }
 }
 

@@ -140,13 +140,23 @@ fn bench_task_with_the_scripted_model_solves_every_task() {
         assert!(result["tokens"]["cached"].is_u64(), "{result:#}");
     }
     assert_eq!(model.requests().len(), expected, "every scripted reply was used, no more");
+    // py-fix-bug's model explains the bug in prose before fixing it: an early end the tests
+    // send back; ts-fix-bug's ends in prose when it is done
+    let endings = |task: &str| {
+        let result = results.iter().find(|r| r["task"] == task).expect(task);
+        (result["endings"]["plain"].as_u64(), result["endings"]["early"].as_u64())
+    };
+    assert_eq!(endings("py-fix-bug"), (Some(1), Some(1)));
+    assert_eq!(endings("ts-fix-bug"), (Some(1), Some(0)));
     // measured, never asserted: `cargo test --test taskbench -- --nocapture`
     let sum =
         |key: &str| results.iter().map(|r| r.pointer(key).and_then(Value::as_u64).unwrap_or(0)).sum::<u64>();
     eprintln!(
-        "bench task, scripted model: {} tasks, {} steps, {} actions, {} prompt ({} cached) + {} completion tokens, {:.1} s",
+        "bench task, scripted model: {} tasks, {} steps ({} ended in plain text, {} early), {} actions, {} prompt ({} cached) + {} completion tokens, {:.1} s",
         results.len(),
         sum("/steps"),
+        sum("/endings/plain"),
+        sum("/endings/early"),
         sum("/tool_calls"),
         sum("/tokens/prompt"),
         sum("/tokens/cached"),

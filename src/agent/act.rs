@@ -73,6 +73,8 @@ pub struct ActOutcome {
     pub tokens: Tokens,
     /// Replies from the model.
     pub turns: u32,
+    /// Whether it ended with a final answer in plain text rather than `done`.
+    pub plain: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,8 +115,13 @@ pub async fn act(
     // room for a reply, raised after an action was cut at it
     let mut room: Option<u32> = None;
     let mut doublings = 0u32;
-    let end =
-        |exit_reason, summary: String, tokens, turns| ActOutcome { exit_reason, summary, tokens, turns };
+    let end = |exit_reason, summary: String, tokens, turns| ActOutcome {
+        exit_reason,
+        summary,
+        tokens,
+        turns,
+        plain: false,
+    };
     loop {
         if tokens.total() >= request.max_tokens {
             return end(
@@ -284,7 +291,7 @@ pub async fn act(
             if native { reply.tool_calls.clone() } else { calls::in_text(&reply.text, tools::is_tool) };
         if !calls.is_empty() {
             messages.push(if native {
-                Message::assistant_calls(reply.text.clone(), calls.clone())
+                Message::assistant_calls(reply.text.clone(), calls.clone()).with_signed(reply.signed.clone())
             } else {
                 Message::assistant(reply.text.clone())
             });
@@ -349,7 +356,10 @@ pub async fn act(
                 // agent loops end: the step's checks and tests decide, as for done
                 if protocol == Protocol::Native && no_action && said && !looks_like_an_action(&reply.text) {
                     report("the model answered in plain text: the step ends there".to_string());
-                    return end(ExitReason::Done, summary_of(&reply.text), tokens, turns);
+                    return ActOutcome {
+                        plain: true,
+                        ..end(ExitReason::Done, summary_of(&reply.text), tokens, turns)
+                    };
                 }
                 report(format!("the reply had no usable action: {reason}"));
                 trajectory.unusable(&reason);

@@ -145,6 +145,7 @@ async fn fix_inner(
         targets_after: tally.targets_after,
         steps: 0,
         tool_calls: 0,
+        endings: Default::default(),
     }
 }
 

@@ -31,7 +31,7 @@ pub use fix::{FixContext, FixRequest, display_path, fix};
 pub const FIX_ROLE: &str = "coder";
 pub use planner::Selection;
 pub use prompt::{SYSTEM as FIX_SYSTEM_PROMPT, focused_context};
-pub use report::{ExitReason, RunReport, Tokens};
+pub use report::{Endings, ExitReason, RunReport, Tokens};
 pub use runs::{Busy, RunHandle, Runs};
 pub use targets::{Scope, Signature};
 pub use task::{SYSTEM as TASK_SYSTEM_PROMPT, TaskContext, TaskRequest, plan_goal, run_task};

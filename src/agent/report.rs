@@ -99,6 +99,14 @@ impl Tokens {
     }
 }
 
+/// How a task run's steps ended their loops: in plain text rather than by calling `done`, and
+/// early — the model said it was finished, and the step's checks or tests sent it back.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Endings {
+    pub plain: u32,
+    pub early: u32,
+}
+
 /// Everything a run reports when it ends.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunReport {
@@ -120,6 +128,8 @@ pub struct RunReport {
     pub steps: u32,
     /// Actions the model took through the executor.
     pub tool_calls: u32,
+    /// How a task run's steps ended.
+    pub endings: Endings,
 }
 
 impl RunReport {
@@ -138,6 +148,7 @@ impl RunReport {
             targets_after: 0,
             steps: 0,
             tool_calls: 0,
+            endings: Endings::default(),
         }
     }
 }

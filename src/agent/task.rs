@@ -22,7 +22,7 @@ use super::engine::{Engine, Phase};
 use super::fix::{FixContext, FixRequest, fix};
 use super::plan::{Plan, StepStatus};
 use super::planner::{PlanFailure, PlanRequest, Selection, make_plan};
-use super::report::{ExitReason, RunReport, Tokens};
+use super::report::{Endings, ExitReason, RunReport, Tokens};
 use super::runs::{RunHandle, Runs};
 use super::targets::{Scope, problems};
 use super::workspace::workspace_context;
@@ -140,6 +140,7 @@ pub async fn run_task(context: &TaskContext, request: TaskRequest, run: RunHandl
         engine: Engine::default(),
         tokens: Tokens::default(),
         turns: 0,
+        endings: Endings::default(),
         iterations: 0,
         plan: Arc::new(Mutex::new(None)),
         active: request.selection.as_ref().map(|s| executor_context.confinement.root().join(&s.path)),
@@ -197,6 +198,7 @@ pub async fn run_task(context: &TaskContext, request: TaskRequest, run: RunHandl
         targets_after: 0,
         steps: steps_done,
         tool_calls: executor.tool_calls(),
+        endings: engine.endings,
     };
     tracing::info!("{}: {} — {}", run.run_id, report.exit_reason, report.summary);
     if let Some(journal) = &journal {
@@ -222,6 +224,7 @@ struct Runner<'a> {
     engine: Engine,
     tokens: Tokens,
     turns: u32,
+    endings: Endings,
     /// Rounds of fixing or retrying a step, against `limits.iterations`.
     iterations: u32,
     plan: Arc<Mutex<Option<Plan>>>,
@@ -647,6 +650,7 @@ impl Runner<'_> {
             let outcome: ActOutcome = act(self.executor, model, &request, &self.cancel, &report).await;
             self.add_tokens(outcome.tokens);
             self.turns += outcome.turns;
+            self.endings.plain += u32::from(outcome.plain);
             match outcome.exit_reason {
                 ExitReason::Done => {}
                 ExitReason::Failed => {
@@ -659,6 +663,10 @@ impl Runner<'_> {
             let step_files: Vec<String> =
                 self.executor.changed_files().into_iter().filter(|f| !changed_before.contains(f)).collect();
             let mut observation = self.observe(&step_files).await;
+            // the model said it was finished and the checks or tests send it back: it ended early
+            if !observation.introduced.is_empty() || matches!(observation.tests, Some((false, _))) {
+                self.endings.early += 1;
+            }
             self.go(Phase::Reflecting, &observation.describe());
             // fix what the step broke, within the run's rounds
             while !observation.introduced.is_empty() {

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::bench::{manifests, verify};
 use super::run::{RunOptions, copy_workspace, run_copy};
-use crate::agent::{ExitReason, Tokens};
+use crate::agent::{Endings, ExitReason, Tokens};
 use crate::observer::checkers::resolve_program;
 
 /// A task's `task.toml`.
@@ -49,6 +49,8 @@ pub struct TaskResult {
     /// Actions taken through the executor.
     pub tool_calls: u32,
     pub tokens: Tokens,
+    /// Steps that ended in plain text, and that ended early (sent back by checks or tests).
+    pub endings: Endings,
     pub wall_ms: u64,
     /// Why it is not solved, or not known to be.
     pub note: Option<String>,
@@ -106,6 +108,7 @@ async fn one(
         steps: 0,
         tool_calls: 0,
         tokens: Tokens::default(),
+        endings: Endings::default(),
         wall_ms: 0,
         note: None,
     };
@@ -151,6 +154,7 @@ async fn one(
     result.steps = report.steps;
     result.tool_calls = report.tool_calls;
     result.tokens = report.tokens;
+    result.endings = report.endings;
     if report.exit_reason != ExitReason::Done {
         result.note = Some(report.summary);
         return result;
@@ -242,9 +246,11 @@ pub fn table(results: &[TaskResult]) -> String {
     let sum = |f: fn(&TaskResult) -> u64| results.iter().map(f).sum::<u64>();
     let _ = writeln!(
         out,
-        "total: {solved}/{} solved, {} steps, {} actions, {} prompt ({} cached) + {} completion tokens, {:.1} s",
+        "total: {solved}/{} solved, {} steps ({} ended in plain text, {} ended early), {} actions, {} prompt ({} cached) + {} completion tokens, {:.1} s",
         results.len(),
         sum(|r| u64::from(r.steps)),
+        sum(|r| u64::from(r.endings.plain)),
+        sum(|r| u64::from(r.endings.early)),
         sum(|r| u64::from(r.tool_calls)),
         sum(|r| u64::from(r.tokens.prompt)),
         sum(|r| u64::from(r.tokens.cached)),

@@ -98,6 +98,7 @@ pub async fn rollback(
         targets_after: 0,
         steps: 0,
         tool_calls: 0,
+        endings: Default::default(),
     };
     journal.finish(&report).await;
     Ok(RollbackReport { checkpoint: info.id, run_id: run_id.to_string(), restored, failed })

@@ -3,7 +3,9 @@
 //! `content_block_start`, `content_block_delta`, `message_delta`, `message_stop`, `error`).
 //! Tools go as `tools` with an `input_schema`; calls come back as `tool_use` blocks (streamed:
 //! a block start with the name, then `input_json_delta` pieces), and their results go back
-//! as `tool_result` blocks in the next user message.
+//! as `tool_result` blocks in the next user message. With extended thinking on
+//! (`model.thinking_tokens`), the thinking blocks and their signatures go back, as they came,
+//! before the tool calls they led to — the API requires it — and are otherwise never read.
 
 use std::time::Instant;
 
@@ -36,18 +38,27 @@ impl Anthropic {
             Input::Chat(messages) => {
                 let system =
                     messages.iter().filter(|m| m.role == Role::System).map(|m| m.content.as_str()).collect();
-                (system, conversation(messages))
+                (system, conversation(messages, config.thinking_tokens.is_some()))
             }
             // no completion endpoint: a prompt is one user message
             Input::Prompt(prompt) => (Vec::new(), vec![json!({"role": "user", "content": prompt})]),
         };
+        let room = request.max_tokens.unwrap_or(config.max_tokens);
         let mut body = json!({
             "model": config.model,
-            "max_tokens": request.max_tokens.unwrap_or(config.max_tokens),
+            "max_tokens": room,
             "temperature": request.temperature.unwrap_or(config.temperature),
             "messages": messages,
             "stream": stream,
         });
+        // extended thinking: its budget is part of max_tokens, and it takes no temperature
+        if let Some(budget) = config.thinking_tokens {
+            body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
+            body["max_tokens"] = json!(room.saturating_add(budget));
+            if let Some(body) = body.as_object_mut() {
+                body.remove("temperature");
+            }
+        }
         // cache breakpoints (at most four): the system prompt, the tools, and the conversation
         // so far, so the next request of a step — this one and one more turn — reads its
         // prefix from the cache at a tenth of the price
@@ -91,8 +102,9 @@ impl Anthropic {
 
 /// The messages as the API takes them: tool calls as `tool_use` blocks of the assistant's
 /// turn, their results as `tool_result` blocks of the next user turn (turns of one role in a
-/// row are merged: the API wants them alternating).
-fn conversation(messages: &[Message]) -> Vec<Value> {
+/// row are merged: the API wants them alternating). With extended thinking on (`thinking`),
+/// an assistant turn's signed thinking goes first; otherwise thinking never goes back.
+fn conversation(messages: &[Message], thinking: bool) -> Vec<Value> {
     let mut out: Vec<(&'static str, Vec<Value>)> = Vec::new();
     for m in messages.iter().filter(|m| m.role != Role::System) {
         let (role, blocks) = match m.role {
@@ -105,7 +117,8 @@ fn conversation(messages: &[Message]) -> Vec<Value> {
                 })],
             ),
             Role::Assistant => {
-                let mut blocks = Vec::new();
+                // signed thinking first, as it came: the API checks it with the tool calls
+                let mut blocks = if thinking { m.signed.clone() } else { Vec::new() };
                 if !m.content.is_empty() {
                     blocks.push(json!({"type": "text", "text": m.content}));
                 }
@@ -130,6 +143,12 @@ fn conversation(messages: &[Message]) -> Vec<Value> {
             _ => json!({"role": role, "content": content}),
         })
         .collect()
+}
+
+/// Whether a content block is thinking the API signed (`thinking` with its `signature`, or
+/// `redacted_thinking`): it goes back with the tool calls it led to.
+fn is_signed(block: &Value) -> bool {
+    matches!(block["type"].as_str(), Some("thinking" | "redacted_thinking"))
 }
 
 fn finish(reason: Option<&str>) -> FinishReason {
@@ -181,6 +200,7 @@ impl Model for Anthropic {
                         .filter(|b| b["type"] == "thinking")
                         .filter_map(|b| b["thinking"].as_str())
                         .collect();
+                    let signed: Vec<Value> = blocks.iter().filter(|b| is_signed(b)).cloned().collect();
                     let calls: Vec<ToolCall> = blocks
                         .iter()
                         .filter(|b| b["type"] == "tool_use")
@@ -195,6 +215,7 @@ impl Model for Anthropic {
                     let (prompt, cached) = prompt_tokens(usage);
                     return Ok(Reply {
                         tool_calls: calls,
+                        signed,
                         usage: Usage::reported_or_estimated(
                             prompt,
                             tokens(&usage["output_tokens"]),
@@ -215,6 +236,8 @@ impl Model for Anthropic {
                 let mut reasoning = String::new();
                 // tool_use blocks by their index: (index, call)
                 let mut calls: Vec<(u64, ToolCall)> = Vec::new();
+                // thinking and redacted_thinking blocks by their index, as they came
+                let mut signed: Vec<(u64, Value)> = Vec::new();
                 let (mut input_tokens, mut output_tokens, mut stop_reason, mut model) =
                     (None, None, None::<String>, None::<String>);
                 let mut cached = None;
@@ -246,7 +269,20 @@ impl Model for Anthropic {
                                 },
                             ));
                         }
+                        "content_block_start" if is_signed(&data["content_block"]) => {
+                            signed.push((data["index"].as_u64().unwrap_or(0), data["content_block"].clone()));
+                        }
                         "content_block_delta" => {
+                            let index = data["index"].as_u64().unwrap_or(0);
+                            if let Some((_, block)) = signed.iter_mut().find(|(i, _)| *i == index) {
+                                for key in ["thinking", "signature"] {
+                                    if let Some(piece) = data["delta"][key].as_str() {
+                                        let whole =
+                                            format!("{}{piece}", block[key].as_str().unwrap_or_default());
+                                        block[key] = json!(whole);
+                                    }
+                                }
+                            }
                             if let Some(delta) = data["delta"]["text"].as_str() {
                                 text.push_str(delta);
                                 options.emit(delta);
@@ -306,6 +342,7 @@ impl Model for Anthropic {
                 let written = written_text(&text, &calls);
                 Ok(Reply {
                     tool_calls: calls,
+                    signed: signed.into_iter().map(|(_, block)| block).collect(),
                     usage: Usage::reported_or_estimated(input_tokens, output_tokens, &prompt_text, &written)
                         .with_cached(cached),
                     finish: finish(stop_reason.as_deref()),

@@ -93,6 +93,9 @@ pub struct ModelSettings {
     /// Whether every request is streamed (`false`: only where someone reads the text as it
     /// comes).
     pub stream: Option<bool>,
+    /// Anthropic's extended thinking: the tokens the model may think before it answers
+    /// (unset: off).
+    pub thinking_tokens: Option<u32>,
 }
 
 impl ModelSettings {
@@ -111,6 +114,7 @@ impl ModelSettings {
             retry_base_ms: top.retry_base_ms.or(self.retry_base_ms),
             tools: top.tools.clone().or_else(|| self.tools.clone()),
             stream: top.stream.or(self.stream),
+            thinking_tokens: top.thinking_tokens.or(self.thinking_tokens),
         }
     }
 }
@@ -142,6 +146,8 @@ pub struct ModelConfig {
     pub tools: ToolsMode,
     /// Every request streamed (`model.stream`), not only those whose text someone reads.
     pub stream: bool,
+    /// Anthropic's extended thinking budget (`model.thinking_tokens`), when on.
+    pub thinking_tokens: Option<u32>,
 }
 
 /// `model.tools`.
@@ -242,6 +248,7 @@ impl ModelConfig {
             defaulted,
             tools,
             stream: settings.stream.unwrap_or(false),
+            thinking_tokens: settings.thinking_tokens.filter(|&t| t > 0),
         })
     }
 

@@ -52,11 +52,19 @@ pub struct Message {
     pub tool_calls: Vec<ToolCall>,
     /// A tool result: the call it answers (its id, and its name for providers that key by it).
     pub answers: Option<ToolCall>,
+    /// Thinking the provider signed and wants back with the tool calls it led to (Anthropic's
+    /// extended thinking): sent back as it came, never read.
+    pub signed: Vec<serde_json::Value>,
 }
 
 impl Message {
     fn of(role: Role, content: impl Into<String>) -> Message {
-        Message { role, content: content.into(), tool_calls: Vec::new(), answers: None }
+        Message { role, content: content.into(), tool_calls: Vec::new(), answers: None, signed: Vec::new() }
+    }
+
+    /// This assistant turn with the provider's signed thinking that came with it.
+    pub fn with_signed(self, signed: Vec<serde_json::Value>) -> Message {
+        Message { signed, ..self }
     }
 
     pub fn system(content: impl Into<String>) -> Message {
@@ -186,6 +194,9 @@ pub struct Reply {
     pub reasoning: String,
     /// Tools it called (native tool calling), in order.
     pub tool_calls: Vec<ToolCall>,
+    /// The provider's signed thinking blocks, as they came (Anthropic's `thinking` with its
+    /// signature, `redacted_thinking`): what must go back with the tool calls.
+    pub signed: Vec<serde_json::Value>,
     pub usage: Usage,
     pub finish: FinishReason,
     /// The model that answered, as the server names it.

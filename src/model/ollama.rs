@@ -162,6 +162,7 @@ impl Model for Ollama {
                         ),
                         finish: if calls.is_empty() { finish(last) } else { FinishReason::ToolCalls },
                         tool_calls: calls,
+                        signed: Vec::new(),
                         model: last["model"].as_str().unwrap_or(&client.config.model).to_string(),
                         latency: started.elapsed(),
                         text,

@@ -214,6 +214,7 @@ impl Model for OpenAi {
                     let written = written_text(&text, &calls);
                     return Ok(Reply {
                         tool_calls: calls,
+                        signed: Vec::new(),
                         usage: Usage::reported_or_estimated(prompt, completion, &prompt_text, &written)
                             .with_cached(cached_tokens(&json)),
                         finish: FinishReason::from_openai(choice["finish_reason"].as_str()),
@@ -279,6 +280,7 @@ impl Model for OpenAi {
                 let written = written_text(&text, &calls.0);
                 Ok(Reply {
                     tool_calls: calls.0,
+                    signed: Vec::new(),
                     usage: Usage::reported_or_estimated(usage.0, usage.1, &prompt_text, &written)
                         .with_cached(cached),
                     finish: FinishReason::from_openai(finish.as_deref()),

@@ -677,6 +677,7 @@ fn anthropic_pieces(whole: &Value) -> Vec<String> {
                     .chain([json!({"type": "signature_delta", "signature": block["signature"]})])
                     .collect(),
             ),
+            Some("redacted_thinking") => (block.clone(), Vec::new()),
             Some("tool_use") => {
                 let (first, second) = split_in_two(&block["input"].to_string());
                 (
