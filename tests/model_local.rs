@@ -183,19 +183,29 @@ async fn bench_task_runs_against_a_real_model() {
         assert!(result["exit_reason"].is_string(), "{result}");
         solved += usize::from(result["solved"] == true);
     }
-    let prompt: u64 = results.iter().filter_map(|r| r["tokens"]["prompt"].as_u64()).sum();
+    let sum = |key: &str| results.iter().filter_map(|r| r.pointer(key).and_then(|v| v.as_u64())).sum::<u64>();
+    let prompt = sum("/tokens/prompt");
     assert!(prompt > 0, "real usage: {results:?}");
+    // measured, never asserted
     eprintln!(
-        "bench task against the local model: {solved}/{} solved, {prompt} prompt tokens",
-        results.len()
+        "bench task against the local model: {solved}/{} solved, {} steps ({} ended in plain text, {} early), {} actions, {prompt} prompt ({} cached) + {} completion tokens, {:.0} s",
+        results.len(),
+        sum("/steps"),
+        sum("/endings/plain"),
+        sum("/endings/early"),
+        sum("/tool_calls"),
+        sum("/tokens/cached"),
+        sum("/tokens/completion"),
+        sum("/wall_ms") as f64 / 1000.0
     );
     for result in results {
         eprintln!(
-            "  {} {} steps {} actions {} exit {} ({})",
+            "  {} {} steps {} actions {} endings {} exit {} ({})",
             result["task"],
             if result["solved"] == true { "solved" } else { "not solved" },
             result["steps"],
             result["tool_calls"],
+            result["endings"],
             result["exit_reason"],
             result["note"].as_str().unwrap_or("")
         );
