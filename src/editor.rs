@@ -6,8 +6,8 @@
 use async_trait::async_trait;
 use url::Url;
 
-use crate::agent::RunReport;
-use crate::observer::Diagnostic;
+use crate::diagnostic::Diagnostic;
+use crate::run::RunReport;
 use crate::text::TextRange;
 use crate::workspace::DocumentSnapshot;
 
@@ -109,7 +109,7 @@ pub trait Editor: Send + Sync {
     }
 
     /// A run's plan changed (made, a step's status, a new plan): the whole plan.
-    async fn plan_updated(&self, run_id: &str, plan: &crate::agent::plan::Plan) {
+    async fn plan_updated(&self, run_id: &str, plan: &crate::run::plan::Plan) {
         let _ = (run_id, plan);
     }
 

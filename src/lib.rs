@@ -3,10 +3,12 @@
 //! Data flows text → syntax → observer → (agent → edits) → server; see
 //! `docs/ARCHITECTURE.md` for the map and the rules on what may depend on what.
 
+pub mod action;
 pub mod agent;
 pub mod cli;
 pub mod config;
 pub mod context;
+pub mod diagnostic;
 pub mod edit;
 pub mod editor;
 pub mod executor;
@@ -17,6 +19,7 @@ pub mod modes;
 pub mod observer;
 pub mod places;
 pub mod process;
+pub mod run;
 pub mod server;
 pub mod sync;
 pub mod syntax;

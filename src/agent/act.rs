@@ -25,7 +25,6 @@ use tokio_util::sync::CancellationToken;
 use super::calls;
 use super::fit;
 use super::protocol::{self, Reply as TextReply};
-use super::report::{ExitReason, Tokens};
 use super::tools::{self, Called};
 use super::trajectory::{self, Trajectory};
 use crate::editor::MessageLevel;
@@ -33,6 +32,7 @@ use crate::executor::{Action, Executor, LimitHit};
 use crate::model::{
     CallOptions, FinishReason, Message, Model, ModelError, Reply, Request, ToolsMode, estimate_tokens,
 };
+use crate::run::{ExitReason, Tokens};
 use crate::sync::lock;
 
 /// The third visit to the same state (the run's files, an action and its result) is a loop.
@@ -261,7 +261,7 @@ pub async fn act(
                 "tool_calls": reply.tool_calls.len(),
             }),
         );
-        tokens.add(super::report::Tokens::of(&reply.usage));
+        tokens.add(crate::run::Tokens::of(&reply.usage));
 
         let cut = reply.finish == FinishReason::Length;
         // a cut action gets twice the room, a few times; cut prose only a sentence

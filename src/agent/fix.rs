@@ -11,7 +11,6 @@ use url::Url;
 
 use super::ladder::{DeterministicFix, apply_fixes, checker_fixes, missing_token_fixes, verified_repair};
 use super::prompt::FixPrompt;
-use super::report::{ExitReason, RunReport, Tokens};
 use super::runs::RunHandle;
 use super::targets::{Comparison, Problems, Scope, compare, problems, select};
 use crate::config::{FixSettings, SyntaxSettings};
@@ -21,6 +20,7 @@ use crate::executor::{Access, Confinement, DocumentEditError, Refused, apply_to_
 use crate::history::{History, Journal};
 use crate::model::{CallOptions, Model, ModelError, Request};
 use crate::observer::{Diagnostic, Observer, SettleError};
+use crate::run::{ExitReason, RunReport, Tokens};
 use crate::sync::lock;
 use crate::text::{PositionEncoding, TextRange};
 use crate::workspace::DocumentSnapshot;

@@ -1,10 +1,11 @@
 //! The agent: runs that change code. The fix loop (`fix.rs`) with its deterministic rung
 //! (`ladder.rs`), prompt (`prompt.rs`) and targets (`targets.rs`); task runs (`task.rs`),
-//! planned (`planner.rs` → `plan.rs`), driven through the phases of `engine.rs`, each step
+//! planned (`planner.rs` → `crate::run::plan`), driven through the phases of `engine.rs`, each step
 //! carried out by a tool-using loop (`act.rs`) that offers the executor's actions as tools
 //! (`tools.rs`) or reads them from the model's replies (`protocol.rs`, and `calls.rs` for the
 //! calls a server left in the text) and fits its prompt into the model's context (`fit.rs`);
-//! the registry of runs (`runs.rs`) and their reports (`report.rs`).
+//! the registry of runs (`runs.rs`); a run's plan and report are `crate::run`'s, below every
+//! room that reads them.
 
 mod act;
 mod calls;
@@ -12,11 +13,9 @@ pub mod engine;
 mod fit;
 mod fix;
 pub mod ladder;
-pub mod plan;
 mod planner;
 mod prompt;
 pub mod protocol;
-mod report;
 mod runs;
 mod targets;
 mod task;
@@ -31,7 +30,9 @@ pub use fix::{FixContext, FixRequest, display_path, fix};
 pub const FIX_ROLE: &str = "coder";
 pub use planner::Selection;
 pub use prompt::{SYSTEM as FIX_SYSTEM_PROMPT, focused_context};
-pub use report::{Endings, ExitReason, RunReport, Tokens};
+// the run's vocabulary lives below the agent (`crate::run`); named here too for the
+// library's users
+pub use crate::run::{Endings, ExitReason, RunReport, Tokens, plan};
 pub use runs::{Busy, RunHandle, Runs};
 pub use targets::{Scope, Signature};
 pub use task::{SYSTEM as TASK_SYSTEM_PROMPT, TaskContext, TaskRequest, plan_goal, run_task};

@@ -8,9 +8,9 @@ use std::path::Path;
 use tokio_util::sync::CancellationToken;
 
 use super::fit;
-use super::plan::{Plan, PlanError};
-use super::report::Tokens;
 use crate::model::{CallOptions, Message, Model, ModelError, Request, estimate_tokens};
+use crate::run::Tokens;
+use crate::run::plan::{Plan, PlanError};
 
 /// The planner's instructions; `{max}` is the most steps a plan may have.
 const SYSTEM: &str = "You are Tokamak's planner. Break the user's goal into at most {max} steps that a coding agent \

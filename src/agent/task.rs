@@ -20,9 +20,7 @@ use url::Url;
 use super::act::{ActOutcome, ActRequest, act};
 use super::engine::{Engine, Phase};
 use super::fix::{FixContext, FixRequest, fix};
-use super::plan::{Plan, StepStatus};
 use super::planner::{PlanFailure, PlanRequest, Selection, make_plan};
-use super::report::{Endings, ExitReason, RunReport, Tokens};
 use super::runs::{RunHandle, Runs};
 use super::targets::{Scope, problems};
 use super::workspace::workspace_context;
@@ -33,6 +31,8 @@ use crate::executor::{Action, DiskEditor, Executor, ExecutorContext};
 use crate::model::{Model, ModelError};
 use crate::modes::{Mode, Profile, Profiles, Role, route};
 use crate::observer::{Diagnostic, Observer, Severity};
+use crate::run::plan::{Plan, StepStatus};
+use crate::run::{Endings, ExitReason, RunReport, Tokens};
 use crate::sync::lock;
 use crate::workspace::DocumentSnapshot;
 
@@ -172,7 +172,7 @@ pub async fn run_task(context: &TaskContext, request: TaskRequest, run: RunHandl
 
     let changed = executor.changed_files();
     let steps_done = lock(&engine.plan).as_ref().map_or(0, |plan| {
-        plan.steps.iter().filter(|s| s.status == crate::agent::plan::StepStatus::Done).count() as u32
+        plan.steps.iter().filter(|s| s.status == crate::run::plan::StepStatus::Done).count() as u32
     });
     let root = executor_context.confinement.root();
     let mut summary = stop.summary.trim().to_string();
@@ -810,19 +810,19 @@ impl Runner<'_> {
             let (passed, text) = self.run_command(focused).await;
             output.push_str(&format!("The tests that reach the change ({count}):\n{text}\n"));
             if !passed || !settings.test_then_all {
-                return (passed, crate::executor::cut(&output, 6 * 1024));
+                return (passed, crate::text::cut(&output, 6 * 1024));
             }
             output.push_str("They pass. The whole test command:\n");
         }
         self.report("running the tests".to_string()).await;
         let (passed, text) = self.run_command(command).await;
         output.push_str(&text);
-        (passed, crate::executor::cut(&output, 6 * 1024))
+        (passed, crate::text::cut(&output, 6 * 1024))
     }
 
     async fn run_command(&self, command: Vec<String>) -> (bool, String) {
         match self.executor.execute(&Action::Run { command, timeout: None }).await {
-            Ok(result) => (result.exit_status == Some(0), crate::executor::cut(&result.text, 4 * 1024)),
+            Ok(result) => (result.exit_status == Some(0), crate::text::cut(&result.text, 4 * 1024)),
             Err(hit) => (false, hit.to_string()),
         }
     }

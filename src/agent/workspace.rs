@@ -7,13 +7,13 @@ use std::path::Path;
 use tokio_util::sync::CancellationToken;
 
 use super::planner::workspace_view;
-use super::report::Tokens;
 use crate::context::{
     Assist, Embeddings, Summaries, ViewRequest, expand_query, project_rules, render_rules,
     view_with_summaries,
 };
 use crate::executor::ExecutorContext;
 use crate::model::{Model, Usage};
+use crate::run::Tokens;
 
 /// The workspace as a prompt shows it for `question`, and the tokens its summaries cost.
 /// `active` is the file the user is in (ranked up; its nearest rules read).

@@ -87,7 +87,7 @@ impl Editor for Headless {
         self.progress
     }
 
-    async fn plan_updated(&self, _: &str, plan: &crate::agent::plan::Plan) {
+    async fn plan_updated(&self, _: &str, plan: &crate::run::plan::Plan) {
         if !self.progress {
             return;
         }

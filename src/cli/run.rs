@@ -11,9 +11,9 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::session::{Approval, Session};
-use crate::agent::plan::Plan;
 use crate::agent::{ExitReason, RunReport, Runs, TaskContext, TaskRequest, plan_goal, run_task};
 use crate::model::{ModelConfig, connect};
+use crate::run::plan::Plan;
 
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {

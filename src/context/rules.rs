@@ -61,11 +61,7 @@ pub fn render_rules(rules: &[RuleFile], max_bytes: usize) -> String {
     let share = (max_bytes / rules.len()).max(256);
     let mut out = String::from("The project's rules:\n");
     for rule in rules {
-        out.push_str(&format!(
-            "--- {} ---\n{}\n",
-            rule.path.display(),
-            crate::executor::cut(&rule.text, share)
-        ));
+        out.push_str(&format!("--- {} ---\n{}\n", rule.path.display(), crate::text::cut(&rule.text, share)));
     }
     out
 }

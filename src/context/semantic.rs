@@ -100,7 +100,7 @@ impl Embeddings {
             .map(|r| {
                 let body = source(&r.path).unwrap_or_default();
                 let path = r.path.strip_prefix(root).unwrap_or(&r.path);
-                format!("{}\n{}", path.display(), crate::executor::cut(&body, MAX_EMBEDDED_BYTES))
+                format!("{}\n{}", path.display(), crate::text::cut(&body, MAX_EMBEDDED_BYTES))
             })
             .collect();
         let mut vectors: Vec<Option<Vec<f32>>> = texts.iter().map(|t| self.cached(t)).collect();

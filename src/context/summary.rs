@@ -53,14 +53,14 @@ impl Summaries {
         text: &str,
         cancel: &CancellationToken,
     ) -> Result<(String, Usage), ModelError> {
-        let source = crate::executor::cut(text, MAX_SOURCE_BYTES);
+        let source = crate::text::cut(text, MAX_SOURCE_BYTES);
         let messages = vec![
             Message::system(SYSTEM.to_string()),
             Message::user(format!("The file {relative}:\n```\n{source}\n```\nSummarize it.")),
         ];
         let options = CallOptions { deltas: None, cancel: cancel.child_token() };
         let reply = model.send(&Request::chat(messages), &options).await?;
-        let summary = crate::executor::cut(reply.text.trim(), MAX_SUMMARY_BYTES);
+        let summary = crate::text::cut(reply.text.trim(), MAX_SUMMARY_BYTES);
         if !summary.is_empty() {
             let path = self.file(text);
             let written = std::fs::create_dir_all(&self.dir).and_then(|_| std::fs::write(&path, &summary));

@@ -91,7 +91,7 @@ pub fn view_ranked(
         .iter()
         .find_map(|n| std::fs::read_to_string(root.join(n)).ok().map(|t| (n, t)))
     {
-        let cut = crate::executor::cut(readme.1.trim(), (budget_bytes / 10).max(400));
+        let cut = crate::text::cut(readme.1.trim(), (budget_bytes / 10).max(400));
         text.push_str(&format!("The project's {} (its opening):\n{cut}\n", readme.0));
     }
 
@@ -137,7 +137,7 @@ pub fn view_ranked(
                     Shown::Outline,
                     format!(
                         "(its outline, line: definition; {lines} lines, read it for the bodies)\n{}",
-                        crate::executor::cut(&outline, room)
+                        crate::text::cut(&outline, room)
                     ),
                 )
             }

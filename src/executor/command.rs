@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio_util::sync::CancellationToken;
 
-use super::output::cut;
 use crate::history::audit::is_secret_name;
 use crate::process::{ProcessGroup, clean_output};
+use crate::text::cut;
 
 /// Output read from a command before the rest is drained unread (per stream).
 const MAX_CAPTURE: usize = 8 * 1024 * 1024;

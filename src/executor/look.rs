@@ -9,7 +9,7 @@ use globset::{Glob, GlobMatcher};
 use grep_regex::RegexMatcherBuilder;
 use grep_searcher::{BinaryDetection, SearcherBuilder, Sink, SinkMatch};
 
-use super::output::cut;
+use crate::text::cut;
 
 /// Entries listed at most.
 const MAX_ENTRIES: usize = 500;

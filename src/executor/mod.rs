@@ -10,14 +10,12 @@
 //! in a bwrap sandbox over a shadow copy of the workspace where one is available
 //! (`sandbox.rs`).
 
-mod action;
 mod command;
 mod confine;
 mod disk_editor;
 mod document;
 mod look;
 mod navigate;
-mod output;
 pub mod policy;
 mod rollback;
 mod sandbox;
@@ -32,11 +30,13 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use url::Url;
 
-pub use action::{ACTION_NAMES, Action, ActionKind, ActionResult};
+// the action vocabulary and the text cut live below the executor, for the rooms that
+// name actions (modes) or cut text (context) without depending on it
+pub use crate::action::{ACTION_NAMES, Action, ActionKind, ActionResult};
+pub use crate::text::cut;
 pub use confine::{Access, Confined, Confinement, Refused};
 pub use disk_editor::DiskEditor;
 pub use document::{DocumentEditError, apply_to_document};
-pub use output::cut;
 pub use policy::{Approver, ChangedFile, Decision, OnBehalfOf, RefuseUnlisted, Request, WaitClock};
 pub use rollback::{RollbackError, RollbackReport, rollback};
 pub use sandbox::{Placement, SandboxError, ShadowCopy, placement};

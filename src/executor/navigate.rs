@@ -7,10 +7,10 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::action::{Action, ActionResult};
-use super::output::cut;
 use super::{Executor, Stop};
+use crate::action::{Action, ActionResult};
 use crate::context::{Impact, Index, MAX_CALLER_DEPTH, changed_definitions, describe_impact, impact, rank};
+use crate::text::cut;
 
 /// Symbols listed at most.
 const MAX_SYMBOLS: usize = 30;

@@ -10,10 +10,10 @@ use serde::Serialize;
 use url::Url;
 
 use super::{Access, ExecutorContext, apply_to_document, write_new_bytes};
-use crate::agent::{ExitReason, RunReport, Tokens};
 use crate::edit::minimal_edits;
 use crate::editor::{EditOutcome, FileOperation};
 use crate::history::{CheckpointInfo, FileChange};
+use crate::run::{ExitReason, RunReport};
 use crate::workspace::write_bytes_if_unchanged;
 
 #[derive(Debug, thiserror::Error)]
@@ -83,22 +83,12 @@ pub async fn rollback(
     let root_uri = Url::from_directory_path(context.confinement.root())
         .map_err(|()| RollbackError::Unavailable("the workspace root is not an absolute path".to_string()))?;
     let report = RunReport {
-        run_id: run_id.to_string(),
-        uri: root_uri,
         exit_reason: if failed.is_empty() { ExitReason::Clean } else { ExitReason::Failed },
-        summary,
         files_changed: restored
             .iter()
             .filter_map(|r| Url::from_file_path(context.confinement.root().join(r)).ok())
             .collect(),
-        tokens: Tokens::default(),
-        attempts: 0,
-        deterministic_fixes: 0,
-        targets_before: 0,
-        targets_after: 0,
-        steps: 0,
-        tool_calls: 0,
-        endings: Default::default(),
+        ..RunReport::failed(run_id.to_string(), root_uri, summary)
     };
     journal.finish(&report).await;
     Ok(RollbackReport { checkpoint: info.id, run_id: run_id.to_string(), restored, failed })

@@ -19,10 +19,10 @@ use serde_json::{Value, json};
 pub use audit::AuditLog;
 pub use checkpoints::{CheckpointError, CheckpointInfo, Checkpoints, FileChange, Overlay, Stage};
 
-use crate::agent::RunReport;
 use crate::config::CheckpointSettings;
 use crate::editor::{Editor, MessageLevel};
 use crate::observer::Observer;
+use crate::run::RunReport;
 
 /// The checkpoints and audit logs of one workspace.
 pub struct History {

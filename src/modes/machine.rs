@@ -344,7 +344,7 @@ mod tests {
 
     #[test]
     fn modes_name_what_may_be_done_in_them() {
-        use crate::executor::ActionKind::*;
+        use crate::action::ActionKind::*;
         assert!(Mode::ContextNav.allowed().permits(Read) && !Mode::ContextNav.allowed().permits(Write));
         assert!(Mode::Implementation.allowed().permits(Write));
         assert!(Mode::Test.allowed().permits(Command));

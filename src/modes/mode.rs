@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::executor::ActionKind;
+use crate::action::ActionKind;
 
 /// A mode of the agent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]

@@ -12,7 +12,7 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::Deserialize;
 
 use super::routing::Role;
-use crate::executor::ACTION_NAMES;
+use crate::action::ACTION_NAMES;
 
 /// The actions that only look.
 const LOOK: &[&str] =

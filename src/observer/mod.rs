@@ -11,7 +11,6 @@
 //! [`Observer::settled`] is the fix loop's "observe" step.
 
 pub mod checkers;
-mod diagnostic;
 mod problems;
 mod store;
 mod summary;
@@ -25,7 +24,9 @@ use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinHandle;
 use url::Url;
 
-pub use diagnostic::{CheckerFix, Diagnostic, Related, Severity};
+// the vocabulary of diagnostics lives below the Observer (`crate::diagnostic`), so the
+// `Editor` trait can name it without a circle
+pub use crate::diagnostic::{CheckerFix, Diagnostic, Related, Severity};
 pub use problems::about_names;
 pub use store::{FileDiagnostics, Origin, SourceEntry};
 pub use summary::{CHARS_PER_TOKEN, error_summary};

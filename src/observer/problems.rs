@@ -11,7 +11,7 @@
 //! cannot find right next to where its own parser gave up goes to that syntax error too.
 //! Diagnostics of no known kind are kept as they are, except exact repeats.
 
-use super::diagnostic::{Diagnostic, Related};
+use crate::diagnostic::{Diagnostic, Related};
 
 /// What a diagnostic is about, when several sources can say it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use super::diagnostic::Diagnostic;
 use super::problems::one_per_problem;
+use crate::diagnostic::Diagnostic;
 use crate::text::{AppliedChange, ByteEdit, TextRange};
 
 /// Who reported. Tokamak publishes what its own sources find; what the editor forwards is

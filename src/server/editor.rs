@@ -237,7 +237,7 @@ impl Editor for LspEditor {
             .await;
     }
 
-    async fn plan_updated(&self, run_id: &str, plan: &crate::agent::plan::Plan) {
+    async fn plan_updated(&self, run_id: &str, plan: &crate::run::plan::Plan) {
         let steps: Vec<serde_json::Value> = plan
             .steps
             .iter()

@@ -11,10 +11,10 @@ use tower_lsp::jsonrpc::{Error, ErrorCode, Result};
 use tower_lsp::lsp_types::{self as lsp, Url};
 
 use super::{Backend, convert};
-use crate::agent::plan::Plan;
 use crate::agent::{self, Selection, TaskContext, TaskRequest};
 use crate::editor::{Editor, MessageLevel};
 use crate::model::{ModelConfig, connect};
+use crate::run::plan::Plan;
 use crate::sync::lock;
 use crate::syntax::{document_symbols, enclosing_symbol};
 use crate::text::line_col_to_offset;
@@ -143,7 +143,7 @@ impl Backend {
             if from >= start && to <= end {
                 return None;
             }
-            Some(crate::executor::cut(&rope.byte_slice(from..to).to_string(), MAX_SCOPE_BYTES))
+            Some(crate::text::cut(&rope.byte_slice(from..to).to_string(), MAX_SCOPE_BYTES))
         });
         let path = agent::display_path(self.root.get().cloned().flatten().as_deref(), uri);
         Some(Selection { path, lines: (first, last), text, scope })

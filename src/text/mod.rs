@@ -1,9 +1,12 @@
-//! Text: documents as ropes with versions, positions and their encodings, edits on text.
+//! Text: documents as ropes with versions, positions and their encodings, edits on text, long
+//! text cut for the model.
 
+mod cut;
 mod document;
 mod language;
 mod position;
 
+pub use cut::cut;
 pub use document::{AppliedChange, ByteEdit, ChangeOutcome, TextChange, TextDocument, TextRange};
 pub use language::Language;
 pub use position::{LineCol, PositionEncoding, Resolved, line_col_to_offset, offset_to_line_col};

@@ -1,4 +1,5 @@
-//! A diagnostic as the Observer keeps it: a byte range into one version of a document.
+//! A diagnostic as the Observer keeps it and the `Editor` shows it: a byte range into one
+//! version of a document, with its severity, source, code and the checker's own fix.
 
 use crate::text::TextRange;
 
