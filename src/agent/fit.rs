@@ -41,7 +41,7 @@ pub fn cut_view(view: &str, tokens: u32) -> String {
     if total <= tokens {
         return view.to_string();
     }
-    let budget = usize::try_from(tokens).unwrap_or(usize::MAX).saturating_mul(4);
+    let budget = usize::try_from(tokens).unwrap_or(usize::MAX).saturating_mul(crate::text::CHARS_PER_TOKEN);
     let mut out = String::new();
     for line in view.split_inclusive('\n') {
         if out.chars().count() + line.chars().count() > budget {

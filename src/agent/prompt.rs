@@ -170,7 +170,7 @@ fn context_of(
             _ => merged.push((start, end)),
         }
     }
-    let budget_chars = token_budget.saturating_mul(crate::observer::CHARS_PER_TOKEN);
+    let budget_chars = token_budget.saturating_mul(crate::text::CHARS_PER_TOKEN);
     let mut out = String::new();
     let mut shown_to = 0;
     for (start, end) in merged {

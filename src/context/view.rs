@@ -81,7 +81,7 @@ pub fn view_ranked(
 ) -> View {
     let root = index.root();
     let relative = |p: &Path| p.strip_prefix(root).unwrap_or(p).to_path_buf();
-    let budget_bytes = request.budget_tokens.saturating_mul(4);
+    let budget_bytes = request.budget_tokens.saturating_mul(crate::text::CHARS_PER_TOKEN);
     let mut out = View::default();
 
     let rules: Vec<RuleFile> = project_rules(root, request.active);

@@ -8,7 +8,7 @@ use crate::sync::lock;
 /// Tokens are estimated as one per four characters, rounded up — the usual rule of thumb
 /// for English and code; used only when the server reports no usage, and marked so.
 pub fn estimate_tokens(text: &str) -> u32 {
-    u32::try_from(text.chars().count().div_ceil(4)).unwrap_or(u32::MAX)
+    u32::try_from(text.chars().count().div_ceil(crate::text::CHARS_PER_TOKEN)).unwrap_or(u32::MAX)
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -29,7 +29,7 @@ use url::Url;
 pub use crate::diagnostic::{CheckerFix, Diagnostic, Related, Severity};
 pub use problems::about_names;
 pub use store::{FileDiagnostics, Origin, SourceEntry};
-pub use summary::{CHARS_PER_TOKEN, error_summary};
+pub use summary::error_summary;
 
 use crate::config::PublishMode;
 use crate::editor::{Editor, MessageLevel};

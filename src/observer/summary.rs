@@ -5,12 +5,8 @@
 use std::fmt::Write as _;
 
 use super::Diagnostic;
-use crate::text::{PositionEncoding, offset_to_line_col};
+use crate::text::{CHARS_PER_TOKEN, PositionEncoding, offset_to_line_col};
 use crate::workspace::DocumentSnapshot;
-
-/// Tokens are estimated as one per four characters (the usual rule of thumb for code with
-/// English; a model's tokenizer is not at hand here).
-pub const CHARS_PER_TOKEN: usize = 4;
 
 /// Lines of a multi-line range shown before eliding the rest.
 const MAX_LINES_SHOWN: usize = 3;

@@ -1,6 +1,10 @@
 //! Long text cut for the model: the head and the tail kept, the middle replaced by a marker
 //! saying how much was left out.
 
+/// Characters a model's token is counted as, where a server does not say (the estimate every
+/// budget and every prompt size in Tokamak uses).
+pub const CHARS_PER_TOKEN: usize = 4;
+
 /// `text` if it fits in `max_bytes`; otherwise its first and last parts (cut at line breaks
 /// where one is near, never inside a character) with a marker between them.
 pub fn cut(text: &str, max_bytes: usize) -> String {

@@ -6,7 +6,7 @@ mod document;
 mod language;
 mod position;
 
-pub use cut::cut;
+pub use cut::{CHARS_PER_TOKEN, cut};
 pub use document::{AppliedChange, ByteEdit, ChangeOutcome, TextChange, TextDocument, TextRange};
 pub use language::Language;
 pub use position::{LineCol, PositionEncoding, Resolved, line_col_to_offset, offset_to_line_col};
