@@ -6,9 +6,8 @@ use std::hint::black_box;
 use std::path::Path;
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use tokamak::checker::{self, ParseContext};
 use tokamak::config::SyntaxSettings;
-use tokamak::observer::checkers::OutputFormat;
-use tokamak::observer::checkers::formats::{ParseContext, parse};
 use tokamak::observer::{FileDiagnostics, Origin, SourceEntry, syntax_diagnostics};
 use tokamak::server::convert;
 use tokamak::text::PositionEncoding;
@@ -43,7 +42,7 @@ fn bench_checker_result(c: &mut Criterion) {
                 checked_file: Path::new("/p/app.py"),
                 cwd: Path::new("/p"),
             };
-            let diagnostics = parse(&OutputFormat::Ruff, black_box(&output), &context).unwrap();
+            let diagnostics = (checker::find("ruff").unwrap().parse)(black_box(&output), &context).unwrap();
             let mut file = FileDiagnostics::default();
             file.set(
                 "tokamak",

@@ -5,6 +5,7 @@
 
 pub mod action;
 pub mod agent;
+pub mod checker;
 pub mod cli;
 pub mod config;
 pub mod context;

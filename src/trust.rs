@@ -163,9 +163,6 @@ fn edit_trusted(file: &Path, folder: &Path, add: bool) -> Result<PathBuf, TrustE
     Ok(folder)
 }
 
-/// The checker presets, whose names a project may use without defining a command.
-const PRESETS: &[&str] = &["ruff", "pyright", "mypy", "tsc", "eslint"];
-
 /// Removes from a project's own settings (its `tokamak.toml`, as JSON) everything only a
 /// trusted folder may set, and returns the keys removed, as `checkers.lint.command`.
 pub fn restrict_project_settings(value: &mut Value) -> Vec<String> {
@@ -205,7 +202,8 @@ pub fn restrict_project_settings(value: &mut Value) -> Vec<String> {
             let Some(table) = checkers.get_mut(&name).and_then(Value::as_object_mut) else {
                 continue;
             };
-            if PRESETS.contains(&name.as_str()) {
+            // a built-in checker's name may be set up without a command of its own
+            if crate::checker::find(&name).is_some() {
                 for key in ["command", "args"] {
                     if table.remove(key).is_some() {
                         removed.push(format!("checkers.{name}.{key}"));

@@ -97,13 +97,7 @@ impl Coverage {
 
     /// The sentence for a file checked by syntax only: what to install.
     pub fn install_hint(&self) -> String {
-        let example = match self.not_found.first().map(String::as_str) {
-            Some(name @ ("ruff" | "pyright" | "mypy" | "basedpyright")) => format!("`pip install {name}`"),
-            Some("tsc") => "`npm install --save-dev typescript`".to_string(),
-            Some("eslint") => "`npm install --save-dev eslint`".to_string(),
-            Some(name) => format!("installing {name}"),
-            None => String::new(),
-        };
+        let example = self.not_found.first().map(|name| checkers::install_hint(name)).unwrap_or_default();
         format!(
             "only Tokamak's syntax check ran ({} not installed; install one, for example {example}, to check names, \
              imports and types)",
@@ -714,7 +708,7 @@ impl Observer {
             return known.clone();
         }
         if !self.checkers.trusted
-            && let Some((reason, present)) = checkers::runs_project_code(checker, root)
+            && let Some((reason, present)) = checker.runs_project_code(root)
         {
             lock(&self.state).programs.insert(key, None);
             let message = format!(

@@ -11,6 +11,7 @@
 //! cannot find right next to where its own parser gave up goes to that syntax error too.
 //! Diagnostics of no known kind are kept as they are, except exact repeats.
 
+use crate::checker;
 use crate::diagnostic::{Diagnostic, Related};
 
 /// What a diagnostic is about, when several sources can say it.
@@ -24,10 +25,6 @@ enum Kind {
 
 /// How near a syntax error an undefined name is taken for its consequence.
 const CASCADE_BYTES: usize = 160;
-
-/// The sources' order of precision, best first (a source not named comes last).
-const PRECISION: &[&str] =
-    &["tokamak", "ruff", "pyright", "basedpyright", "tsc", "typescript", "eslint", "mypy"];
 
 /// `diagnostics` with each problem once, in document order.
 pub fn one_per_problem(mut diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
@@ -140,10 +137,8 @@ fn overlap(a: &Diagnostic, b: &Diagnostic) -> bool {
 
 /// Lower is more precise: one that carries the checker's own fix, then the better source,
 /// then the narrower range.
-fn precision(d: &Diagnostic) -> (bool, usize, usize) {
-    let source = d.source.to_ascii_lowercase();
-    let rank = PRECISION.iter().position(|s| *s == source).unwrap_or(PRECISION.len());
-    (d.fix.is_none(), rank, d.range.end - d.range.start)
+fn precision(d: &Diagnostic) -> (bool, u8, usize) {
+    (d.fix.is_none(), checker::precision(&d.source), d.range.end - d.range.start)
 }
 
 fn kind(d: &Diagnostic) -> Option<Kind> {
@@ -151,14 +146,9 @@ fn kind(d: &Diagnostic) -> Option<Kind> {
     let code = d.code.as_deref().unwrap_or_default();
     let message = d.message.as_str();
     let named = |make: fn(String) -> Kind| quoted(message).map(make);
-    match (source.as_str(), code) {
+    match (checker::by_source(&source), code) {
         (_, "syntax" | "invalid-syntax" | "E999") => Some(Kind::Syntax),
-        ("ruff", "") if message.starts_with("SyntaxError") => Some(Kind::Syntax),
-        ("pyright" | "basedpyright" | "pylance", "") if looks_like_pyright_syntax(message) => {
-            Some(Kind::Syntax)
-        }
-        ("tsc" | "typescript" | "ts", c) if is_ts_syntax(c) => Some(Kind::Syntax),
-        ("eslint", "") if message.starts_with("Parsing error") => Some(Kind::Syntax),
+        (Some(tool), _) if (tool.syntax)(code, message) => Some(Kind::Syntax),
         (
             _,
             "F821"
@@ -196,23 +186,6 @@ fn kind(d: &Diagnostic) -> Option<Kind> {
         ) => named(Kind::UnresolvedImport),
         _ => None,
     }
-}
-
-/// tsc's syntax errors are numbered 1000–1999.
-fn is_ts_syntax(code: &str) -> bool {
-    let digits = code.strip_prefix("TS").unwrap_or(code);
-    digits.len() == 4 && digits.starts_with('1') && digits.chars().all(|c| c.is_ascii_digit())
-}
-
-/// pyright reports its parser's errors without a rule.
-fn looks_like_pyright_syntax(message: &str) -> bool {
-    message.starts_with("Expected ")
-        || message.contains("was not closed")
-        || message.starts_with("Unexpected indentation")
-        || message.starts_with("Unindent")
-        || message.starts_with("Statements must be separated")
-        || message.contains("is unterminated")
-        || message.starts_with("Invalid character")
 }
 
 /// The first name quoted in a message: `` `x` ``, `"x"` or `'x'`.
@@ -357,6 +330,5 @@ mod tests {
         assert_eq!(quoted("Cannot find name 'y'."), Some("y".into()));
         assert_eq!(quoted("Import \"a.b\" could not be resolved"), Some("a.b".into()));
         assert_eq!(quoted("no name"), None);
-        assert!(is_ts_syntax("TS1005") && is_ts_syntax("1128") && !is_ts_syntax("TS2304"));
     }
 }

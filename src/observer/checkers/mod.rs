@@ -1,7 +1,9 @@
-//! External checkers: built-in presets (ruff, pyright, mypy, tsc, eslint) and generic ones
-//! from settings, which of them apply to a document, and where their programs are.
+//! The workspace's checkers: the built-in ones of [`crate::checker`] with the settings'
+//! overrides and generic ones from settings, which of them apply to a document, and where
+//! their programs are.
 
-pub mod formats;
+#[cfg(test)]
+mod fixture;
 mod runner;
 mod shadow;
 
@@ -14,31 +16,15 @@ use regex::Regex;
 
 pub use runner::{RunError, RunInput, run};
 
+use crate::checker::{self, Args, InputMode, ParseContext, Tool, Trust, pattern};
 use crate::config::{CheckerConfig, CheckerSettings, ConfigError, PublishMode};
+use crate::diagnostic::Diagnostic;
 use crate::text::{Language, PositionEncoding};
 
-/// How a checker gets the buffer's text.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum InputMode {
-    /// On stdin (`{file}` names the real path for the tool's messages and config lookup).
-    Stdin,
-    /// mypy's `--shadow-file`: `{buffer}` is a temporary file holding the text, `{file}` the
-    /// real path it stands for.
-    ShadowFile,
-    /// The file itself when the buffer matches the disk; otherwise a shadow folder that
-    /// mirrors the project (symlinks) with the buffer's text in place of the file, so imports
-    /// and configuration still resolve.
-    Mirror,
-}
-
-/// How to read what a checker prints.
+/// What a checker is: a built-in tool, or a command whose output a pattern describes.
 #[derive(Debug, Clone)]
-pub enum OutputFormat {
-    Ruff,
-    Pyright,
-    Mypy,
-    Tsc,
-    Eslint,
+pub enum Kind {
+    Tool(&'static Tool),
     Pattern { regex: Regex, columns: PositionEncoding },
 }
 
@@ -47,151 +33,114 @@ pub enum OutputFormat {
 pub struct Checker {
     pub name: String,
     pub command: String,
-    /// `None`: the preset computes them per run (tsc, which depends on a tsconfig).
+    /// `None`: the tool's own arguments (which may be made per run).
     pub args: Option<Vec<String>>,
     pub languages: Vec<Language>,
     pub files: Option<GlobSet>,
     pub input: InputMode,
-    pub format: OutputFormat,
+    pub kind: Kind,
     pub timeout: Duration,
     /// Named in `enable` or configured: a missing program is shown to the user, not just
     /// logged.
     pub explicit: bool,
-    /// The tool runs in the nearest folder (from the file up to the root) holding one of
-    /// these, as it would when run by hand in that project; else in the root.
-    pub project_markers: &'static [&'static str],
     /// Whether Tokamak's own run is published (see [`Checker::editor_sources`]).
     pub publish: PublishMode,
 }
 
 impl Checker {
+    fn from_tool(tool: &'static Tool, timeout: Duration) -> Checker {
+        Checker {
+            name: tool.name.to_string(),
+            command: tool.command.to_string(),
+            args: None,
+            languages: tool.languages.to_vec(),
+            files: None,
+            input: tool.input,
+            kind: Kind::Tool(tool),
+            timeout,
+            explicit: false,
+            publish: PublishMode::Auto,
+        }
+    }
+
     pub fn applies_to(&self, language: Language, path: &Path) -> bool {
         self.languages.contains(&language) || self.files.as_ref().is_some_and(|files| files.is_match(path))
     }
 
     /// The `source` an editor's own server for the same tool puts on its diagnostics
-    /// (lowercase): pyright's language server says `Pyright` (or `basedpyright`, Pylance),
-    /// typescript-language-server `typescript`.
+    /// (lowercase).
     pub fn editor_sources(&self) -> Vec<&str> {
-        match self.name.as_str() {
-            "pyright" | "basedpyright" => vec!["pyright", "basedpyright", "pylance"],
-            "tsc" => vec!["typescript", "ts", "tsc"],
-            other => vec![other],
+        match self.kind {
+            Kind::Tool(tool) => tool.sources.to_vec(),
+            Kind::Pattern { .. } => vec![self.name.as_str()],
         }
     }
-}
 
-const PYTHON: &[Language] = &[Language::Python];
-const SCRIPT: &[Language] = &[Language::TypeScript, Language::Tsx, Language::JavaScript, Language::Jsx];
-const TYPESCRIPT: &[Language] = &[Language::TypeScript, Language::Tsx];
-
-fn args(list: &[&str]) -> Option<Vec<String>> {
-    Some(list.iter().map(|a| a.to_string()).collect())
-}
-
-/// The built-in presets, in the order they run.
-fn presets(timeout: Duration) -> Vec<Checker> {
-    let preset = |name: &str, languages: &[Language], input, format, arguments| Checker {
-        name: name.to_string(),
-        command: name.to_string(),
-        args: arguments,
-        languages: languages.to_vec(),
-        files: None,
-        input,
-        format,
-        timeout,
-        explicit: false,
-        project_markers: markers(name),
-        publish: PublishMode::Auto,
-    };
-    vec![
-        preset(
-            "ruff",
-            PYTHON,
-            InputMode::Stdin,
-            OutputFormat::Ruff,
-            args(&[
-                "check",
-                "--output-format=json",
-                "--no-fix",
-                "--exit-zero",
-                "--force-exclude",
-                "--stdin-filename",
-                "{file}",
-                "-",
-            ]),
-        ),
-        preset(
-            "pyright",
-            PYTHON,
-            InputMode::Mirror,
-            OutputFormat::Pyright,
-            args(&["--outputjson", "{file}"]),
-        ),
-        preset(
-            "mypy",
-            PYTHON,
-            InputMode::ShadowFile,
-            OutputFormat::Mypy,
-            args(&["-O", "json", "--no-error-summary", "--shadow-file", "{file}", "{buffer}", "{file}"]),
-        ),
-        preset("tsc", TYPESCRIPT, InputMode::Mirror, OutputFormat::Tsc, None),
-        preset(
-            "eslint",
-            SCRIPT,
-            InputMode::Stdin,
-            OutputFormat::Eslint,
-            args(&["--format", "json", "--no-warn-ignored", "--stdin", "--stdin-filename", "{file}"]),
-        ),
-    ]
-}
-
-fn markers(preset: &str) -> &'static [&'static str] {
-    match preset {
-        "ruff" => &["pyproject.toml", "ruff.toml", ".ruff.toml"],
-        "pyright" => &["pyrightconfig.json", "pyproject.toml"],
-        "mypy" => &["mypy.ini", ".mypy.ini", "pyproject.toml", "setup.cfg"],
-        "tsc" => &["tsconfig.json", "package.json"],
-        "eslint" => &[
-            "eslint.config.js",
-            "eslint.config.mjs",
-            "eslint.config.cjs",
-            "eslint.config.ts",
-            "eslint.config.mts",
-            "eslint.config.cts",
-        ],
-        _ => &[],
-    }
-}
-
-/// tsc's arguments: the project's nearest `tsconfig.json` when there is one (so its options
-/// and paths apply), else the file alone with modern defaults.
-pub fn tsc_args(tsconfig: Option<&Path>, language: Language) -> Vec<String> {
-    let mut args: Vec<String> = ["--noEmit", "--pretty", "false"].iter().map(|a| a.to_string()).collect();
-    match tsconfig {
-        Some(config) => {
-            args.push("-p".to_string());
-            args.push(config.display().to_string());
+    /// The folders that mark where the tool's project starts.
+    pub fn project_markers(&self) -> &'static [&'static str] {
+        match self.kind {
+            Kind::Tool(tool) => tool.project_markers,
+            Kind::Pattern { .. } => &[],
         }
-        None => {
-            for arg in [
-                "--target",
-                "es2022",
-                "--module",
-                "esnext",
-                "--moduleResolution",
-                "bundler",
-                "--skipLibCheck",
-            ] {
-                args.push(arg.to_string());
+    }
+
+    /// The argument templates a run uses: the settings' own, else the tool's (made from the
+    /// nearest config file when the tool says so).
+    pub fn arg_templates(
+        &self,
+        config_at: impl FnOnce(&str) -> Option<PathBuf>,
+        language: Language,
+    ) -> Vec<String> {
+        match (&self.args, &self.kind) {
+            (Some(args), _) => args.clone(),
+            (None, Kind::Tool(Tool { args: Args::Fixed(list), .. })) => {
+                list.iter().map(ToString::to_string).collect()
             }
-            if language == Language::Tsx {
-                args.extend(["--jsx".to_string(), "preserve".to_string()]);
+            (None, Kind::Tool(Tool { args: Args::FromConfig { config, make }, .. })) => {
+                make(config_at(config).as_deref(), language)
             }
-            args.push("{file}".to_string());
+            (None, Kind::Pattern { .. }) => Vec::new(),
         }
     }
-    args
+
+    /// Reads what the tool printed.
+    pub fn parse(&self, stdout: &str, context: &ParseContext<'_>) -> Result<Vec<Diagnostic>, String> {
+        match &self.kind {
+            Kind::Tool(tool) => (tool.parse)(stdout, context),
+            Kind::Pattern { regex, columns } => pattern::parse(stdout, context, regex, *columns),
+        }
+    }
+
+    /// Whether an exit code means "ran and reported" (a generic checker's always does).
+    pub fn reported(&self, code: i32) -> bool {
+        match self.kind {
+            Kind::Tool(tool) => (tool.reported)(code),
+            Kind::Pattern { .. } => true,
+        }
+    }
+
+    /// The tool ran but the project has not set it up: what is missing.
+    pub fn not_configured(&self, code: Option<i32>, stderr: &str) -> Option<String> {
+        match self.kind {
+            Kind::Tool(tool) => (tool.not_configured)(code, stderr),
+            Kind::Pattern { .. } => None,
+        }
+    }
+
+    /// Why running it would run the project's own code, which only a trusted workspace allows:
+    /// `(reason, whether the project has such code at its root)`: without it there is nothing
+    /// to tell the user.
+    pub fn runs_project_code(&self, project: &Path) -> Option<(String, bool)> {
+        match self.kind {
+            Kind::Tool(Tool { trust: Trust::ProjectCode(runs), .. }) => runs(project),
+            _ => None,
+        }
+    }
+}
+
+/// How to install a checker, for a sentence: "`pip install ruff`", or "installing NAME".
+pub fn install_hint(name: &str) -> String {
+    checker::find(name).map_or_else(|| format!("installing {name}"), |tool| tool.install.to_string())
 }
 
 /// The checkers a workspace uses.
@@ -211,11 +160,16 @@ impl Checkers {
     /// Builds the list from settings: the presets (with their overrides) and the generic
     /// checkers, filtered by `enable`/`disable`.
     pub fn from_settings(settings: &CheckerSettings) -> Result<Checkers, ConfigError> {
+        Checkers::from_tools(checker::ALL, settings)
+    }
+
+    /// The same from another set of tools (a test's own).
+    pub fn from_tools(tools: &[&'static Tool], settings: &CheckerSettings) -> Result<Checkers, ConfigError> {
         let timeout = Duration::from_millis(settings.timeout_ms.max(1));
         let mut checkers = Vec::new();
         let mut configured: BTreeMap<&str, &CheckerConfig> =
             settings.tools.iter().map(|(name, config)| (name.as_str(), config)).collect();
-        for mut preset in presets(timeout) {
+        for mut preset in tools.iter().map(|tool| Checker::from_tool(tool, timeout)) {
             if let Some(config) = configured.remove(preset.name.as_str()) {
                 apply_overrides(&mut preset, config)?;
                 preset.explicit = true;
@@ -295,7 +249,7 @@ fn generic(name: &str, config: &CheckerConfig, timeout: Duration) -> Result<Chec
         .ok_or_else(|| invalid(format!("checkers.{name} needs a `command` (it is not a preset)")))?;
     let regex = match (&config.pattern, &config.errorformat) {
         (Some(pattern), None) => pattern.clone(),
-        (None, Some(errorformat)) => formats::pattern::errorformat_to_regex(errorformat),
+        (None, Some(errorformat)) => pattern::errorformat_to_regex(errorformat),
         _ => {
             return Err(invalid(format!("checkers.{name} needs exactly one of `pattern` and `errorformat`")));
         }
@@ -329,10 +283,9 @@ fn generic(name: &str, config: &CheckerConfig, timeout: Duration) -> Result<Chec
         languages,
         files,
         input: if config.stdin.unwrap_or(false) { InputMode::Stdin } else { InputMode::Mirror },
-        format: OutputFormat::Pattern { regex, columns },
+        kind: Kind::Pattern { regex, columns },
         timeout: config.timeout_ms.map_or(timeout, |t| Duration::from_millis(t.max(1))),
         explicit: true,
-        project_markers: &[],
         publish: config.publish.unwrap_or_default(),
     })
 }
@@ -393,30 +346,6 @@ pub fn resolve_program(command: &str, root: &Path, trusted: bool) -> Option<Path
     }
     let search = std::env::join_paths(dirs).ok()?;
     which::which_in(command, Some(search), root).ok()
-}
-
-/// Why a checker would run the project's own code, which only a trusted workspace allows:
-/// eslint loads `eslint.config.*` (a program), mypy the plugins its configuration names.
-/// `(reason, whether the project has such code at its root)`: without it there is nothing
-/// to tell the user.
-pub fn runs_project_code(checker: &Checker, project: &Path) -> Option<(String, bool)> {
-    match checker.name.as_str() {
-        "eslint" => {
-            let configured = std::fs::read_dir(project)
-                .map(|entries| {
-                    entries.flatten().any(|e| e.file_name().to_string_lossy().starts_with("eslint.config."))
-                })
-                .unwrap_or(false);
-            Some(("eslint runs the project's eslint.config file, which is a program".to_string(), configured))
-        }
-        "mypy" => ["mypy.ini", ".mypy.ini", "setup.cfg", "pyproject.toml"].iter().find_map(|name| {
-            let text = std::fs::read_to_string(project.join(name)).ok()?;
-            text.lines()
-                .any(|line| line.trim_start().starts_with("plugins"))
-                .then(|| (format!("mypy would load the plugins {name} names"), true))
-        }),
-        _ => None,
-    }
 }
 
 #[cfg(test)]
@@ -481,18 +410,5 @@ mod tests {
             let err = checkers(settings.clone()).unwrap_err().to_string();
             assert!(err.contains(expected), "{settings}: {err}");
         }
-    }
-
-    #[test]
-    fn tsc_uses_the_tsconfig_when_there_is_one() {
-        assert_eq!(
-            tsc_args(Some(Path::new("/p/tsconfig.json")), Language::TypeScript)[3..],
-            ["-p", "/p/tsconfig.json"]
-        );
-        let alone = tsc_args(None, Language::Tsx);
-        assert!(
-            alone.contains(&"--jsx".to_string()) && alone.last() == Some(&"{file}".to_string()),
-            "{alone:?}"
-        );
     }
 }

@@ -9,11 +9,11 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 
-use super::formats::{self, ParseContext, excerpt};
 use super::shadow::{Mirror, mirror};
-use super::{Checker, InputMode, OutputFormat, tsc_args};
+use super::{Checker, Kind};
 
-use crate::observer::Diagnostic;
+use crate::checker::{InputMode, ParseContext, excerpt};
+use crate::diagnostic::Diagnostic;
 use crate::workspace::DocumentSnapshot;
 
 /// More output than this is not read: the run fails with a clear reason (32 MiB).
@@ -131,7 +131,7 @@ pub async fn run(checker: &Checker, input: RunInput<'_>) -> Result<Vec<Diagnosti
         status: status_text.clone(),
         detail: if detail.is_empty() { "it printed nothing".to_string() } else { detail.to_string() },
     };
-    if let Some(detail) = not_configured(&checker.format, code, &stderr) {
+    if let Some(detail) = checker.not_configured(code, &stderr) {
         return Err(RunError::NotConfigured { name, detail });
     }
     let context = ParseContext {
@@ -140,8 +140,8 @@ pub async fn run(checker: &Checker, input: RunInput<'_>) -> Result<Vec<Diagnosti
         checked_file: &prepared.checked_file,
         cwd: &prepared.cwd,
     };
-    let parsed = formats::parse(&checker.format, &stdout, &context);
-    let normal_exit = exit_is_normal(&checker.format, code);
+    let parsed = checker.parse(&stdout, &context);
+    let normal_exit = code.is_some_and(|code| checker.reported(code));
     let mut diagnostics = match parsed {
         // mypy exits 2 on a syntax error yet reports it: what it printed is the answer
         Ok(diagnostics) if normal_exit || !diagnostics.is_empty() => diagnostics,
@@ -156,7 +156,7 @@ pub async fn run(checker: &Checker, input: RunInput<'_>) -> Result<Vec<Diagnosti
     };
     if diagnostics.is_empty()
         && code.is_some_and(|c| c != 0)
-        && matches!(checker.format, OutputFormat::Pattern { .. })
+        && matches!(checker.kind, Kind::Pattern { .. })
         && !stderr.trim().is_empty()
     {
         // a generic tool that failed and printed nothing we recognise has not checked anything
@@ -164,24 +164,6 @@ pub async fn run(checker: &Checker, input: RunInput<'_>) -> Result<Vec<Diagnosti
     }
     diagnostics.truncate(MAX_DIAGNOSTICS);
     Ok(diagnostics)
-}
-
-/// eslint 9 without a flat config exits 2 saying so.
-fn not_configured(format: &OutputFormat, code: Option<i32>, stderr: &str) -> Option<String> {
-    let eslint_without_config = matches!(format, OutputFormat::Eslint)
-        && code == Some(2)
-        && stderr.contains("couldn't find an eslint.config");
-    eslint_without_config.then(|| "no eslint.config.(js|mjs|cjs) file".to_string())
-}
-
-/// Which exit codes mean "ran and reported" rather than "broke".
-fn exit_is_normal(format: &OutputFormat, code: Option<i32>) -> bool {
-    match (format, code) {
-        (_, None) => false,
-        (OutputFormat::Tsc, Some(c)) => (0..=2).contains(&c),
-        (OutputFormat::Pattern { .. }, Some(_)) => true,
-        (_, Some(c)) => c == 0 || c == 1,
-    }
 }
 
 struct Prepared {
@@ -197,7 +179,7 @@ struct Prepared {
 
 fn prepare(checker: &Checker, input: &RunInput<'_>, text: &str) -> std::io::Result<Prepared> {
     let root = input.root.to_path_buf();
-    let project = nearest_with(input.path, &root, checker.project_markers).unwrap_or_else(|| root.clone());
+    let project = nearest_with(input.path, &root, checker.project_markers()).unwrap_or_else(|| root.clone());
     let mut prepared = Prepared {
         args: Vec::new(),
         cwd: project.clone(),
@@ -226,15 +208,12 @@ fn prepare(checker: &Checker, input: &RunInput<'_>, text: &str) -> std::io::Resu
             prepared._mirror = Some(shadow);
         }
     }
-    let mut templates = match &checker.args {
-        Some(args) => args.clone(),
-        None => {
-            let tsconfig = nearest_with(input.path, &root, &["tsconfig.json"]).map(|dir| {
-                prepared.cwd.join(dir.strip_prefix(&project).unwrap_or(Path::new(""))).join("tsconfig.json")
-            });
-            tsc_args(tsconfig.as_deref(), input.snapshot.language)
-        }
+    // a config file the tool's arguments name (tsc's tsconfig.json), found where the tool runs
+    let config_at = |config: &str| {
+        nearest_with(input.path, &root, &[config])
+            .map(|dir| prepared.cwd.join(dir.strip_prefix(&project).unwrap_or(Path::new(""))).join(config))
     };
+    let mut templates = checker.arg_templates(config_at, input.snapshot.language);
     if checker.input == InputMode::ShadowFile {
         if same_as_disk {
             // the file is what it checks: no shadow, and the cache may answer

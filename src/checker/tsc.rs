@@ -1,13 +1,69 @@
-//! tsc's `--pretty false` lines: `path(line,col): error TS1234: message`, one-based, columns
+//! tsc, TypeScript's compiler: run with the project's `tsconfig.json` or the file alone; its
+//! `--pretty false` lines are `path(line,col): error TS1234: message`, one-based, columns
 //! in UTF-16 code units; indented lines continue the message above.
 
+use std::path::Path;
 use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::{ParseContext, excerpt};
-use crate::observer::{Diagnostic, Severity};
-use crate::text::PositionEncoding;
+use super::{Args, InputMode, ParseContext, Tool, Trust, always_configured, excerpt};
+use crate::diagnostic::{Diagnostic, Severity};
+use crate::text::{Language, PositionEncoding};
+
+pub const TOOL: Tool = Tool {
+    name: "tsc",
+    command: "tsc",
+    languages: &[Language::TypeScript, Language::Tsx],
+    input: InputMode::Mirror,
+    args: Args::FromConfig { config: "tsconfig.json", make: args },
+    project_markers: &["tsconfig.json", "package.json"],
+    parse,
+    // 1 and 2: errors found (2 when tsc also emitted nothing)
+    reported: |code| (0..=2).contains(&code),
+    not_configured: always_configured,
+    install: "`npm install --save-dev typescript`",
+    sources: &["tsc", "typescript", "ts"],
+    precision: 3,
+    syntax: |code, _| is_syntax(code),
+    trust: Trust::ToolOnly,
+};
+
+/// tsc's arguments: the project's nearest `tsconfig.json` when there is one (so its options
+/// and paths apply), else the file alone with modern defaults.
+pub fn args(tsconfig: Option<&Path>, language: Language) -> Vec<String> {
+    let mut args: Vec<String> = ["--noEmit", "--pretty", "false"].iter().map(|a| a.to_string()).collect();
+    match tsconfig {
+        Some(config) => {
+            args.push("-p".to_string());
+            args.push(config.display().to_string());
+        }
+        None => {
+            for arg in [
+                "--target",
+                "es2022",
+                "--module",
+                "esnext",
+                "--moduleResolution",
+                "bundler",
+                "--skipLibCheck",
+            ] {
+                args.push(arg.to_string());
+            }
+            if language == Language::Tsx {
+                args.extend(["--jsx".to_string(), "preserve".to_string()]);
+            }
+            args.push("{file}".to_string());
+        }
+    }
+    args
+}
+
+/// tsc's syntax errors are numbered 1000–1999.
+fn is_syntax(code: &str) -> bool {
+    let digits = code.strip_prefix("TS").unwrap_or(code);
+    digits.len() == 4 && digits.starts_with('1') && digits.chars().all(|c| c.is_ascii_digit())
+}
 
 static LINE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^(?P<file>.+)\((?P<line>\d+),(?P<col>\d+)\): (?P<severity>error|warning|message) (?P<code>TS\d+): (?P<message>.*)$")
@@ -58,7 +114,7 @@ pub fn parse(stdout: &str, context: &ParseContext<'_>) -> Result<Vec<Diagnostic>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::observer::checkers::formats::test_support::{context, render};
+    use crate::checker::test_support::{context, render};
     use ropey::Rope;
     use std::path::Path;
 
@@ -82,5 +138,23 @@ mod tests {
         ctx.checked_file = Path::new("/p/a.ts");
         let err = parse("error TS5058: The specified path does not exist: 'x'.\n", &ctx).unwrap_err();
         assert!(err.contains("TS5058"), "{err}");
+    }
+
+    #[test]
+    fn syntax_errors_are_the_1000s() {
+        assert!(is_syntax("TS1005") && is_syntax("1128") && !is_syntax("TS2304"));
+    }
+
+    #[test]
+    fn the_tsconfig_is_used_when_there_is_one() {
+        assert_eq!(
+            args(Some(Path::new("/p/tsconfig.json")), Language::TypeScript)[3..],
+            ["-p", "/p/tsconfig.json"]
+        );
+        let alone = args(None, Language::Tsx);
+        assert!(
+            alone.contains(&"--jsx".to_string()) && alone.last() == Some(&"{file}".to_string()),
+            "{alone:?}"
+        );
     }
 }

@@ -1,10 +1,44 @@
-//! mypy's `-O json`: one JSON object a line; lines one-based, columns zero-based.
+//! mypy, Python's type checker: run with the buffer as its `--shadow-file`; its `-O json` is
+//! one JSON object a line, lines one-based, columns zero-based; it loads the plugins its
+//! configuration names, so an untrusted folder's are not run.
+
+use std::path::Path;
 
 use serde::Deserialize;
 
-use super::ParseContext;
-use crate::observer::{Diagnostic, Severity};
-use crate::text::PositionEncoding;
+use super::{Args, InputMode, ParseContext, Tool, Trust, always_configured, zero_or_one};
+use crate::diagnostic::{Diagnostic, Severity};
+use crate::text::{Language, PositionEncoding};
+
+pub const TOOL: Tool = Tool {
+    name: "mypy",
+    command: "mypy",
+    languages: &[Language::Python],
+    input: InputMode::ShadowFile,
+    args: Args::Fixed(&["-O", "json", "--no-error-summary", "--shadow-file", "{file}", "{buffer}", "{file}"]),
+    project_markers: CONFIGS,
+    parse,
+    reported: zero_or_one,
+    not_configured: always_configured,
+    install: "`pip install mypy`",
+    sources: &["mypy"],
+    precision: 5,
+    // its syntax errors carry the shared code `syntax`
+    syntax: |_, _| false,
+    trust: Trust::ProjectCode(plugins),
+};
+
+const CONFIGS: &[&str] = &["mypy.ini", ".mypy.ini", "pyproject.toml", "setup.cfg"];
+
+/// mypy loads the plugins its configuration names: the project's code.
+fn plugins(project: &Path) -> Option<(String, bool)> {
+    CONFIGS.iter().find_map(|name| {
+        let text = std::fs::read_to_string(project.join(name)).ok()?;
+        text.lines()
+            .any(|line| line.trim_start().starts_with("plugins"))
+            .then(|| (format!("mypy would load the plugins {name} names"), true))
+    })
+}
 
 #[derive(Deserialize)]
 struct Entry {
@@ -91,7 +125,7 @@ fn line_text(context: &ParseContext<'_>, line: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::observer::checkers::formats::test_support::{context, render};
+    use crate::checker::test_support::{context, render};
     use ropey::Rope;
 
     #[test]

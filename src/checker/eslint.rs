@@ -1,10 +1,54 @@
-//! eslint's `--format json`: one-based lines and columns, columns in UTF-16 code units.
+//! eslint: run on the buffer through stdin with the project's flat config (a program, so
+//! only in a trusted folder); its `--format json` has one-based lines and columns, columns in
+//! UTF-16 code units.
+
+use std::path::Path;
 
 use serde::Deserialize;
 
-use super::ParseContext;
-use crate::observer::{Diagnostic, Severity};
-use crate::text::PositionEncoding;
+use super::{Args, InputMode, ParseContext, Tool, Trust, zero_or_one};
+use crate::diagnostic::{Diagnostic, Severity};
+use crate::text::{Language, PositionEncoding};
+
+pub const TOOL: Tool = Tool {
+    name: "eslint",
+    command: "eslint",
+    languages: &[Language::TypeScript, Language::Tsx, Language::JavaScript, Language::Jsx],
+    input: InputMode::Stdin,
+    args: Args::Fixed(&["--format", "json", "--no-warn-ignored", "--stdin", "--stdin-filename", "{file}"]),
+    project_markers: &[
+        "eslint.config.js",
+        "eslint.config.mjs",
+        "eslint.config.cjs",
+        "eslint.config.ts",
+        "eslint.config.mts",
+        "eslint.config.cts",
+    ],
+    parse,
+    reported: zero_or_one,
+    not_configured: without_config,
+    install: "`npm install --save-dev eslint`",
+    sources: &["eslint"],
+    precision: 4,
+    syntax: |code, message| code.is_empty() && message.starts_with("Parsing error"),
+    trust: Trust::ProjectCode(config),
+};
+
+/// eslint 9 without a flat config exits 2 saying so.
+fn without_config(code: Option<i32>, stderr: &str) -> Option<String> {
+    (code == Some(2) && stderr.contains("couldn't find an eslint.config"))
+        .then(|| "no eslint.config.(js|mjs|cjs) file".to_string())
+}
+
+/// eslint loads `eslint.config.*`, which is a program.
+fn config(project: &Path) -> Option<(String, bool)> {
+    let configured = std::fs::read_dir(project)
+        .map(|entries| {
+            entries.flatten().any(|e| e.file_name().to_string_lossy().starts_with("eslint.config."))
+        })
+        .unwrap_or(false);
+    Some(("eslint runs the project's eslint.config file, which is a program".to_string(), configured))
+}
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -45,7 +89,7 @@ pub fn parse(stdout: &str, context: &ParseContext<'_>) -> Result<Vec<Diagnostic>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::observer::checkers::formats::test_support::{context, render};
+    use crate::checker::test_support::{context, render};
     use ropey::Rope;
 
     #[test]

@@ -3,7 +3,7 @@
 use regex::Regex;
 
 use super::ParseContext;
-use crate::observer::{Diagnostic, Severity};
+use crate::diagnostic::{Diagnostic, Severity};
 use crate::text::PositionEncoding;
 
 /// Turns an errorformat (`%f:%l:%c: %m`) into an anchored regex with the named groups
@@ -85,7 +85,7 @@ pub fn parse(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::observer::checkers::formats::test_support::{context, render};
+    use crate::checker::test_support::{context, render};
     use ropey::Rope;
 
     #[test]

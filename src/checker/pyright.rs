@@ -1,10 +1,39 @@
-//! pyright's `--outputjson`: zero-based LSP positions in UTF-16 code units.
+//! pyright, Python's type checker: run on the file or its shadow mirror; its `--outputjson`
+//! has zero-based LSP positions in UTF-16 code units.
 
 use serde::Deserialize;
 
-use super::ParseContext;
-use crate::observer::{Diagnostic, Severity};
-use crate::text::PositionEncoding;
+use super::{Args, InputMode, ParseContext, Tool, Trust, always_configured, zero_or_one};
+use crate::diagnostic::{Diagnostic, Severity};
+use crate::text::{Language, PositionEncoding};
+
+pub const TOOL: Tool = Tool {
+    name: "pyright",
+    command: "pyright",
+    languages: &[Language::Python],
+    input: InputMode::Mirror,
+    args: Args::Fixed(&["--outputjson", "{file}"]),
+    project_markers: &["pyrightconfig.json", "pyproject.toml"],
+    parse,
+    reported: zero_or_one,
+    not_configured: always_configured,
+    install: "`pip install pyright`",
+    sources: &["pyright", "basedpyright", "pylance"],
+    precision: 2,
+    syntax: |code, message| code.is_empty() && looks_like_syntax(message),
+    trust: Trust::ToolOnly,
+};
+
+/// pyright reports its parser's errors without a rule.
+fn looks_like_syntax(message: &str) -> bool {
+    message.starts_with("Expected ")
+        || message.contains("was not closed")
+        || message.starts_with("Unexpected indentation")
+        || message.starts_with("Unindent")
+        || message.starts_with("Statements must be separated")
+        || message.contains("is unterminated")
+        || message.starts_with("Invalid character")
+}
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -62,7 +91,7 @@ pub fn parse(stdout: &str, context: &ParseContext<'_>) -> Result<Vec<Diagnostic>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::observer::checkers::formats::test_support::{context, render};
+    use crate::checker::test_support::{context, render};
     use ropey::Rope;
 
     #[test]

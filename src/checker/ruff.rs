@@ -1,11 +1,38 @@
-//! ruff's `--output-format=json`: rows and columns one-based, columns in characters; its
-//! own fixes (`fix.edits`) are kept for the fix ladder.
+//! ruff, Python's fast linter: run on the buffer through stdin; its `--output-format=json`
+//! has rows and columns one-based, columns in characters; its own fixes (`fix.edits`) are kept
+//! for the fix ladder.
 
 use serde::Deserialize;
 
-use super::ParseContext;
-use crate::observer::{CheckerFix, Diagnostic, Severity};
-use crate::text::PositionEncoding;
+use super::{Args, InputMode, ParseContext, Tool, Trust, always_configured, zero_or_one};
+use crate::diagnostic::{CheckerFix, Diagnostic, Severity};
+use crate::text::{Language, PositionEncoding};
+
+pub const TOOL: Tool = Tool {
+    name: "ruff",
+    command: "ruff",
+    languages: &[Language::Python],
+    input: InputMode::Stdin,
+    args: Args::Fixed(&[
+        "check",
+        "--output-format=json",
+        "--no-fix",
+        "--exit-zero",
+        "--force-exclude",
+        "--stdin-filename",
+        "{file}",
+        "-",
+    ]),
+    project_markers: &["pyproject.toml", "ruff.toml", ".ruff.toml"],
+    parse,
+    reported: zero_or_one,
+    not_configured: always_configured,
+    install: "`pip install ruff`",
+    sources: &["ruff"],
+    precision: 1,
+    syntax: |_, message| message.starts_with("SyntaxError"),
+    trust: Trust::ToolOnly,
+};
 
 #[derive(Deserialize)]
 struct Message {
@@ -79,7 +106,7 @@ pub fn parse(stdout: &str, context: &ParseContext<'_>) -> Result<Vec<Diagnostic>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::observer::checkers::formats::test_support::{context, render};
+    use crate::checker::test_support::{context, render};
     use ropey::Rope;
 
     #[test]
