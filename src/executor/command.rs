@@ -1,7 +1,9 @@
-//! Running one command for the agent (SPEC X2): no standard input, a timeout, output captured
-//! and cut (head and tail kept), the whole process group killed on timeout or cancel, and an
-//! environment without API keys or tokens — in the workspace or, through bwrap, in the
-//! run's shadow copy of it.
+//! Running one command for the agent (SPEC X2): allowed by the policy or a person, placed in
+//! the run's shadow copy of the workspace holding the editor's text (through bwrap where it
+//! works, else a plain copy, said once), its output's paths pointed back at the project; the
+//! process itself with no standard input, a timeout, output captured and cut (head and tail
+//! kept), the whole process group killed on timeout or cancel, and an environment without API
+//! keys or tokens.
 
 use std::path::Path;
 use std::process::Stdio;
@@ -13,6 +15,15 @@ use tokio_util::sync::CancellationToken;
 use crate::history::audit::is_secret_name;
 use crate::process::{ProcessGroup, clean_output};
 use crate::text::cut;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+
+use super::{Executor, Origin, Placement, Request, ShadowCopy, placement, policy};
+use crate::action::ActionResult;
+use crate::config::ApprovalLevel;
+use crate::editor::MessageLevel;
+use crate::sync::lock;
 
 /// Output read from a command before the rest is drained unread (per stream).
 const MAX_CAPTURE: usize = 8 * 1024 * 1024;
@@ -150,9 +161,159 @@ async fn read_capped(stream: Option<impl AsyncRead + Unpin>) -> Vec<u8> {
     out
 }
 
+/// `text` with the path `from` written as `to` wherever it stands as a whole path or a path's
+/// start (`/p/proj` in `/p/proj/a.py`, not in `/p/proj2`).
+pub(super) fn repoint(text: &str, from: &str, to: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(from) {
+        let after = &rest[at + from.len()..];
+        let whole = after.chars().next().is_none_or(|c| !(c.is_alphanumeric() || "-_.".contains(c)));
+        out.push_str(&rest[..at]);
+        out.push_str(if whole { to } else { from });
+        rest = after;
+    }
+    out.push_str(rest);
+    out
+}
+
+impl Executor {
+    pub(super) async fn run(&self, argv: &[String], timeout: Option<u64>, origin: Origin) -> ActionResult {
+        let settings = &self.context.settings;
+        let listed = settings.trusted
+            && policy::allowed(argv, &settings.commands.allow, settings.test_command.as_deref());
+        let ask_anyway = origin == Origin::Model && settings.approval == ApprovalLevel::High;
+        if !listed || ask_anyway {
+            let request = Request::Command { argv: argv.to_vec() };
+            if let Err(reason) = self.ask(&request).await {
+                let reason = if settings.trusted || listed {
+                    reason
+                } else {
+                    format!(
+                        "{reason} (the folder is not trusted, so no command runs without the user's approval)"
+                    )
+                };
+                return ActionResult::refused(reason);
+            }
+        }
+        let timeout = Duration::from_secs(
+            timeout.unwrap_or(settings.commands.timeout_s).clamp(1, settings.commands.timeout_s.max(1)),
+        );
+        let placement = match self.placement() {
+            Ok(placement) => placement,
+            Err(reason) => return ActionResult::refused(reason),
+        };
+        if let Placement::Copy { notice: Some(notice) } = &placement
+            && !self.context.sandbox_told.swap(true, Ordering::Relaxed)
+        {
+            self.context.editor.show_message(MessageLevel::Warning, notice.clone()).await;
+        }
+        let mut notes = Vec::new();
+        // every command runs in the run's copy, which holds the editor's text: a command never
+        // sees a disk that lags a buffer, with or without bubblewrap
+        let mut shadow = self.shadow.lock().await;
+        if shadow.is_none() {
+            let dir = crate::places::project_cache(self.root()).join("sandbox").join(&self.run_id);
+            let isolated = matches!(placement, Placement::Bwrap(_));
+            match ShadowCopy::new(self.root(), &dir, isolated) {
+                Ok(copy) => *shadow = Some(copy),
+                Err(err) => return ActionResult::refused(err.to_string()),
+            }
+        }
+        let Some(copy) = shadow.as_mut() else {
+            return ActionResult::refused("the sandbox copy is missing");
+        };
+        let buffers: HashMap<PathBuf, String> = self
+            .buffers()
+            .into_iter()
+            .filter_map(|(path, text)| Some((path.strip_prefix(self.root()).ok()?.to_path_buf(), text)))
+            .collect();
+        let started = Instant::now();
+        match copy.sync(&buffers) {
+            Ok(stats) => {
+                tracing::debug!("{}: sandbox copy {stats:?} in {:?}", self.run_id, started.elapsed())
+            }
+            Err(err) => return ActionResult::refused(err.to_string()),
+        }
+        // without bwrap the copy is at a path of its own: the command is pointed there, and
+        // what it prints is shown with the workspace's paths
+        let (cwd, argv_run, bwrap) = match &placement {
+            Placement::Bwrap(bwrap) => (
+                self.root().to_path_buf(),
+                argv.to_vec(),
+                Some((bwrap.clone(), copy.bwrap_args(Path::new(""), argv))),
+            ),
+            Placement::Copy { .. } => {
+                let (from, to) = (self.root().to_string_lossy(), copy.dir().to_string_lossy());
+                let moved = argv.iter().map(|a| repoint(a, &from, &to)).collect();
+                (copy.dir().to_path_buf(), moved, None)
+            }
+        };
+        let spec = CommandSpec {
+            argv: &argv_run,
+            cwd: &cwd,
+            timeout,
+            max_output: settings.commands.max_output_bytes,
+            key_variables: &settings.key_variables,
+            bwrap: bwrap.as_ref().map(|(path, args)| (path.as_path(), args.clone())),
+        };
+        let mut outcome = match run(spec, &self.cancel).await {
+            Ok(outcome) => outcome,
+            Err(err) => return ActionResult::refused(format!("`{}` could not be started: {err}", argv[0])),
+        };
+        if bwrap.is_none() {
+            let (from, to) = (copy.dir().to_string_lossy(), self.root().to_string_lossy());
+            outcome.stdout = repoint(&outcome.stdout, &from, &to);
+            outcome.stderr = repoint(&outcome.stderr, &from, &to);
+        }
+        let changed = copy.changed_by_command();
+        if !changed.is_empty() {
+            let shown: Vec<&str> = changed.iter().take(20).map(String::as_str).collect();
+            notes.push(format!(
+                "it ran in a copy of the workspace, so what it wrote ({}{}) was not kept",
+                shown.join(", "),
+                if changed.len() > 20 { ", …" } else { "" }
+            ));
+        }
+        drop(shadow);
+        *lock(&self.commands_ran) = Some(placement.describe());
+        let described = outcome.describe(timeout);
+        let mut text = format!("$ {}\n{described} ({})", argv.join(" "), placement.describe());
+        text.push('\n');
+        for (name, stream) in [("stdout", &outcome.stdout), ("stderr", &outcome.stderr)] {
+            if !stream.is_empty() {
+                text.push_str(&format!("--- {name} ---\n{stream}"));
+                if !stream.ends_with('\n') {
+                    text.push('\n');
+                }
+            }
+        }
+        for note in &notes {
+            text.push_str(&format!("Note: {note}.\n"));
+        }
+        // it ran: whether it succeeded is in the text (a failing test is a result, not a refusal)
+        ActionResult {
+            exit_status: outcome.status,
+            ..ActionResult::done(text, format!("ran `{}`: {described}", argv.join(" ")))
+        }
+    }
+
+    pub(super) fn placement(&self) -> Result<Placement, String> {
+        lock(&self.placement)
+            .get_or_insert_with(|| placement(self.context.settings.sandbox).map_err(|err| err.to_string()))
+            .clone()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_path_is_repointed_only_where_it_stands_whole() {
+        let text = "/p/proj /p/proj/a.py /p/proj2/b.py '/p/proj' /p/proj.bak";
+        assert_eq!(repoint(text, "/p/proj", "/c"), "/c /c/a.py /p/proj2/b.py '/c' /p/proj.bak");
+    }
 
     fn spec<'a>(argv: &'a [String], cwd: &'a Path, timeout: Duration) -> CommandSpec<'a> {
         CommandSpec { argv, cwd, timeout, max_output: 1000, key_variables: &[], bwrap: None }

@@ -9,6 +9,8 @@ use globset::{Glob, GlobMatcher};
 use grep_regex::RegexMatcherBuilder;
 use grep_searcher::{BinaryDetection, SearcherBuilder, Sink, SinkMatch};
 
+use super::{Access, Executor, Stop};
+use crate::action::ActionResult;
 use crate::text::cut;
 
 /// Entries listed at most.
@@ -206,6 +208,35 @@ fn matches(matcher: &GlobMatcher, pattern: &str, relative: &Path) -> bool {
         matcher.is_match(relative)
     } else {
         relative.file_name().is_some_and(|name| matcher.is_match(name))
+    }
+}
+
+/// Bytes of a file shown by one `read` before the rest is cut.
+pub(super) const MAX_READ_BYTES: usize = 24 * 1024;
+
+impl Executor {
+    pub(super) fn read(&self, raw: &str, lines: Option<(usize, usize)>) -> Result<ActionResult, Stop> {
+        let confined = self.confine(raw, Access::Read)?;
+        if confined.path.is_dir() {
+            return Err(Stop::Refused(format!("{} is a folder; use list", confined.relative)));
+        }
+        let text = self.text_of(&confined.path)?;
+        self.remember(&confined.path, Some(&text));
+        let shown = show_lines(&confined.relative, &text, lines, MAX_READ_BYTES);
+        Ok(ActionResult::done(shown, format!("read {} ({} bytes)", confined.relative, text.len())))
+    }
+
+    pub(super) fn list(&self, dir: Option<&str>, glob: Option<&str>) -> Result<ActionResult, Stop> {
+        let confined = self.confine(dir.unwrap_or("."), Access::Read)?;
+        let listing = list(self.root(), &confined.path, glob).map_err(Stop::Refused)?;
+        let count = listing.lines().count().saturating_sub(1);
+        Ok(ActionResult::done(listing, format!("listed {} ({count} entries)", confined.relative)))
+    }
+
+    pub(super) fn search(&self, pattern: &str, glob: Option<&str>) -> Result<ActionResult, Stop> {
+        let found = search(self.root(), pattern, glob, &self.buffers()).map_err(Stop::Refused)?;
+        let summary = found.lines().next().unwrap_or_default().trim_end_matches(':').to_string();
+        Ok(ActionResult::done(found, format!("searched {pattern:?}: {summary}")))
     }
 }
 

@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use super::file_uri;
 use super::{Executor, Stop};
 use crate::action::{Action, ActionResult};
 use crate::context::{Impact, Index, MAX_CALLER_DEPTH, changed_definitions, describe_impact, impact, rank};
@@ -251,4 +252,22 @@ fn locate(index: &Index, query: &str, relative: &dyn Fn(&Path) -> String) -> Act
         }
     }
     ActionResult::done(out, format!("files for {query:?}: {}", ranked.len()))
+}
+
+impl Executor {
+    /// Tells the index of the files an action changed: an open document's text (the editor
+    /// has it), else the disk's.
+    pub(super) fn reindex(&self, changed: &[String]) {
+        let Some(index) = &self.context.index else { return };
+        for relative in changed {
+            let path = self.root().join(relative);
+            let snapshot = file_uri(&path).ok().and_then(|uri| self.context.observer.snapshot(&uri));
+            match snapshot {
+                Some(s) => {
+                    index.document_changed(&path, s.rope.clone(), s.tree.clone().map(|t| (t, s.language)))
+                }
+                None => index.disk_changed(&path),
+            }
+        }
+    }
 }

@@ -9,7 +9,8 @@ use std::sync::Arc;
 use serde::Serialize;
 use url::Url;
 
-use super::{Access, ExecutorContext, apply_to_document, write_new_bytes};
+use super::change::write_new_bytes;
+use super::{Access, ExecutorContext, apply_to_document};
 use crate::edit::minimal_edits;
 use crate::editor::{EditOutcome, FileOperation};
 use crate::history::{CheckpointInfo, FileChange};

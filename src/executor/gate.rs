@@ -1,0 +1,254 @@
+//! The executor's gate (SPEC M1, M3, G1): before an action of the model's is carried out, the
+//! mode and the role it acts in are asked (a refusal names the rule and is audited), a person
+//! is asked as the `approval` level says (a rejection sends the model to context navigation),
+//! and the run's limits are counted.
+
+use std::sync::Arc;
+
+use serde_json::json;
+
+use super::{Access, ChangedFile, Decision, Executor, Origin, Request, Stop, WaitClock};
+use crate::action::{Action, ActionKind, ActionResult};
+use crate::config::ApprovalLevel;
+use crate::sync::lock;
+
+/// A limit of `[limits]` that stopped a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum LimitHit {
+    #[error("stopped at {0} actions (limits.tool_calls)")]
+    ToolCalls(u32),
+    #[error("stopped at {0} changes to files (limits.revisions)")]
+    Revisions(u32),
+    #[error("stopped: changing one more file would pass {0} files (limits.files)")]
+    Files(u32),
+}
+
+/// Told the run's role and new mode, and the trigger that led there.
+pub type ModeListener = Box<dyn Fn(&str, crate::modes::Mode, &str) + Send + Sync>;
+
+/// The role a run's model acts in, and its modes.
+pub(super) struct Authority {
+    profile: Arc<crate::modes::Profile>,
+    modes: crate::modes::ModeMachine,
+}
+
+/// What a look at the project does, for the person asked at `approval = "high"`.
+pub(super) fn describe_look(action: &Action) -> String {
+    match action {
+        Action::Read { path, .. } => format!("read {path}"),
+        Action::List { dir, glob } => format!(
+            "list the files of {}{}",
+            dir.as_deref().unwrap_or("the workspace"),
+            glob.as_deref().map(|g| format!(" matching {g}")).unwrap_or_default()
+        ),
+        Action::Search { pattern, .. } => format!("search the workspace for {pattern:?}"),
+        other => format!("{} {}", other.name(), other.audit_arguments()),
+    }
+}
+
+impl Executor {
+    /// From now on the model acts as `profile`, starting in `mode` (audited as a `mode`
+    /// event; a mode the machine cannot start in is audited as `mode_error` and taken all
+    /// the same: the role's mode decides what the model may do).
+    pub fn act_as(&self, profile: Arc<crate::modes::Profile>, mode: crate::modes::Mode) {
+        let mut guard = lock(&self.authority);
+        let mut modes = guard.take().map(|a| a.modes).unwrap_or_default();
+        let context = crate::modes::ModeContext {
+            files_touched: lock(&self.state).changed.len(),
+            ..Default::default()
+        };
+        match modes.start(mode, &context) {
+            Ok(transition) => self.record("mode", json!(transition)),
+            Err(err) => {
+                self.record("mode_error", json!({"error": err.to_string()}));
+                modes = crate::modes::ModeMachine::default();
+                let _ = modes.start(mode, &context);
+            }
+        }
+        *guard = Some(Authority { profile, modes });
+    }
+
+    /// The role and the mode the model acts in now.
+    pub fn authority(&self) -> Option<(Arc<crate::modes::Profile>, crate::modes::Mode)> {
+        lock(&self.authority).as_ref().map(|a| (Arc::clone(&a.profile), a.modes.current()))
+    }
+
+    /// The run's time waiting for a person (not counted against its time limit).
+    pub fn waits(&self) -> Arc<WaitClock> {
+        Arc::clone(&self.waits)
+    }
+
+    /// From now on `listener` hears of the mode changes a rejection causes.
+    pub fn on_mode_change(&self, listener: ModeListener) {
+        *lock(&self.mode_listener) = Some(listener);
+    }
+
+    /// Fires `trigger` on the run's modes (when it acts in a role), audited as a `mode`
+    /// event. `look_again` returns from the navigation a rejection sent it to.
+    pub(super) fn shift_mode(&self, trigger: &str) {
+        let mut guard = lock(&self.authority);
+        let Some(authority) = guard.as_mut() else { return };
+        // rejected again while looking (a read at high): it is still looking, and goes back
+        // where the first rejection came from
+        if trigger == "rejected" && authority.modes.current() == crate::modes::Mode::ContextNav {
+            return;
+        }
+        let fired = if trigger == "looked_again" {
+            authority.modes.look_again()
+        } else {
+            authority.modes.fire(trigger, &crate::modes::ModeContext::default())
+        };
+        let role = authority.profile.name.clone();
+        drop(guard);
+        match fired {
+            Ok(transition) => {
+                self.record("mode", json!(transition));
+                if let Some(listener) = lock(&self.mode_listener).as_ref() {
+                    listener(&role, transition.to, trigger);
+                }
+            }
+            Err(err) => self.record("mode_error", json!({"error": err.to_string()})),
+        }
+    }
+
+    /// Carries out an action the model asked for: first checked against the mode and the
+    /// role it acts in (a refusal goes back to the model naming the rule, and is audited),
+    /// then as [`Executor::execute`].
+    ///
+    /// At `approval = "high"` a person is asked before each look too (changes, commands and
+    /// commits are asked where they are made, with what they would do). After a person
+    /// rejected something the model is in context navigation until it has looked at the code
+    /// again.
+    pub async fn execute_for_model(&self, action: &Action) -> Result<ActionResult, LimitHit> {
+        if let Some(rule) = self.forbidden(action) {
+            // a refused action counts against the run's actions like any other
+            self.count_call(action)?;
+            if let Some(journal) = &self.journal {
+                journal.record(
+                    "refused",
+                    json!({"action": action.name(), "arguments": action.audit_arguments(), "rule": rule}),
+                );
+            }
+            return Ok(ActionResult::refused(format!("Refused: {rule}.")));
+        }
+        let look = action.kind() == ActionKind::Read;
+        if look && self.context.settings.approval == ApprovalLevel::High {
+            let request = Request::Look { action: action.name().to_string(), summary: describe_look(action) };
+            if let Err(reason) = self.ask(&request).await {
+                self.count_call(action)?;
+                return Ok(ActionResult::refused(reason));
+            }
+        }
+        let result = self.dispatch(action, Origin::Model).await?;
+        if look
+            && result.ok
+            && self.authority().is_some_and(|(_, mode)| mode == crate::modes::Mode::ContextNav)
+        {
+            self.shift_mode("looked_again");
+        }
+        Ok(result)
+    }
+
+    /// Asks the approver, as long as the run is not cancelled; every question and answer is
+    /// audited (`approval`). A person's rejection sends the model back to context
+    /// navigation. `Err`: the sentence for the model.
+    pub(super) async fn ask(&self, request: &Request) -> Result<(), String> {
+        let decision = tokio::select! {
+            decision = self.waits.time(self.context.approver.decide(&self.run_id, request)) => decision,
+            () = self.cancel.cancelled() => Decision::Refuse("the run was cancelled while it waited for the user's approval".to_string()),
+        };
+        let (answer, reason) = match &decision {
+            Decision::Approve => ("approved", None),
+            Decision::Reject(reason) => ("rejected", Some(reason.as_str())),
+            Decision::Refuse(reason) => ("refused", Some(reason.as_str())),
+        };
+        self.record(
+            "approval",
+            json!({"action": request.action(), "summary": request.summary(), "answer": answer, "reason": reason}),
+        );
+        match decision {
+            Decision::Approve => Ok(()),
+            Decision::Refuse(reason) => Err(reason),
+            Decision::Reject(reason) => {
+                let back = self.authority().is_some();
+                self.shift_mode("rejected");
+                let mut sentence = format!("The user rejected this ({}): {reason}.", request.summary());
+                if back {
+                    sentence.push_str(
+                        " You are in context navigation now: look at the code again (read, search, symbols, definition, callers) with that reason in mind before you change anything.",
+                    );
+                }
+                Err(sentence)
+            }
+        }
+    }
+
+    /// Counts one action against `limits.tool_calls`; the limit is an error, audited.
+    pub(super) fn count_call(&self, action: &Action) -> Result<(), LimitHit> {
+        let limit = self.context.settings.limits.tool_calls;
+        let mut state = lock(&self.state);
+        if state.tool_calls >= limit {
+            drop(state);
+            let hit = LimitHit::ToolCalls(limit);
+            self.record_limit(action, hit);
+            return Err(hit);
+        }
+        state.tool_calls += 1;
+        Ok(())
+    }
+
+    /// The rule of the current mode or role that forbids `action`, if one does.
+    pub(super) fn forbidden(&self, action: &Action) -> Option<String> {
+        let (profile, mode) = self.authority()?;
+        let kind = action.kind();
+        if !mode.allowed().permits(kind) {
+            let what = match kind {
+                ActionKind::Read => "reading",
+                ActionKind::Write => "changing files",
+                ActionKind::Command => "running commands",
+                ActionKind::Commit => "committing",
+            };
+            return Some(format!("the {mode} mode does not allow {what} ({})", action.name()));
+        }
+        if let Some(rule) = profile.refuses_action(action.name()) {
+            return Some(rule);
+        }
+        let targets: Vec<&str> = match action {
+            Action::Edit { path, .. } | Action::Create { path, .. } | Action::Delete { path } => vec![path],
+            Action::Rename { from, to } => vec![from, to],
+            _ => Vec::new(),
+        };
+        for raw in targets {
+            // a path the confinement refuses is refused by the action itself, with its reason
+            let Ok(confined) = self.context.confinement.resolve(raw, Access::Write) else { continue };
+            if let Some(rule) = profile.refuses_write(&confined.relative) {
+                return Some(rule);
+            }
+        }
+        if let Action::Run { command, .. } = action {
+            return profile.refuses_command(command, self.context.settings.test_command.as_deref());
+        }
+        None
+    }
+
+    pub(super) fn record_limit(&self, action: &Action, hit: LimitHit) {
+        if let Some(journal) = &self.journal {
+            journal.record("limit", json!({"action": action.name(), "limit": hit.to_string()}));
+        }
+    }
+
+    /// Asks the approver about a change when the `approval` level says so (medium, high).
+    pub(super) async fn approve(
+        &self,
+        action: &str,
+        summary: String,
+        diff: String,
+        file: Option<ChangedFile>,
+    ) -> Result<(), Stop> {
+        if self.context.settings.approval < ApprovalLevel::Medium {
+            return Ok(());
+        }
+        let request = Request::Change { action: action.to_string(), summary, diff, file };
+        self.ask(&request).await.map_err(Stop::Refused)
+    }
+}
