@@ -1,8 +1,8 @@
 //! The Observer: what is wrong with each document, from every source, kept per version.
 //!
 //! Sources: the built-in syntax check (tree-sitter, then the language's own parser on what
-//! tree-sitter accepts), external checkers Tokamak runs itself
-//! (`checkers/`), and what the editor forwards (`tokamak/clientDiagnostics`, `codeAction`
+//! tree-sitter accepts), external checkers Tokamak runs itself (`checking.rs` decides which
+//! and runs them, `checkers/` sets them up from settings), and what the editor forwards (`tokamak/clientDiagnostics`, `codeAction`
 //! contexts). Tokamak publishes its own sources merged, one publish per file and version;
 //! what the editor forwards is observed for the agent and never published back.
 //!
@@ -10,13 +10,15 @@
 //! through it, so the text, the store's ranges and what is published can never disagree.
 //! [`Observer::settled`] is the fix loop's "observe" step.
 
+mod checking;
+use checking::forget_runs;
 pub mod checkers;
 mod problems;
 mod store;
 mod summary;
 
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -27,17 +29,18 @@ use url::Url;
 // the vocabulary of diagnostics lives below the Observer (`crate::diagnostic`), so the
 // `Editor` trait can name it without a circle
 pub use crate::diagnostic::{CheckerFix, Diagnostic, Related, Severity};
+pub use checking::Coverage;
 pub use problems::about_names;
 pub use store::{FileDiagnostics, Origin, SourceEntry};
 pub use summary::error_summary;
 
 use crate::config::PublishMode;
-use crate::editor::{Editor, MessageLevel};
+use crate::editor::Editor;
 use crate::sync::lock;
 use crate::syntax::{MAX_SYNTAX_PROBLEMS, diagnose, parses_strictly, strict_errors_as};
 use crate::text::{PositionEncoding, TextChange, TextRange};
 use crate::workspace::{ChangeError, ChangeReport, DocumentSnapshot, Workspace};
-use checkers::{Checker, Checkers, RunError, RunInput};
+use checkers::Checkers;
 
 /// The `source` of Tokamak's own diagnostics.
 pub const SOURCE: &str = "tokamak";
@@ -62,48 +65,6 @@ pub enum Trigger {
     Save,
     /// Asked for: `settled`, `tokamak check`, `tokamak.diagnostics`.
     Demand,
-}
-
-/// What checks a document besides Tokamak's syntax check ([`Observer::coverage`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Coverage {
-    /// Checkers that run on it.
-    pub checkers: Vec<String>,
-    /// Checkers that apply to it but whose programs are not installed.
-    pub not_found: Vec<String>,
-    /// The editor forwards its own servers' diagnostics for it.
-    pub forwarded: bool,
-}
-
-impl Coverage {
-    /// Only the syntax check ran although checkers for the file exist: a file without syntax
-    /// errors is not known to be clean.
-    pub fn syntax_only(&self) -> bool {
-        self.checkers.is_empty() && !self.forwarded && !self.not_found.is_empty()
-    }
-
-    /// What checked the file, for a summary: "syntax, ruff and pyright".
-    pub fn checked_by(&self) -> String {
-        let mut names = vec!["syntax".to_string()];
-        names.extend(self.checkers.iter().cloned());
-        if self.forwarded {
-            names.push("the editor's servers".to_string());
-        }
-        match names.split_last() {
-            Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
-            _ => names.join(""),
-        }
-    }
-
-    /// The sentence for a file checked by syntax only: what to install.
-    pub fn install_hint(&self) -> String {
-        let example = self.not_found.first().map(|name| checkers::install_hint(name)).unwrap_or_default();
-        format!(
-            "only Tokamak's syntax check ran ({} not installed; install one, for example {example}, to check names, \
-             imports and types)",
-            self.not_found.join(", ")
-        )
-    }
 }
 
 /// What [`Observer::settled`] found.
@@ -653,269 +614,6 @@ impl Observer {
         let _publishing = self.publishing.lock().await;
         if let Some(snapshot) = self.snapshot(uri) {
             self.publish(&snapshot).await;
-        }
-    }
-
-    /// What checks a document: the checkers whose programs are there, the ones that apply but
-    /// are not installed, and whether the editor forwards its own servers' diagnostics.
-    pub fn coverage(&self, snapshot: &DocumentSnapshot) -> Coverage {
-        let found: Vec<String> =
-            self.available_checkers(snapshot).into_iter().map(|(c, ..)| c.name).collect();
-        let not_found = match snapshot.path() {
-            Some(path) if self.root_for(&path).is_dir() => self
-                .checkers
-                .for_document(snapshot.language, &path)
-                .into_iter()
-                .map(|c| c.name)
-                .filter(|name| !found.contains(name))
-                .collect(),
-            _ => Vec::new(),
-        };
-        let forwarded =
-            lock(&self.state).files.get(&snapshot.uri).is_some_and(|f| f.get(CLIENT_SOURCE).is_some());
-        Coverage { checkers: found, not_found, forwarded }
-    }
-
-    /// The checkers for a document whose programs are there, looked up once each.
-    fn available_checkers(&self, snapshot: &DocumentSnapshot) -> Vec<(Checker, PathBuf, PathBuf, PathBuf)> {
-        let Some(path) = snapshot.path() else {
-            return Vec::new();
-        };
-        let root = self.root_for(&path);
-        if !root.is_dir() {
-            // not a real file (an in-memory document, a test's made-up URI)
-            return Vec::new();
-        }
-        let mut found = Vec::new();
-        for checker in self.checkers.for_document(snapshot.language, &path) {
-            if let Some(program) = self.program(&checker, &root) {
-                found.push((checker, program, path.clone(), root.clone()));
-            }
-        }
-        found
-    }
-
-    fn root_for(&self, path: &Path) -> PathBuf {
-        match &self.root {
-            Some(root) if path.starts_with(root) => root.clone(),
-            _ => path.parent().map_or_else(|| PathBuf::from("/"), Path::to_path_buf),
-        }
-    }
-
-    fn program(&self, checker: &Checker, root: &Path) -> Option<PathBuf> {
-        let key = (checker.name.clone(), root.to_path_buf());
-        if let Some(known) = lock(&self.state).programs.get(&key) {
-            return known.clone();
-        }
-        if !self.checkers.trusted
-            && let Some((reason, present)) = checker.runs_project_code(root)
-        {
-            lock(&self.state).programs.insert(key, None);
-            let message = format!(
-                "Tokamak: the {} checker is off because the folder is not trusted: {reason}. Run `tokamak trust {}` (or trust the workspace in your editor) to use it.",
-                checker.name,
-                root.display()
-            );
-            if present {
-                self.tell_once(&format!("untrusted:{}", checker.name), MessageLevel::Info, message);
-            } else {
-                tracing::info!("{message}");
-            }
-            return None;
-        }
-        let program = checkers::resolve_program(&checker.command, root, self.checkers.trusted);
-        lock(&self.state).programs.insert(key, program.clone());
-        if program.is_none() {
-            let message = format!(
-                "Tokamak: the {} checker is off: `{}` was not found on PATH or in the project's tool folders (node_modules/.bin, .tools). Install it, or set checkers.{}.command in tokamak.toml.",
-                checker.name, checker.command, checker.name
-            );
-            if checker.explicit {
-                self.tell_once(&format!("missing:{}", checker.name), MessageLevel::Warning, message);
-            } else {
-                tracing::info!("{message}");
-            }
-        }
-        program
-    }
-
-    /// Starts the checkers that apply to the snapshot for `trigger`.
-    pub fn check(self: &Arc<Self>, snapshot: &DocumentSnapshot, trigger: Trigger) {
-        if trigger == Trigger::Change && !self.checkers.run_on_change {
-            return;
-        }
-        let debounce = (trigger == Trigger::Change).then_some(self.checkers.debounce);
-        for (checker, program, path, root) in self.available_checkers(snapshot) {
-            self.spawn_run(snapshot.clone(), checker, program, path, root, debounce);
-        }
-    }
-
-    /// Starts runs for the sources that have not reported on the snapshot's version; returns
-    /// every active source's name.
-    fn start_missing_runs(self: &Arc<Self>, snapshot: &DocumentSnapshot) -> Vec<String> {
-        let mut active = vec![SOURCE.to_string()];
-        if parses_strictly(snapshot.language) && snapshot.tree.is_some() {
-            active.push(STRICT_KEY.to_string());
-            let reported = lock(&self.state)
-                .files
-                .get(&snapshot.uri)
-                .is_some_and(|f| f.reported(STRICT_KEY, snapshot.version));
-            // a document being parsed in the background gets its strict look after the parse
-            if !reported && !snapshot.syntax_pending {
-                self.schedule_strict(snapshot, None);
-            }
-        }
-        for (checker, program, path, root) in self.available_checkers(snapshot) {
-            active.push(checker.name.clone());
-            let reported = lock(&self.state)
-                .files
-                .get(&snapshot.uri)
-                .is_some_and(|f| f.reported(&checker.name, snapshot.version));
-            if !reported {
-                self.spawn_run(snapshot.clone(), checker, program, path, root, None);
-            }
-        }
-        active
-    }
-
-    /// Starts one run, cancelling a run of the same checker on an older version of the
-    /// document; a run already going on this version is left alone.
-    fn spawn_run(
-        self: &Arc<Self>,
-        snapshot: DocumentSnapshot,
-        checker: Checker,
-        program: PathBuf,
-        path: PathBuf,
-        root: PathBuf,
-        debounce: Option<Duration>,
-    ) {
-        let key = (snapshot.uri.clone(), checker.name.clone());
-        let mut state = lock(&self.state);
-        if let Some(running) = state.runs.get(&key) {
-            let newer = running.version > snapshot.version;
-            if (running.version == snapshot.version || newer) && !running.task.is_finished() {
-                return;
-            }
-            running.task.abort();
-            tracing::debug!(
-                "cancelled {} on {} version {:?}: a newer version came",
-                checker.name,
-                snapshot.uri,
-                running.version
-            );
-        }
-        let observer = Arc::clone(self);
-        let version = snapshot.version;
-        let task = tokio::spawn(async move {
-            if let Some(pause) = debounce {
-                tokio::time::sleep(pause).await;
-            }
-            let Ok(_permit) = Arc::clone(&observer.permits).acquire_owned().await else {
-                return;
-            };
-            let started = std::time::Instant::now();
-            let input = RunInput { program: &program, snapshot: &snapshot, path: &path, root: &root };
-            let result = checkers::run(&checker, input).await;
-            tracing::debug!("{} on {} took {:?}", checker.name, snapshot.uri, started.elapsed());
-            observer.finish_run(&snapshot, &checker, result).await;
-        });
-        state.runs.insert(key, InFlight { version, task });
-    }
-
-    /// Stores a run's result if the document is still at the version it checked, else
-    /// discards it; then publishes.
-    async fn finish_run(
-        &self,
-        snapshot: &DocumentSnapshot,
-        checker: &Checker,
-        result: Result<Vec<Diagnostic>, RunError>,
-    ) {
-        let _publishing = self.publishing.lock().await;
-        let key = (snapshot.uri.clone(), checker.name.clone());
-        let current = lock(&self.workspace).snapshot(&snapshot.uri);
-        {
-            let mut state = lock(&self.state);
-            if state.runs.get(&key).is_some_and(|r| r.version == snapshot.version) {
-                state.runs.remove(&key);
-            }
-        }
-        let Some(current) = current else {
-            return;
-        };
-        if current.version != snapshot.version {
-            tracing::debug!(
-                "discarded {}'s results for version {:?} of {}: it is at {:?}",
-                checker.name,
-                snapshot.version,
-                snapshot.uri,
-                current.version
-            );
-            return;
-        }
-        let entry = match result {
-            Ok(diagnostics) => {
-                SourceEntry { origin: Origin::Server, version: snapshot.version, diagnostics, failure: None }
-            }
-            Err(err @ RunError::NotConfigured { .. }) => {
-                let message = format!("Tokamak: {err}; its checks are off here.");
-                if checker.explicit {
-                    self.tell_once(&format!("unconfigured:{}", checker.name), MessageLevel::Warning, message);
-                } else if lock(&self.state).told.insert(format!("unconfigured:{}", checker.name)) {
-                    tracing::info!("{message}");
-                }
-                SourceEntry {
-                    origin: Origin::Server,
-                    version: snapshot.version,
-                    diagnostics: Vec::new(),
-                    failure: None,
-                }
-            }
-            Err(err) => {
-                let message = err.to_string();
-                self.tell_once(
-                    &format!("failed:{}", checker.name),
-                    MessageLevel::Warning,
-                    format!("Tokamak: {message}."),
-                );
-                // keep what the checker said last (moved along with the text) rather than
-                // pretending the file became clean
-                let previous = lock(&self.state)
-                    .files
-                    .get(&snapshot.uri)
-                    .and_then(|f| f.get(&checker.name).map(|e| e.diagnostics.clone()))
-                    .unwrap_or_default();
-                SourceEntry {
-                    origin: Origin::Server,
-                    version: snapshot.version,
-                    diagnostics: previous,
-                    failure: Some(message),
-                }
-            }
-        };
-        lock(&self.state).files.entry(snapshot.uri.clone()).or_default().set(&checker.name, entry);
-        self.changed.notify_waiters();
-        self.publish(&current).await;
-    }
-
-    /// Shows a problem to the user the first time it happens; later it is only logged.
-    fn tell_once(&self, key: &str, level: MessageLevel, message: String) {
-        let first = lock(&self.state).told.insert(key.to_string());
-        // logged at debug: the message itself reaches the user (and the editor's log)
-        tracing::debug!("{message}");
-        if !first {
-            return;
-        }
-        let editor = Arc::clone(&self.editor);
-        tokio::spawn(async move { editor.show_message(level, message).await });
-    }
-}
-
-/// Cancels every run on a document.
-fn forget_runs(state: &mut State, uri: &Url) {
-    let stale: Vec<_> = state.runs.keys().filter(|(u, _)| u == uri).cloned().collect();
-    for key in stale {
-        if let Some(run) = state.runs.remove(&key) {
-            run.task.abort();
         }
     }
 }
