@@ -22,6 +22,7 @@ pub mod places;
 pub mod process;
 pub mod run;
 pub mod server;
+pub mod session;
 pub mod sync;
 pub mod syntax;
 pub mod text;

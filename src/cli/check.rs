@@ -11,11 +11,12 @@ use url::Url;
 
 use crate::config::find_root;
 use crate::editor::{Editor, MessageLevel};
-use crate::observer::checkers::Checkers;
-use crate::observer::{Diagnostic, Observer, Severity};
+use crate::executor::RefuseUnlisted;
+use crate::observer::{Diagnostic, Severity};
+use crate::session::{FrontEnd, Options, Session};
 use crate::sync::lock;
 use crate::text::{PositionEncoding, offset_to_line_col};
-use crate::workspace::{DocumentSnapshot, Workspace, read_text, source_files};
+use crate::workspace::{DocumentSnapshot, read_text, source_files};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -138,13 +139,19 @@ pub async fn check(paths: &[PathBuf], options: &CheckOptions) -> anyhow::Result<
     if let Some(names) = &options.checkers {
         settings.checkers.enable = Some(names.clone());
     }
-    let mut checkers = Checkers::from_settings(&settings.checkers)?;
-    checkers.trusted = loaded.trust.trusted;
     // every checker may take its whole timeout, queued behind others
     let wait = Duration::from_millis(settings.checkers.timeout_ms.saturating_mul(2).saturating_add(5_000));
-    let workspace = Arc::new(Mutex::new(Workspace::new(settings.syntax.clone())));
     let terminal = Arc::new(Terminal::default());
-    let observer = Observer::new(workspace, Arc::clone(&terminal) as Arc<dyn Editor>, checkers, Some(root));
+    let front =
+        FrontEnd { editor: Arc::clone(&terminal) as Arc<dyn Editor>, approver: Arc::new(RefuseUnlisted) };
+    let session = super::session::checked(Session::build(
+        Some(root),
+        settings,
+        loaded.trust,
+        front,
+        Options::default(),
+    ))?;
+    let observer = session.observer;
 
     let mut report = Report::default();
     for path in files {

@@ -3,20 +3,17 @@
 //! stderr and the unified diff of what changed on stdout.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use serde::Serialize;
 use url::Url;
 
 use super::Headless;
-use crate::agent::{self, ExitReason, FixContext, FixRequest, Runs, Scope, Tokens};
+use crate::agent::{self, ExitReason, FixRequest, Runs, Scope, Tokens};
 use crate::config::find_root;
-use crate::editor::Editor;
-use crate::history::History;
-use crate::model::{ModelConfig, connect};
-use crate::observer::Observer;
-use crate::observer::checkers::Checkers;
-use crate::workspace::{Workspace, read_text, source_files};
+use crate::executor::RefuseUnlisted;
+use crate::session::{FrontEnd, Options, Session};
+use crate::workspace::{read_text, source_files};
 
 #[derive(Debug, Clone, Default)]
 pub struct FixOptions {
@@ -75,27 +72,22 @@ pub async fn fix(paths: &[PathBuf], options: &FixOptions) -> anyhow::Result<Vec<
     if let Some(names) = &options.checkers {
         settings.checkers.enable = Some(names.clone());
     }
-    let mut checkers = Checkers::from_settings(&settings.checkers)?;
-    checkers.trusted = loaded.trust.trusted;
-    let env = |name: &str| std::env::var(name).ok();
-    let model = ModelConfig::resolve(&settings.model, &settings.profiles, Some(agent::FIX_ROLE), &env)
-        .and_then(connect);
-    let editor = Arc::new(Headless::new(Some(&root), options.dry_run, options.progress));
-    let workspace = Arc::new(Mutex::new(Workspace::new(settings.syntax.clone())));
-    let observer =
-        Observer::new(workspace, Arc::clone(&editor) as Arc<dyn Editor>, checkers, Some(root.clone()));
-    let context = FixContext {
-        observer: Arc::clone(&observer),
-        editor: editor as Arc<dyn Editor>,
-        model,
-        settings: settings.fix.clone(),
-        root: Some(root.clone()),
-        // a dry run changes nothing, so there is nothing to undo
-        history: (!options.dry_run)
-            .then(|| History::new(&root, settings.checkpoints.clone(), settings.key_variables())),
+    let front = FrontEnd {
+        editor: Arc::new(Headless::new(Some(&root), options.dry_run, options.progress)),
         // `tokamak fix` is the user's own command on the files named (`--dry-run` to look first)
-        approver: None,
+        approver: Arc::new(RefuseUnlisted),
     };
+    // a dry run changes nothing, so there is nothing to undo
+    let session_options = Options { history: !options.dry_run, agent: false, workspace: None };
+    let session = super::session::checked(Session::build(
+        Some(root.clone()),
+        settings,
+        loaded.trust,
+        front,
+        session_options,
+    ))?;
+    let observer = Arc::clone(&session.observer);
+    let context = session.fix_context(None);
     let runs = Runs::default();
     let mut results = Vec::new();
     for path in files {

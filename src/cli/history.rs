@@ -3,13 +3,13 @@
 
 use std::path::Path;
 
-use super::session::{Approval, Session};
+use super::session::{self, Approval};
 use crate::executor::RollbackReport;
 use crate::history::CheckpointInfo;
 
 /// The checkpoints of the workspace at `root`, newest first.
 pub async fn checkpoints(root: &Path) -> anyhow::Result<Vec<CheckpointInfo>> {
-    let session = Session::open(root, serde_json::Value::Null, Approval::Unattended, false, true)?;
+    let session = session::open(root, serde_json::Value::Null, Approval::Unattended, false, true)?;
     let history = session.history.as_ref().ok_or_else(|| anyhow::anyhow!("no checkpoints"))?;
     let checkpoints =
         history.checkpoints().await.map_err(|reason| anyhow::anyhow!("no checkpoints: {reason}"))?;
@@ -41,9 +41,9 @@ pub fn table(list: &[CheckpointInfo]) -> String {
 
 /// Rolls back the run of checkpoint `id` in the workspace at `root`.
 pub async fn rollback(root: &Path, id: &str, force: bool) -> anyhow::Result<RollbackReport> {
-    let session = Session::open(root, serde_json::Value::Null, Approval::Unattended, false, true)?;
+    let session = session::open(root, serde_json::Value::Null, Approval::Unattended, false, true)?;
     let run_id = format!("tokamak-rollback-{:06x}", fastrand::u32(..0x100_0000));
-    Ok(crate::executor::rollback(&session.executor, id, force, &run_id).await?)
+    Ok(crate::executor::rollback(session::executor(&session)?, id, force, &run_id).await?)
 }
 
 /// Trusts (or, with `remove`, stops trusting) `folder`; returns the message to print.

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::model::{ModelCheck, ModelConfig, ModelError, run_check};
+use crate::model::{ModelCheck, ModelError, run_check};
 
 /// Why a check could not be made or failed.
 #[derive(Debug, thiserror::Error)]
@@ -18,7 +18,7 @@ pub enum CheckError {
 /// environment, then sends [`crate::model::probe`], streamed when `stream`.
 pub async fn check_model(root: &Path, role: Option<&str>, stream: bool) -> Result<ModelCheck, CheckError> {
     let settings = super::load_settings(root, serde_json::Value::Null)?.settings;
-    let env = |name: &str| std::env::var(name).ok();
-    let config = ModelConfig::resolve(&settings.model, &settings.profiles, role, &env)?;
+    let choice = crate::session::ModelChoice { model: settings.model, profiles: settings.profiles };
+    let config = choice.config(role)?;
     run_check(config, stream).await.map_err(CheckError::from)
 }

@@ -6,14 +6,13 @@
 //! what it would change.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use serde::Serialize;
 
-use super::session::{Approval, Session};
+use super::session::{self, Approval, Session};
 use crate::agent::{ExitReason, RunReport, Runs, TaskContext, TaskRequest, plan_goal, run_task};
-use crate::model::{ModelConfig, connect};
 use crate::run::plan::Plan;
+use crate::session::new_plan_id;
 
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {
@@ -54,30 +53,16 @@ fn overrides(options: &RunOptions) -> serde_json::Value {
     overrides
 }
 
-fn task_context(session: &Session) -> TaskContext {
-    let env = |name: &str| std::env::var(name).ok();
-    let settings = &session.settings;
-    TaskContext {
-        executor: Arc::clone(&session.executor),
-        model: ModelConfig::resolve(&settings.model, &settings.profiles, Some(crate::agent::FIX_ROLE), &env)
-            .and_then(connect),
-        limits: settings.limits.clone(),
-        plan: settings.plan.clone(),
-        fix: settings.fix.clone(),
-        role_models: Some(crate::model::role_models(settings.model.clone(), settings.profiles.clone())),
-    }
-}
-
-fn plan_id() -> String {
-    format!("plan-{:06x}", fastrand::u32(..0x100_0000))
+fn task_context(session: &Session) -> anyhow::Result<TaskContext> {
+    session.task_context().ok_or_else(|| anyhow::anyhow!("the agent cannot act on this workspace"))
 }
 
 /// Makes a plan for `goal` in the workspace at `root` without carrying it out.
 pub async fn plan(root: &Path, goal: &str, options: &RunOptions) -> anyhow::Result<Plan> {
-    let session = Session::open(root, overrides(options), Approval::Unattended, options.progress, false)?;
-    let context = task_context(&session);
+    let session = session::open(root, overrides(options), Approval::Unattended, options.progress, false)?;
+    let context = task_context(&session)?;
     let cancel = tokio_util::sync::CancellationToken::new();
-    let (plan, _) = plan_goal(&context, goal, None, &plan_id(), &cancel).await?;
+    let (plan, _) = plan_goal(&context, goal, None, &new_plan_id(), &cancel).await?;
     Ok(plan)
 }
 
@@ -87,7 +72,7 @@ pub async fn run(root: &Path, goal: &str, options: &RunOptions) -> anyhow::Resul
         return dry_run(root, goal, options).await;
     }
     let approval = if options.yes { Approval::Yes } else { Approval::Ask };
-    let session = Session::open(root, overrides(options), approval, options.progress, true)?;
+    let session = session::open(root, overrides(options), approval, options.progress, true)?;
     let (report, _) = carry_out(&session, goal, options.role.clone()).await?;
     let (diff, checkpoint) = diff_of(&session, &report.run_id).await;
     Ok(RunResult { report, diff, checkpoint, dry_run: false })
@@ -102,7 +87,7 @@ pub async fn run_copy(
     options: &RunOptions,
 ) -> anyhow::Result<RunResult> {
     let session =
-        Session::open_copy(copy, Some(project), overrides(options), Approval::Yes, options.progress, false)?;
+        session::open_copy(copy, Some(project), overrides(options), Approval::Yes, options.progress, false)?;
     let (report, _) = carry_out(&session, goal, options.role.clone()).await?;
     Ok(RunResult { report, diff: String::new(), checkpoint: None, dry_run: false })
 }
@@ -112,19 +97,20 @@ async fn carry_out(
     goal: &str,
     role: Option<String>,
 ) -> anyhow::Result<(RunReport, Vec<String>)> {
-    let context = task_context(session);
+    let context = task_context(session)?;
     let runs = Runs::default();
-    let root_uri = url::Url::from_directory_path(&session.root)
-        .map_err(|()| anyhow::anyhow!("{} is not an absolute path", session.root.display()))?;
+    let root = session::executor(session)?.confinement.root().to_path_buf();
+    let root_uri = url::Url::from_directory_path(&root)
+        .map_err(|()| anyhow::anyhow!("{} is not an absolute path", root.display()))?;
     let handle = runs.start(&root_uri)?;
     let request =
-        TaskRequest { goal: goal.to_string(), plan: None, selection: None, plan_id: plan_id(), role };
+        TaskRequest { goal: goal.to_string(), plan: None, selection: None, plan_id: new_plan_id(), role };
     let report = run_task(&context, request, handle).await;
     let changed = report
         .files_changed
         .iter()
         .filter_map(|u| u.to_file_path().ok())
-        .filter_map(|p| p.strip_prefix(&session.root).ok().map(|p| p.to_string_lossy().to_string()))
+        .filter_map(|p| p.strip_prefix(&root).ok().map(|p| p.to_string_lossy().to_string()))
         .collect();
     Ok((report, changed))
 }
@@ -142,7 +128,7 @@ async fn dry_run(root: &Path, goal: &str, options: &RunOptions) -> anyhow::Resul
         );
     }
     // the copy is the project minus the writes: the project's own trust, settings and tests
-    let session = Session::open_copy(
+    let session = session::open_copy(
         &workspace,
         Some(&root),
         overrides(options),

@@ -1,24 +1,18 @@
-//! A headless session over one workspace: its settings and trust, the Observer, the
-//! terminal's editor and approver, and the executor the agent acts through — what
-//! `tokamak run`, `tokamak plan`, `tokamak checkpoints` and `tokamak rollback` share.
+//! The command line's session over one workspace: the one session of [`crate::session`] with
+//! the terminal's editor and approvers — what `tokamak run`, `tokamak plan`, `tokamak
+//! checkpoints` and `tokamak rollback` share.
 
 use std::io::{BufRead, IsTerminal, Write};
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::path::Path;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 
 use super::Headless;
-use crate::config::Settings;
-use crate::context::LiveIndex;
-use crate::editor::Editor;
-use crate::executor::{
-    Approver, Confinement, Decision, ExecutorContext, ExecutorSettings, RefuseUnlisted, Request,
-};
-use crate::history::History;
-use crate::observer::Observer;
-use crate::observer::checkers::Checkers;
-use crate::workspace::Workspace;
+use crate::config::ApprovalLevel;
+use crate::executor::{Approver, Decision, ExecutorContext, RefuseUnlisted, Request};
+pub use crate::session::Session;
+use crate::session::{FrontEnd, Options, Problem};
 
 /// Who says yes to what the agent wants to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,72 +27,64 @@ pub enum Approval {
     Yes,
 }
 
-pub struct Session {
-    pub root: PathBuf,
-    pub settings: Settings,
-    pub history: Option<Arc<History>>,
-    pub executor: Arc<ExecutorContext>,
+/// Opens the workspace at `root` (settings as [`super::load_settings`] reads them, with
+/// `overrides` over them) as a session on the terminal: the one session every front end
+/// builds ([`crate::session`]), with the terminal's editor and approver. `checkpoints`: keep
+/// checkpoints and audit logs (not for a throw-away copy).
+pub fn open(
+    root: &Path,
+    overrides: serde_json::Value,
+    approval: Approval,
+    progress: bool,
+    checkpoints: bool,
+) -> anyhow::Result<Session> {
+    open_copy(root, None, overrides, approval, progress, checkpoints)
 }
 
-impl Session {
-    /// Opens the workspace at `root` (settings as [`super::load_settings`] reads them, with
-    /// `overrides` over them). `checkpoints`: keep checkpoints and audit logs (not for a
-    /// throw-away copy).
-    pub fn open(
-        root: &Path,
-        overrides: serde_json::Value,
-        approval: Approval,
-        progress: bool,
-        checkpoints: bool,
-    ) -> anyhow::Result<Session> {
-        Session::open_copy(root, None, overrides, approval, progress, checkpoints)
+/// [`open`] on `root`; when it is a copy of the project at `project` (a dry run's), with that
+/// project's trust.
+pub fn open_copy(
+    root: &Path,
+    project: Option<&Path>,
+    overrides: serde_json::Value,
+    approval: Approval,
+    progress: bool,
+    checkpoints: bool,
+) -> anyhow::Result<Session> {
+    let root = std::fs::canonicalize(root)
+        .map_err(|err| anyhow::anyhow!("cannot open the workspace {}: {err}", root.display()))?;
+    let loaded = super::load_settings_as(&root, project.unwrap_or(&root), overrides)?;
+    let mut settings = loaded.settings;
+    // `--yes` answers the changes' questions in advance; listing and rollback ask nothing
+    if approval != Approval::Ask {
+        settings.approval = ApprovalLevel::Low;
     }
+    let terminal = std::io::stdin().is_terminal();
+    let approver: Arc<dyn Approver> = match approval {
+        Approval::Ask if terminal => Arc::new(TerminalApprover),
+        Approval::Ask => Arc::new(NoTerminal),
+        Approval::Yes => Arc::new(ApproveChanges),
+        Approval::Unattended => Arc::new(RefuseUnlisted),
+    };
+    let front = FrontEnd { editor: Arc::new(Headless::new(Some(&root), false, progress)), approver };
+    let options = Options { history: checkpoints, agent: true, workspace: None };
+    checked(Session::build(Some(root), settings, loaded.trust, front, options))
+}
 
-    /// [`Session::open`] on `root`; when it is a copy of the project at `project` (a dry
-    /// run's), with that project's trust.
-    pub fn open_copy(
-        root: &Path,
-        project: Option<&Path>,
-        overrides: serde_json::Value,
-        approval: Approval,
-        progress: bool,
-        checkpoints: bool,
-    ) -> anyhow::Result<Session> {
-        let root = std::fs::canonicalize(root)
-            .map_err(|err| anyhow::anyhow!("cannot open the workspace {}: {err}", root.display()))?;
-        let loaded = super::load_settings_as(&root, project.unwrap_or(&root), overrides)?;
-        let settings = loaded.settings;
-        let mut checkers = Checkers::from_settings(&settings.checkers)?;
-        checkers.trusted = loaded.trust.trusted;
-        let editor = Arc::new(Headless::new(Some(&root), false, progress));
-        let workspace = Arc::new(Mutex::new(Workspace::new(settings.syntax.clone())));
-        let observer =
-            Observer::new(workspace, Arc::clone(&editor) as Arc<dyn Editor>, checkers, Some(root.clone()));
-        let history =
-            checkpoints.then(|| History::new(&root, settings.checkpoints.clone(), settings.key_variables()));
-        let terminal = std::io::stdin().is_terminal();
-        let approver: Arc<dyn Approver> = match approval {
-            Approval::Ask if terminal => Arc::new(TerminalApprover),
-            Approval::Ask => Arc::new(NoTerminal),
-            Approval::Yes => Arc::new(ApproveChanges),
-            Approval::Unattended => Arc::new(RefuseUnlisted),
-        };
-        let mut executor_settings = ExecutorSettings::from_settings(&settings, loaded.trust.trusted);
-        // `--yes` answers the changes' questions in advance; listing and rollback ask nothing
-        if approval != Approval::Ask {
-            executor_settings.approval = crate::config::ApprovalLevel::Low;
-        }
-        let executor = ExecutorContext::new(
-            Confinement::new(&root)?,
-            observer,
-            Arc::clone(&editor) as Arc<dyn Editor>,
-            executor_settings,
-            approver,
-            history.clone(),
-            Some(LiveIndex::new(&root, Some(LiveIndex::cache_file(&root)))),
-        );
-        Ok(Session { root, settings, history, executor })
+/// A session whose settings could be used as they are; otherwise the first problem, as the
+/// command's error (the editor goes on with defaults; a command says what to fix).
+pub fn checked(mut session: Session) -> anyhow::Result<Session> {
+    let first = session.problems.drain(..).next();
+    match first {
+        Some(Problem::Checkers(err)) => Err(err.into()),
+        Some(problem) => Err(problem.into()),
+        None => Ok(session),
     }
+}
+
+/// The session's executor: every session this module opens has one.
+pub fn executor(session: &Session) -> anyhow::Result<&Arc<ExecutorContext>> {
+    session.executor.as_ref().ok_or_else(|| anyhow::anyhow!("the agent cannot act on this workspace"))
 }
 
 /// Asks the person at the terminal (on stderr, reading stdin).

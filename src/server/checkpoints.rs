@@ -4,12 +4,13 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tower_lsp::jsonrpc::{Error, ErrorCode, Result};
+use tower_lsp::jsonrpc::{Error, Result};
 use tower_lsp::lsp_types::Url;
 
 use super::Backend;
+use super::error::Refusal;
 use crate::agent::{ExitReason, RunReport};
-use crate::editor::{Editor, MessageLevel, Progress};
+use crate::editor::Progress;
 use crate::executor::RollbackError;
 
 #[derive(Deserialize, Default)]
@@ -89,14 +90,7 @@ pub async fn rollback(backend: &Backend, args: Option<RollbackArgs>) -> Result<V
     };
     let root = Url::from_directory_path(context.confinement.root())
         .map_err(|()| server_error("the workspace root is not a path".to_string()))?;
-    let handle = match backend.runs.start(&root) {
-        Ok(handle) => handle,
-        Err(busy) => {
-            let message = format!("Tokamak: {busy}");
-            backend.editor().show_message(MessageLevel::Warning, message.clone()).await;
-            return Err(Error { code: ErrorCode::ServerError(-32803), message: message.into(), data: None });
-        }
-    };
+    let handle = super::runs::start(backend, &root).await?;
     let run_id = handle.run_id.clone();
     let editor = Arc::clone(&context.editor);
     tokio::spawn(async move {
@@ -146,5 +140,5 @@ fn no_workspace(what: &str) -> Error {
 }
 
 fn server_error(message: String) -> Error {
-    Error { code: ErrorCode::ServerError(-32000), message: message.into(), data: None }
+    Refusal::Failed(message).into()
 }

@@ -10,7 +10,6 @@ use tower_lsp::lsp_types::{ExecuteCommandParams, Url};
 
 use super::transport::DEFERRED_COMMANDS;
 use super::{Backend, convert};
-use crate::model::ModelConfig;
 
 /// The commands advertised at `initialize`. The planner's commands (`tokamak.plan`, …) join
 /// as they are built.
@@ -252,9 +251,7 @@ fn check_model(
 }
 
 async fn check_model_with(choice: super::ModelChoice, args: CheckModelArgs) -> Result<Value> {
-    let env = |name: &str| std::env::var(name).ok();
-    let config = ModelConfig::resolve(&choice.model, &choice.profiles, args.role.as_deref(), &env);
-    let result = match config {
+    let result = match choice.config(args.role.as_deref()) {
         Ok(mut config) => {
             config.timeout = config.timeout.min(CHECK_MODEL_TIMEOUT);
             crate::model::run_check(config, false).await

@@ -9,10 +9,7 @@ use std::sync::Arc;
 use super::{Backend, execute_command};
 use crate::config::{Loaded, Settings};
 use crate::editor::{Editor, MessageLevel};
-use crate::executor::{Confinement, ExecutorContext, ExecutorSettings};
-use crate::history::History;
-use crate::observer::Observer;
-use crate::observer::checkers::Checkers;
+use crate::session::{FrontEnd, Options, Session};
 use crate::text::PositionEncoding;
 use crate::trust::{Trust, ignored_message};
 
@@ -51,18 +48,8 @@ pub async fn initialize(backend: &Backend, params: InitializeParams) -> Result<I
         backend.editor().show_message(MessageLevel::Warning, message).await;
     }
     tracing::info!("workspace trust: {} ({})", trust.trusted, trust.source);
-    let mut checkers = match Checkers::from_settings(&settings.checkers) {
-        Ok(checkers) => checkers,
-        Err(err) => {
-            let message = format!("Tokamak is using its default checkers: {err}");
-            tracing::warn!("{message}");
-            backend.editor().show_message(MessageLevel::Warning, message).await;
-            Checkers::from_settings(&Default::default()).unwrap_or_default()
-        }
-    };
-    checkers.trusted = trust.trusted;
-    backend.workspace().set_settings(settings.syntax.clone());
-    let choice = super::ModelChoice { model: settings.model.clone(), profiles: settings.profiles.clone() };
+    let choice =
+        crate::session::ModelChoice { model: settings.model.clone(), profiles: settings.profiles.clone() };
     *crate::sync::lock(&backend.base_models) = choice.clone();
     *crate::sync::lock(&backend.models) = choice;
     let configuration = params.capabilities.workspace.as_ref().and_then(|w| w.configuration).unwrap_or(false);
@@ -100,46 +87,33 @@ pub async fn initialize(backend: &Backend, params: InitializeParams) -> Result<I
         .and_then(|w| w.dynamic_registration)
         .unwrap_or(false);
     let _ = backend.watch_files.set(watch);
-    if let Some(root) = &root {
-        let _ = backend
-            .index
-            .set(crate::context::LiveIndex::new(root, Some(crate::context::LiveIndex::cache_file(root))));
-    }
     let _ = backend.root.set(root.clone());
     *crate::sync::lock(&backend.fix_settings) = settings.fix.clone();
     *crate::sync::lock(&backend.limits) = settings.limits.clone();
     *crate::sync::lock(&backend.plan_settings) = settings.plan.clone();
     let _ = backend.client_configuration.set(configuration);
-    let editor: Arc<dyn Editor> = Arc::new(backend.editor());
-    let observer = Observer::new(Arc::clone(&backend.workspace), Arc::clone(&editor), checkers, root.clone());
-    if backend.observer.set(Arc::clone(&observer)).is_err() {
+    if backend.observer.get().is_some() {
         tracing::warn!("initialize sent twice; keeping the first settings");
         return Err(tower_lsp::jsonrpc::Error::invalid_request());
     }
-    let history = root
-        .as_deref()
-        .map(|root| History::new(root, settings.checkpoints.clone(), settings.key_variables()));
-    let executor = match (root.as_deref(), &history) {
-        (Some(root), Some(history)) => match Confinement::new(root) {
-            Ok(confinement) => Some(ExecutorContext::new(
-                confinement,
-                observer,
-                editor,
-                ExecutorSettings::from_settings(&settings, trust.trusted),
-                Arc::new(super::approvals::LspApprover(Arc::clone(&backend.approvals))),
-                Some(Arc::clone(history)),
-                backend.index.get().cloned(),
-            )),
-            Err(err) => {
-                tracing::warn!("the agent cannot act on {}: {err}", root.display());
-                None
-            }
-        },
-        _ => None,
+    let front = FrontEnd {
+        editor: Arc::new(backend.editor()),
+        approver: Arc::new(super::approvals::LspApprover(Arc::clone(&backend.approvals))),
     };
-    let _ = backend.history.set(history);
-    let _ = backend.executor.set(executor);
-    let _ = backend.trust.set(trust);
+    let options = Options { history: true, agent: true, workspace: Some(Arc::clone(&backend.workspace)) };
+    let session = Session::build(root.clone(), settings, trust, front, options);
+    for problem in &session.problems {
+        let message = problem.going_on();
+        tracing::warn!("{message}");
+        backend.editor().show_message(MessageLevel::Warning, message).await;
+    }
+    let _ = backend.observer.set(session.observer);
+    if let Some(index) = session.index {
+        let _ = backend.index.set(index);
+    }
+    let _ = backend.history.set(session.history);
+    let _ = backend.executor.set(session.executor);
+    let _ = backend.trust.set(session.trust);
     let client = params.client_info.map_or_else(|| "an unnamed client".to_string(), |c| c.name);
     let root_text =
         root.as_ref().map_or_else(|| "no workspace folder".to_string(), |r| r.display().to_string());

@@ -18,6 +18,7 @@ mod context;
 pub mod convert;
 mod document_symbol;
 mod editor;
+mod error;
 mod execute_command;
 mod guard;
 mod initialize;
@@ -91,12 +92,7 @@ pub struct Backend {
     approvals: Arc<approvals::Approvals>,
 }
 
-/// The model settings the agent resolves a [`crate::model::ModelConfig`] from.
-#[derive(Debug, Clone, Default)]
-pub struct ModelChoice {
-    pub model: crate::model::ModelSettings,
-    pub profiles: std::collections::BTreeMap<String, crate::model::ModelSettings>,
-}
+use crate::session::ModelChoice;
 
 impl Backend {
     fn new(client: Client, log_queue: Option<LogMessageQueue>, outbox: transport::Outbox) -> Backend {

@@ -5,13 +5,13 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tower_lsp::jsonrpc::{Error, ErrorCode, Result};
+use tower_lsp::jsonrpc::{Error, Result};
 use tower_lsp::lsp_types::{self as lsp, NumberOrString, Url, WorkDoneProgressCancelParams};
 
+use super::error::Refusal;
 use super::{Backend, convert};
-use crate::agent::{self, FixContext, FixRequest, Scope};
+use crate::agent::{self, FixContext, FixRequest, RunHandle, Scope};
 use crate::editor::{Editor, MessageLevel};
-use crate::model::{ModelConfig, connect};
 use crate::text::{TextRange, line_col_to_offset};
 
 pub const CANCEL_PROGRESS: &str = "window/workDoneProgress/cancel";
@@ -45,52 +45,38 @@ pub async fn fix(backend: &Backend, args: FixArgs) -> Result<Value> {
         }
         _ => Scope::File,
     };
-    let handle = match backend.runs.start(&args.uri) {
-        Ok(handle) => handle,
-        Err(busy) => {
-            let message = format!("Tokamak: {busy}");
-            backend.editor().show_message(MessageLevel::Warning, message.clone()).await;
-            return Err(Error { code: ErrorCode::ServerError(-32803), message: message.into(), data: None });
-        }
-    };
-    let choice = crate::sync::lock(&backend.models).clone();
-    let env = |name: &str| std::env::var(name).ok();
-    let model =
-        ModelConfig::resolve(&choice.model, &choice.profiles, Some(agent::FIX_ROLE), &env).and_then(connect);
+    let handle = start(backend, &args.uri).await?;
     let context = FixContext {
         observer,
         editor: Arc::new(backend.editor()) as Arc<dyn Editor>,
-        model,
+        model: crate::sync::lock(&backend.models).connect(Some(agent::FIX_ROLE)),
         settings: crate::sync::lock(&backend.fix_settings).clone(),
         root: backend.root.get().cloned().flatten(),
         history: backend.history(),
-        // at `approval = "high"` every change is asked, the fix's too
-        approver: backend
-            .executor_context()
-            .filter(|e| e.settings.approval == crate::config::ApprovalLevel::High)
-            .map(|e| Arc::clone(&e.approver)),
+        approver: crate::session::fix_approver(backend.executor_context().as_ref()),
     };
     let run_id = handle.run_id.clone();
     let request = FixRequest { uri: args.uri, scope };
     tracing::info!("{run_id}: fixing {} ({:?})", request.uri, request.scope);
-    let editor = Arc::clone(&context.editor);
-    let (id, uri) = (run_id.clone(), request.uri.clone());
-    let run = tokio::spawn(async move {
+    let (editor, uri) = (Arc::clone(&context.editor), request.uri.clone());
+    let summary = "Tokamak stopped on an internal error; nothing more was changed (see the log).";
+    crate::session::spawn_run(editor, run_id.clone(), uri, summary, async move {
         agent::fix(&context, &request, handle).await;
     });
-    // a panic inside the run (a bug) still ends it in the editor: progress closed, the
-    // file free again (the handle is dropped while unwinding) and the user told
-    tokio::spawn(async move {
-        if let Err(err) = run.await
-            && err.is_panic()
-        {
-            tracing::error!("{id} panicked: {err}");
-            let summary = "Tokamak stopped on an internal error; nothing more was changed (see the log).";
-            editor.progress(&id, crate::editor::Progress::End { message: summary.to_string() }).await;
-            editor.run_finished(&agent::RunReport::failed(id, uri, summary.to_string())).await;
-        }
-    });
     Ok(json!({"run_id": run_id}))
+}
+
+/// Registers a run on `uri` (a document, or the workspace's root for a task or a rollback);
+/// another run already there is refused as busy (LSP's `RequestFailed`), and the user told.
+pub async fn start(backend: &Backend, uri: &Url) -> Result<RunHandle> {
+    match backend.runs.start(uri) {
+        Ok(handle) => Ok(handle),
+        Err(busy) => {
+            let message = format!("Tokamak: {busy}");
+            backend.editor().show_message(MessageLevel::Warning, message.clone()).await;
+            Err(Refusal::Busy(message).into())
+        }
+    }
 }
 
 #[derive(Deserialize, Default)]

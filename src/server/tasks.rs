@@ -7,13 +7,13 @@ use std::sync::{Arc, Mutex};
 
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tower_lsp::jsonrpc::{Error, ErrorCode, Result};
+use tower_lsp::jsonrpc::{Error, Result};
 use tower_lsp::lsp_types::{self as lsp, Url};
 
+use super::error::Refusal;
 use super::{Backend, convert};
 use crate::agent::{self, Selection, TaskContext, TaskRequest};
-use crate::editor::{Editor, MessageLevel};
-use crate::model::{ModelConfig, connect};
+use crate::editor::MessageLevel;
 use crate::run::plan::Plan;
 use crate::sync::lock;
 use crate::syntax::{document_symbols, enclosing_symbol};
@@ -84,20 +84,8 @@ pub struct ImplementArgs {
     plan_id: Option<String>,
 }
 
-/// The coder's model of these settings.
-fn coder(
-    choice: &super::ModelChoice,
-) -> std::result::Result<Arc<dyn crate::model::Model>, crate::model::ModelError> {
-    let env = |name: &str| std::env::var(name).ok();
-    ModelConfig::resolve(&choice.model, &choice.profiles, Some(agent::FIX_ROLE), &env).and_then(connect)
-}
-
 /// The enclosing definition shown beside a selection, at most.
 const MAX_SCOPE_BYTES: usize = 8 * 1024;
-
-fn new_plan_id() -> String {
-    format!("plan-{:06x}", fastrand::u32(..0x100_0000))
-}
 
 impl Backend {
     fn task_context(&self) -> Result<TaskContext> {
@@ -105,15 +93,8 @@ impl Backend {
             Error::invalid_params("a task needs a workspace folder to act on, and this session has none")
         })?;
         let choice = lock(&self.models).clone();
-        let model = coder(&choice);
-        Ok(TaskContext {
-            executor,
-            model,
-            role_models: Some(crate::model::role_models(choice.model, choice.profiles)),
-            limits: self.limits(),
-            plan: lock(&self.plan_settings).clone(),
-            fix: lock(&self.fix_settings).clone(),
-        })
+        let (plan, fix) = (lock(&self.plan_settings).clone(), lock(&self.fix_settings).clone());
+        Ok(crate::session::task_context(executor, &choice, &self.limits(), &plan, &fix))
     }
 
     /// The selected text of `uri` in `range` (or the whole line under an empty range), with
@@ -164,8 +145,9 @@ pub fn plan(backend: &Backend, args: GoalArgs) -> Result<futures::future::BoxFut
     }
     Ok(Box::pin(async move {
         // a plan asked for as the session starts uses the editor's settings, once read
-        context.model = coder(&super::configuration::settled_models(models, reading).await);
-        let plan_id = new_plan_id();
+        context.model =
+            super::configuration::settled_models(models, reading).await.connect(Some(agent::FIX_ROLE));
+        let plan_id = crate::session::new_plan_id();
         let cancel = tokio_util::sync::CancellationToken::new();
         match agent::plan_goal(&context, &goal, selection, &plan_id, &cancel).await {
             Ok((plan, tokens)) => {
@@ -178,7 +160,7 @@ pub fn plan(backend: &Backend, args: GoalArgs) -> Result<futures::future::BoxFut
             Err(err) => {
                 let message = format!("Tokamak could not make a plan: {err}");
                 editor.show_message(MessageLevel::Warning, message.clone()).await;
-                Err(Error { code: ErrorCode::ServerError(-32000), message: message.into(), data: None })
+                Err(Refusal::Failed(message).into())
             }
         }
     }))
@@ -211,7 +193,8 @@ pub async fn run(backend: &Backend, args: GoalArgs) -> Result<Value> {
         return Err(Error::invalid_params("the goal is empty: say what Tokamak should do"));
     }
     let selection = backend.selection(args.uri.as_ref(), args.range);
-    let request = TaskRequest { goal, plan: None, selection, plan_id: new_plan_id(), role: args.role };
+    let request =
+        TaskRequest { goal, plan: None, selection, plan_id: crate::session::new_plan_id(), role: args.role };
     start(backend, request).await
 }
 
@@ -219,31 +202,14 @@ async fn start(backend: &Backend, request: TaskRequest) -> Result<Value> {
     let context = backend.task_context()?;
     let root = Url::from_directory_path(context.executor.confinement.root())
         .map_err(|()| Error::invalid_params("the workspace root is not a path"))?;
-    let handle = match backend.runs.start(&root) {
-        Ok(handle) => handle,
-        Err(busy) => {
-            let message = format!("Tokamak: {busy}");
-            backend.editor().show_message(MessageLevel::Warning, message.clone()).await;
-            return Err(Error { code: ErrorCode::ServerError(-32803), message: message.into(), data: None });
-        }
-    };
+    let handle = super::runs::start(backend, &root).await?;
     let run_id = handle.run_id.clone();
     tracing::info!("{run_id}: task {:?}", request.goal);
     let editor = Arc::clone(&context.executor.editor);
     let plan_id = request.plan_id.clone();
-    let id = run_id.clone();
-    let task = tokio::spawn(async move {
+    let summary = "Tokamak stopped on an internal error (see the log).";
+    crate::session::spawn_run(editor, run_id.clone(), root, summary, async move {
         agent::run_task(&context, request, handle).await;
-    });
-    tokio::spawn(async move {
-        if let Err(err) = task.await
-            && err.is_panic()
-        {
-            tracing::error!("{id} panicked: {err}");
-            let summary = "Tokamak stopped on an internal error (see the log).";
-            editor.progress(&id, crate::editor::Progress::End { message: summary.to_string() }).await;
-            editor.run_finished(&agent::RunReport::failed(id, root, summary.to_string())).await;
-        }
     });
     Ok(json!({"run_id": run_id, "plan_id": plan_id}))
 }

@@ -1,0 +1,234 @@
+//! One session over one workspace, built the same way for every front end (SPEC §3): the
+//! settings with trust applied, the checkers, the Observer, the checkpoints and audit logs, the
+//! live index and the executor's context; and, for each run, the model a role uses and what a
+//! fix or a task is given. A front end brings only its [`Editor`] and [`Approver`] and renders
+//! what they are told: the LSP server (`server/initialize.rs`), the command line
+//! (`cli/session.rs`, `cli/fix.rs`, `cli/check.rs`) and the coming ACP front end build here.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use crate::agent::{FixContext, TaskContext};
+use crate::config::{ApprovalLevel, FixSettings, LimitSettings, PlanSettings, Settings};
+use crate::context::LiveIndex;
+use crate::editor::{Editor, Progress};
+use crate::executor::{Approver, Confinement, ExecutorContext, ExecutorSettings};
+use crate::history::History;
+use crate::model::{Model, ModelConfig, ModelError, ModelSettings, RoleModels, connect, role_models};
+use crate::observer::Observer;
+use crate::observer::checkers::Checkers;
+use crate::run::RunReport;
+use crate::trust::Trust;
+use crate::workspace::Workspace;
+
+/// What a front end brings to a session.
+pub struct FrontEnd {
+    /// How the engine acts on the editor (or the terminal, or the files).
+    pub editor: Arc<dyn Editor>,
+    /// Who says yes to what the agent wants to do.
+    pub approver: Arc<dyn Approver>,
+}
+
+/// How much of a session to build.
+#[derive(Clone, Default)]
+pub struct Options {
+    /// Keep checkpoints and audit logs (not for a throw-away copy or a dry run).
+    pub history: bool,
+    /// The agent may act on the workspace (an executor and the live index over the root).
+    pub agent: bool,
+    /// The front end's own documents, when it already holds them (the server's); else new.
+    pub workspace: Option<Arc<Mutex<Workspace>>>,
+}
+
+/// One workspace's session.
+pub struct Session {
+    pub root: Option<PathBuf>,
+    pub settings: Settings,
+    pub trust: Trust,
+    /// The front end's editor.
+    pub editor: Arc<dyn Editor>,
+    pub observer: Arc<Observer>,
+    pub history: Option<Arc<History>>,
+    pub index: Option<Arc<LiveIndex>>,
+    /// What the agent's actions work with (none without a root, or without `Options::agent`).
+    pub executor: Option<Arc<ExecutorContext>>,
+    /// What could not be used as the settings say.
+    pub problems: Vec<Problem>,
+}
+
+/// Something a session could not use as its settings say; it goes on without it.
+#[derive(Debug, thiserror::Error)]
+pub enum Problem {
+    /// The checkers' settings are invalid: the built-in checkers are used instead.
+    #[error("{0}")]
+    Checkers(crate::config::ConfigError),
+    /// The agent cannot act on the root (it has no executor).
+    #[error("the agent cannot act on {root}: {reason}")]
+    Root { root: PathBuf, reason: String },
+}
+
+impl Problem {
+    /// The sentence for a front end that goes on without it.
+    pub fn going_on(&self) -> String {
+        match self {
+            Problem::Checkers(err) => format!("Tokamak is using its default checkers: {err}"),
+            Problem::Root { .. } => format!("Tokamak: {self}"),
+        }
+    }
+}
+
+impl Session {
+    /// Builds the session for `root` with `settings` (already loaded with `trust` applied).
+    pub fn build(
+        root: Option<PathBuf>,
+        settings: Settings,
+        trust: Trust,
+        front: FrontEnd,
+        options: Options,
+    ) -> Session {
+        let mut problems = Vec::new();
+        let mut checkers = Checkers::from_settings(&settings.checkers).unwrap_or_else(|err| {
+            problems.push(Problem::Checkers(err));
+            Checkers::from_settings(&Default::default()).unwrap_or_default()
+        });
+        checkers.trusted = trust.trusted;
+        let workspace = match options.workspace {
+            Some(workspace) => {
+                crate::sync::lock(&workspace).set_settings(settings.syntax.clone());
+                workspace
+            }
+            None => Arc::new(Mutex::new(Workspace::new(settings.syntax.clone()))),
+        };
+        let observer = Observer::new(workspace, Arc::clone(&front.editor), checkers, root.clone());
+        let history = match (&root, options.history) {
+            (Some(root), true) => {
+                Some(History::new(root, settings.checkpoints.clone(), settings.key_variables()))
+            }
+            _ => None,
+        };
+        let index = root
+            .as_deref()
+            .filter(|_| options.agent)
+            .map(|root| LiveIndex::new(root, Some(LiveIndex::cache_file(root))));
+        let executor = match (root.as_deref(), options.agent) {
+            (Some(root), true) => match Confinement::new(root) {
+                Ok(confinement) => Some(ExecutorContext::new(
+                    confinement,
+                    Arc::clone(&observer),
+                    Arc::clone(&front.editor),
+                    ExecutorSettings::from_settings(&settings, trust.trusted),
+                    front.approver,
+                    history.clone(),
+                    index.clone(),
+                )),
+                Err(err) => {
+                    problems.push(Problem::Root { root: root.to_path_buf(), reason: err.to_string() });
+                    None
+                }
+            },
+            _ => None,
+        };
+        Session { root, settings, trust, editor: front.editor, observer, history, index, executor, problems }
+    }
+
+    /// The model choice of the session's settings.
+    pub fn models(&self) -> ModelChoice {
+        ModelChoice { model: self.settings.model.clone(), profiles: self.settings.profiles.clone() }
+    }
+
+    /// What a task run is given, with the session's settings.
+    pub fn task_context(&self) -> Option<TaskContext> {
+        let executor = Arc::clone(self.executor.as_ref()?);
+        let settings = &self.settings;
+        Some(task_context(executor, &self.models(), &settings.limits, &settings.plan, &settings.fix))
+    }
+
+    /// What a fix run is given, with the session's settings; `approver` as [`fix_context`].
+    pub fn fix_context(&self, approver: Option<Arc<dyn Approver>>) -> FixContext {
+        FixContext {
+            observer: Arc::clone(&self.observer),
+            editor: Arc::clone(&self.editor),
+            model: self.models().connect(Some(crate::agent::FIX_ROLE)),
+            settings: self.settings.fix.clone(),
+            root: self.root.clone(),
+            history: self.history.clone(),
+            approver,
+        }
+    }
+}
+
+/// The model settings a run's models come from: the base model and each role's profile.
+#[derive(Debug, Clone, Default)]
+pub struct ModelChoice {
+    pub model: ModelSettings,
+    pub profiles: BTreeMap<String, ModelSettings>,
+}
+
+impl ModelChoice {
+    /// What `role`'s model is (keys from the environment), or why there is none.
+    pub fn config(&self, role: Option<&str>) -> Result<ModelConfig, ModelError> {
+        let env = |name: &str| std::env::var(name).ok();
+        ModelConfig::resolve(&self.model, &self.profiles, role, &env)
+    }
+
+    /// The model `role` uses, connected, or why there is none.
+    pub fn connect(&self, role: Option<&str>) -> Result<Arc<dyn Model>, ModelError> {
+        self.config(role).and_then(connect)
+    }
+
+    /// Each role's own model, for a task run's steps.
+    pub fn role_models(&self) -> RoleModels {
+        role_models(self.model.clone(), self.profiles.clone())
+    }
+}
+
+/// What a task run is given: the executor, the coder's model and each role's, and the
+/// settings as they are now (a front end whose settings change passes its current ones).
+pub fn task_context(
+    executor: Arc<ExecutorContext>,
+    models: &ModelChoice,
+    limits: &LimitSettings,
+    plan: &PlanSettings,
+    fix: &FixSettings,
+) -> TaskContext {
+    TaskContext {
+        executor,
+        model: models.connect(Some(crate::agent::FIX_ROLE)),
+        role_models: Some(models.role_models()),
+        limits: limits.clone(),
+        plan: plan.clone(),
+        fix: fix.clone(),
+    }
+}
+
+/// Who a fix run asks before each change: at `approval = "high"` the session's approver
+/// (every change is asked, the fix's too); otherwise nobody, since the fix is what the user
+/// asked for and undoable in the editor.
+pub fn fix_approver(executor: Option<&Arc<ExecutorContext>>) -> Option<Arc<dyn Approver>> {
+    executor.filter(|e| e.settings.approval == ApprovalLevel::High).map(|e| Arc::clone(&e.approver))
+}
+
+/// A new plan's id: unique enough within a session, short enough to type.
+pub fn new_plan_id() -> String {
+    format!("plan-{:06x}", fastrand::u32(..0x100_0000))
+}
+
+/// Runs `run` on a task of its own, watched: a panic inside it (a bug) still ends it for the
+/// user — its progress closed, `summary` said as its report — and the run's handle, dropped
+/// while unwinding, frees its document or workspace.
+pub fn spawn_run<F>(editor: Arc<dyn Editor>, run_id: String, uri: url::Url, summary: &'static str, run: F)
+where
+    F: std::future::Future<Output = ()> + Send + 'static,
+{
+    let task = tokio::spawn(run);
+    tokio::spawn(async move {
+        if let Err(err) = task.await
+            && err.is_panic()
+        {
+            tracing::error!("{run_id} panicked: {err}");
+            editor.progress(&run_id, Progress::End { message: summary.to_string() }).await;
+            editor.run_finished(&RunReport::failed(run_id, uri, summary.to_string())).await;
+        }
+    });
+}
