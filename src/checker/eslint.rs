@@ -90,6 +90,7 @@ pub fn parse(stdout: &str, context: &ParseContext<'_>) -> Result<Vec<Diagnostic>
 mod tests {
     use super::*;
     use crate::checker::test_support::{context, render};
+    use expect_test::expect;
     use ropey::Rope;
 
     #[test]
@@ -102,11 +103,11 @@ mod tests {
           ]},{"filePath":"/p/elsewhere.js","messages":[{"ruleId":"x","severity":2,"message":"no","line":1,"column":1}]}]"#;
         let rope = Rope::from_str(text);
         let diagnostics = parse(output, &context(&rope, "eslint")).unwrap();
-        assert_eq!(
-            render(text, &diagnostics),
-            "1:5-1:6 warning [eslint prefer-const] 'a' is never reassigned.\n\
-             2:1-2:4 error [eslint no-undef] 'foo' is not defined.\n\
-             2:4-2:5 error [eslint -] Parsing error: Unexpected token\n"
-        );
+        expect![[r#"
+            1:5-1:6 warning [eslint prefer-const] 'a' is never reassigned.
+            2:1-2:4 error [eslint no-undef] 'foo' is not defined.
+            2:4-2:5 error [eslint -] Parsing error: Unexpected token
+        "#]]
+        .assert_eq(&render(text, &diagnostics));
     }
 }

@@ -126,6 +126,7 @@ fn line_text(context: &ParseContext<'_>, line: u32) -> String {
 mod tests {
     use super::*;
     use crate::checker::test_support::{context, render};
+    use expect_test::expect;
     use ropey::Rope;
 
     #[test]
@@ -139,11 +140,12 @@ mod tests {
         );
         let rope = Rope::from_str(text);
         let diagnostics = parse(output, &context(&rope, "mypy")).unwrap();
-        assert_eq!(
-            render(text, &diagnostics),
-            "1:5-1:19 error [mypy name-defined] Name \"undefined_name\" is not defined\n\
-             2:11-2:22 error [mypy name-defined] b\n\
-             3:12-3:23 info [mypy name-defined] c\ndid you mean x?\n"
-        );
+        expect![[r#"
+            1:5-1:19 error [mypy name-defined] Name "undefined_name" is not defined
+            2:11-2:22 error [mypy name-defined] b
+            3:12-3:23 info [mypy name-defined] c
+            did you mean x?
+        "#]]
+        .assert_eq(&render(text, &diagnostics));
     }
 }

@@ -86,6 +86,7 @@ pub fn parse(
 mod tests {
     use super::*;
     use crate::checker::test_support::{context, render};
+    use expect_test::expect;
     use ropey::Rope;
 
     #[test]
@@ -103,14 +104,18 @@ mod tests {
         let output = "src/m.py:1:6: w2086 Double quote to prevent globbing.\nother.sh:1:1: e1 not ours\nsrc/m.py:2:1: e9 Dangerous.\nnoise\n";
         let rope = Rope::from_str(text);
         let diagnostics = parse(output, &context(&rope, "sh"), &regex, PositionEncoding::Utf32).unwrap();
-        assert_eq!(
-            render(text, &diagnostics),
-            "1:6-1:8 warning [sh 2086] Double quote to prevent globbing.\n2:1-2:3 error [sh 9] Dangerous.\n"
-        );
+        expect![[r#"
+            1:6-1:8 warning [sh 2086] Double quote to prevent globbing.
+            2:1-2:3 error [sh 9] Dangerous.
+        "#]]
+        .assert_eq(&render(text, &diagnostics));
         let no_column = Regex::new(r"(?m)^line (?P<line>\d+): (?P<message>.+)$").unwrap();
         let diagnostics =
             parse("line 2: whole line\n", &context(&rope, "sh"), &no_column, PositionEncoding::Utf32)
                 .unwrap();
-        assert_eq!(render(text, &diagnostics), "2:1-2:9 error [sh -] whole line\n");
+        expect![[r#"
+            2:1-2:9 error [sh -] whole line
+        "#]]
+        .assert_eq(&render(text, &diagnostics));
     }
 }

@@ -92,6 +92,7 @@ pub fn parse(stdout: &str, context: &ParseContext<'_>) -> Result<Vec<Diagnostic>
 mod tests {
     use super::*;
     use crate::checker::test_support::{context, render};
+    use expect_test::expect;
     use ropey::Rope;
 
     #[test]
@@ -104,9 +105,10 @@ mod tests {
         ],"summary":{}}"#;
         let rope = Rope::from_str(text);
         let diagnostics = parse(output, &context(&rope, "pyright")).unwrap();
-        assert_eq!(
-            render(text, &diagnostics),
-            "1:14-1:28 error [pyright reportUndefinedVariable] \"undefined_name\" is not defined\n1:1-1:2 info [pyright -] note\n"
-        );
+        expect![[r#"
+            1:14-1:28 error [pyright reportUndefinedVariable] "undefined_name" is not defined
+            1:1-1:2 info [pyright -] note
+        "#]]
+        .assert_eq(&render(text, &diagnostics));
     }
 }

@@ -107,6 +107,7 @@ pub fn parse(stdout: &str, context: &ParseContext<'_>) -> Result<Vec<Diagnostic>
 mod tests {
     use super::*;
     use crate::checker::test_support::{context, render};
+    use expect_test::expect;
     use ropey::Rope;
 
     #[test]
@@ -120,12 +121,12 @@ mod tests {
         ]"#;
         let rope = Rope::from_str(text);
         let diagnostics = parse(output, &context(&rope, "ruff")).unwrap();
-        assert_eq!(
-            render(text, &diagnostics),
-            "1:8-1:10 warning [ruff F401] `os` imported but unused (fix: Remove unused import: `os`)\n\
-             2:18-2:32 warning [ruff F821] Undefined name `undefined_name`\n\
-             2:1-2:2 error [ruff -] SyntaxError: Expected an expression\n"
-        );
+        expect![[r#"
+            1:8-1:10 warning [ruff F401] `os` imported but unused (fix: Remove unused import: `os`)
+            2:18-2:32 warning [ruff F821] Undefined name `undefined_name`
+            2:1-2:2 error [ruff -] SyntaxError: Expected an expression
+        "#]]
+        .assert_eq(&render(text, &diagnostics));
         let fix = diagnostics[0].fix.as_ref().unwrap();
         assert!(fix.safe);
         assert_eq!(fix.edits[0].0, crate::text::TextRange::new(0, 10));

@@ -115,6 +115,7 @@ pub fn parse(stdout: &str, context: &ParseContext<'_>) -> Result<Vec<Diagnostic>
 mod tests {
     use super::*;
     use crate::checker::test_support::{context, render};
+    use expect_test::expect;
     use ropey::Rope;
     use std::path::Path;
 
@@ -124,11 +125,12 @@ mod tests {
         let output = "src/m.py(1,23): error TS2322: Type 'string' is not assignable to type 'number'.\n  Details follow.\nsrc/other.ts(1,1): error TS1005: ';' expected.\n  not ours\nsrc/m.py(2,9): error TS2304: Cannot find name 'undefinedThing'.\n";
         let rope = Rope::from_str(text);
         let diagnostics = parse(output, &context(&rope, "tsc")).unwrap();
-        assert_eq!(
-            render(text, &diagnostics),
-            "1:22-1:23 error [tsc TS2322] Type 'string' is not assignable to type 'number'.\nDetails follow.\n\
-             2:9-2:23 error [tsc TS2304] Cannot find name 'undefinedThing'.\n"
-        );
+        expect![[r#"
+            1:22-1:23 error [tsc TS2322] Type 'string' is not assignable to type 'number'.
+            Details follow.
+            2:9-2:23 error [tsc TS2304] Cannot find name 'undefinedThing'.
+        "#]]
+        .assert_eq(&render(text, &diagnostics));
     }
 
     #[test]

@@ -7,11 +7,10 @@ use async_trait::async_trait;
 use url::Url;
 
 use crate::agent::RunReport;
-use crate::edit::apply_edits;
 use crate::editor::{DocumentEdit, EditOutcome, Editor, MessageLevel, Progress};
 use crate::observer::Diagnostic;
 use crate::sync::lock;
-use crate::workspace::{DocumentSnapshot, write_if_unchanged};
+use crate::workspace::DocumentSnapshot;
 
 /// The command line's [`Editor`]: edits go to disk (or nowhere, in a dry run), progress and
 /// messages to stderr.
@@ -59,17 +58,7 @@ impl Editor for Headless {
         if self.dry_run {
             return EditOutcome::Applied { echoed: false };
         }
-        let Some(path) = edit.snapshot.path() else {
-            return EditOutcome::Rejected(format!("{} is not a file", edit.snapshot.uri));
-        };
-        let old = edit.snapshot.rope.to_string();
-        let Some(new) = apply_edits(&old, edit.edits) else {
-            return EditOutcome::Rejected("an edit fell outside the text".to_string());
-        };
-        match write_if_unchanged(&path, self.root.as_deref(), &old, &new) {
-            Ok(()) => EditOutcome::Applied { echoed: false },
-            Err(err) => EditOutcome::Rejected(err.to_string()),
-        }
+        crate::executor::write_edit(&edit, self.root.as_deref())
     }
 
     async fn progress(&self, _: &str, progress: Progress) {

@@ -26,16 +26,23 @@ impl Editor for DiskEditor {
     }
 
     async fn apply_edit(&self, edit: DocumentEdit<'_>) -> EditOutcome {
-        let Some(path) = edit.snapshot.path() else {
-            return EditOutcome::Rejected(format!("{} is not a file", edit.snapshot.uri));
-        };
-        let old = edit.snapshot.rope.to_string();
-        let Some(new) = apply_edits(&old, edit.edits) else {
-            return EditOutcome::Rejected("an edit fell outside the text".to_string());
-        };
-        match write_if_unchanged(&path, Some(&self.root), &old, &new) {
-            Ok(()) => EditOutcome::Applied { echoed: false },
-            Err(err) => EditOutcome::Rejected(err.to_string()),
-        }
+        write_edit(&edit, Some(&self.root))
+    }
+}
+
+/// Makes `edit` in its file on disk, atomically and only over the text it was made for (a
+/// link written through must not lead out of `root`): what every editor without a buffer
+/// does with an edit.
+pub fn write_edit(edit: &DocumentEdit<'_>, root: Option<&std::path::Path>) -> EditOutcome {
+    let Some(path) = edit.snapshot.path() else {
+        return EditOutcome::Rejected(format!("{} is not a file", edit.snapshot.uri));
+    };
+    let old = edit.snapshot.rope.to_string();
+    let Some(new) = apply_edits(&old, edit.edits) else {
+        return EditOutcome::Rejected("an edit fell outside the text".to_string());
+    };
+    match write_if_unchanged(&path, root, &old, &new) {
+        Ok(()) => EditOutcome::Applied { echoed: false },
+        Err(err) => EditOutcome::Rejected(err.to_string()),
     }
 }

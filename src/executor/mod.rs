@@ -42,7 +42,7 @@ pub use crate::action::{ACTION_NAMES, Action, ActionKind, ActionResult};
 pub use crate::text::cut;
 pub use change::unified_diff;
 pub use confine::{Access, Confined, Confinement, Refused};
-pub use disk_editor::DiskEditor;
+pub use disk_editor::{DiskEditor, write_edit};
 pub use document::{DocumentEditError, apply_to_document};
 use gate::Authority;
 pub use gate::{LimitHit, ModeListener};
