@@ -101,6 +101,18 @@ pub enum ActionKind {
     Commit,
 }
 
+/// A tool call's kind as editors show it (the Agent Client Protocol's `ToolKind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolKind {
+    Read,
+    Search,
+    Edit,
+    Delete,
+    Move,
+    Execute,
+}
+
 impl Action {
     pub fn name(&self) -> &'static str {
         match self {
@@ -158,6 +170,52 @@ impl Action {
     }
 
     /// The arguments as the audit log shows them: long texts replaced by their size.
+    /// What kind of tool call it is, as an editor shows one (ACP's kinds).
+    pub fn tool_kind(&self) -> ToolKind {
+        match self {
+            Action::Read { .. } | Action::List { .. } => ToolKind::Read,
+            Action::Search { .. }
+            | Action::Symbols { .. }
+            | Action::Definition { .. }
+            | Action::Callers { .. }
+            | Action::Importers { .. }
+            | Action::Locate { .. }
+            | Action::Impact { .. } => ToolKind::Search,
+            Action::Edit { .. } | Action::Create { .. } => ToolKind::Edit,
+            Action::Delete { .. } => ToolKind::Delete,
+            Action::Rename { .. } => ToolKind::Move,
+            Action::Run { .. } | Action::GitCommit { .. } => ToolKind::Execute,
+        }
+    }
+
+    /// The files it names (relative paths as the model gave them).
+    pub fn paths(&self) -> Vec<&str> {
+        match self {
+            Action::Read { path, .. }
+            | Action::Edit { path, .. }
+            | Action::Create { path, .. }
+            | Action::Delete { path } => vec![path.as_str()],
+            Action::Rename { from, to } => vec![from.as_str(), to.as_str()],
+            Action::List { dir, .. } => dir.iter().map(String::as_str).collect(),
+            Action::Impact { path, .. } => path.iter().map(String::as_str).collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// One line naming it: "edit src/a.py", "run pytest -q", "search 'parse_'".
+    pub fn title(&self) -> String {
+        let what = match self {
+            Action::Run { command, .. } => command.join(" "),
+            Action::Search { pattern, .. } => format!("{pattern:?}"),
+            Action::Symbols { query } | Action::Locate { query, .. } => format!("{query:?}"),
+            Action::Definition { name } | Action::Callers { name, .. } => name.clone(),
+            Action::Importers { module } => module.clone(),
+            Action::GitCommit { message } => format!("{message:?}"),
+            other => other.paths().join(" → "),
+        };
+        if what.is_empty() { self.name().to_string() } else { format!("{} {what}", self.name()) }
+    }
+
     pub fn audit_arguments(&self) -> Value {
         let mut value = serde_json::to_value(self).unwrap_or(Value::Null);
         if let Some(object) = value.as_object_mut() {
@@ -299,6 +357,43 @@ fn command_line<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<String
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_action_is_a_tool_call_of_its_kind_with_a_title() {
+        let cases = [
+            (json!({"action": "read", "path": "a.py"}), ToolKind::Read, "read a.py", vec!["a.py"]),
+            (json!({"action": "search", "pattern": "parse_"}), ToolKind::Search, "search \"parse_\"", vec![]),
+            (json!({"action": "callers", "name": "f"}), ToolKind::Search, "callers f", vec![]),
+            (
+                json!({"action": "edit", "path": "a.py", "blocks": "x"}),
+                ToolKind::Edit,
+                "edit a.py",
+                vec!["a.py"],
+            ),
+            (json!({"action": "delete", "path": "b.py"}), ToolKind::Delete, "delete b.py", vec!["b.py"]),
+            (
+                json!({"action": "rename", "from": "a.py", "to": "b.py"}),
+                ToolKind::Move,
+                "rename a.py → b.py",
+                vec!["a.py", "b.py"],
+            ),
+            (
+                json!({"action": "run", "command": ["pytest", "-q"]}),
+                ToolKind::Execute,
+                "run pytest -q",
+                vec![],
+            ),
+            (json!({"action": "list"}), ToolKind::Read, "list", vec![]),
+        ];
+        for (value, kind, title, paths) in cases {
+            let action: Action = serde_json::from_value(value.clone()).unwrap();
+            assert_eq!(
+                (action.tool_kind(), action.title(), action.paths()),
+                (kind, title.to_string(), paths),
+                "{value}"
+            );
+        }
+    }
     use serde_json::json;
 
     #[test]

@@ -8,6 +8,7 @@ use url::Url;
 
 use crate::diagnostic::Diagnostic;
 use crate::run::RunReport;
+pub use crate::run::{Progress, RunEvent, ToolKind};
 use crate::text::TextRange;
 use crate::workspace::DocumentSnapshot;
 
@@ -55,14 +56,6 @@ pub enum FileOperation {
     },
 }
 
-/// A run's progress as the user sees it (LSP work-done progress, or lines on stderr).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Progress {
-    Begin { title: String, message: String },
-    Report { message: String, percentage: Option<u32> },
-    End { message: String },
-}
-
 #[async_trait]
 pub trait Editor: Send + Sync {
     /// Shows `diagnostics` for `snapshot`'s document and version, replacing what was shown
@@ -103,6 +96,23 @@ pub trait Editor: Send + Sync {
         EditOutcome::Rejected("this front-end cannot create, rename or delete files".to_string())
     }
 
+    /// Everything a run tells the user, as one stream: the engine sends each event here,
+    /// and a front end renders it. By default each goes to the method that renders it
+    /// (`progress`, `plan_updated`, `run_finished`; a tool call's result as a progress line);
+    /// a front end that shows tool calls of their own (ACP's) renders them here.
+    async fn run_event(&self, run_id: &str, event: &RunEvent) {
+        match event {
+            RunEvent::Plan(plan) => self.plan_updated(run_id, plan).await,
+            RunEvent::Progress(progress) => self.progress(run_id, progress.clone()).await,
+            RunEvent::ToolCall { .. } => {}
+            RunEvent::ToolResult { summary, .. } => {
+                let message = summary.clone();
+                self.progress(run_id, Progress::Report { message, percentage: None }).await;
+            }
+            RunEvent::Finished(report) => self.run_finished(report).await,
+        }
+    }
+
     /// Shows how run `run_id` is going.
     async fn progress(&self, run_id: &str, progress: Progress) {
         let _ = (run_id, progress);
@@ -123,5 +133,69 @@ pub trait Editor: Send + Sync {
     /// A run ended: its exit reason and summary.
     async fn run_finished(&self, report: &RunReport) {
         let _ = report;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// Writes down what each rendering method was given.
+    #[derive(Default)]
+    struct Rendered(Mutex<Vec<String>>);
+
+    #[async_trait]
+    impl Editor for Rendered {
+        async fn publish_diagnostics(&self, _: &DocumentSnapshot, _: Vec<Diagnostic>) {}
+        async fn clear_diagnostics(&self, _: &Url) {}
+        async fn show_message(&self, _: MessageLevel, _: String) {}
+        async fn progress(&self, run_id: &str, progress: Progress) {
+            self.0.lock().unwrap().push(format!("{run_id} progress {progress:?}"));
+        }
+        async fn plan_updated(&self, run_id: &str, plan: &crate::run::plan::Plan) {
+            self.0.lock().unwrap().push(format!("{run_id} plan {}", plan.steps.len()));
+        }
+        async fn run_finished(&self, report: &RunReport) {
+            self.0.lock().unwrap().push(format!("{} finished {}", report.run_id, report.summary));
+        }
+    }
+
+    #[tokio::test]
+    async fn a_run_event_goes_to_the_method_that_renders_it() {
+        let editor = Rendered::default();
+        let uri = Url::parse("file:///p/").unwrap();
+        let plan =
+            crate::run::plan::Plan::read("plan-1", "goal", "1. Add a test\n2. Make it pass", 10).unwrap();
+        let events = [
+            RunEvent::Plan(plan),
+            RunEvent::Progress(Progress::Begin { title: "Tokamak: goal".into(), message: "starting".into() }),
+            RunEvent::ToolCall {
+                id: "call-1".into(),
+                kind: ToolKind::Edit,
+                title: "edit a.py".into(),
+                paths: vec!["a.py".into()],
+            },
+            RunEvent::ToolResult {
+                id: "call-1".into(),
+                ok: true,
+                summary: "edited a.py".into(),
+                changed: vec![],
+            },
+            RunEvent::Finished(RunReport::failed("run-1".into(), uri, "stopped".into())),
+        ];
+        for event in &events {
+            editor.run_event("run-1", event).await;
+        }
+        let rendered = editor.0.lock().unwrap().clone();
+        assert_eq!(
+            rendered,
+            [
+                "run-1 plan 2",
+                "run-1 progress Begin { title: \"Tokamak: goal\", message: \"starting\" }",
+                "run-1 progress Report { message: \"edited a.py\", percentage: None }",
+                "run-1 finished stopped",
+            ]
+        );
     }
 }

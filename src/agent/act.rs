@@ -32,7 +32,7 @@ use crate::executor::{Action, Executor, LimitHit};
 use crate::model::{
     CallOptions, FinishReason, Message, Model, ModelError, Reply, Request, ToolsMode, estimate_tokens,
 };
-use crate::run::{ExitReason, Tokens};
+use crate::run::{ExitReason, Progress, RunEvent, Tokens};
 use crate::sync::lock;
 
 /// The third visit to the same state (the run's files, an action and its result) is a loop.
@@ -83,14 +83,16 @@ enum Protocol {
     Text,
 }
 
-/// Runs the loop to its end. `report` hears one line per action, for progress.
+/// Runs the loop to its end. `report` hears the step's events: each action as a tool call and
+/// its result, and what happened to the model's replies as progress lines.
 pub async fn act(
     executor: &Executor,
     model: &dyn Model,
     request: &ActRequest<'_>,
     cancel: &CancellationToken,
-    report: &(dyn Fn(String) + Send + Sync),
+    report: &(dyn Fn(RunEvent) + Send + Sync),
 ) -> ActOutcome {
+    let say = |message: String| report(line(message));
     let info = model.info();
     let refused_before = lock(&REFUSED_TOOLS).as_ref().is_some_and(|set| set.contains(&info.endpoint));
     let mut protocol = match info.tools {
@@ -152,7 +154,7 @@ pub async fn act(
             &executor.context().settings.context,
         );
         if let Some((removed, before, after)) = compression {
-            report(format!("compressed the step's history ({before} → {after} tokens)"));
+            say(format!("compressed the step's history ({before} → {after} tokens)"));
             executor.record(
                 "compressed",
                 json!({"messages_removed": removed, "tokens_before": before, "tokens_after": after}),
@@ -210,7 +212,7 @@ pub async fn act(
                     let (before, after) =
                         fit::shrink(&mut view, fit::view_budget(limit, rest, reply_room, shown));
                     trajectory.replace_first(&mut messages, first(&view));
-                    report(format!(
+                    say(format!(
                         "the prompt was too long for the model's context{context}: the workspace view was cut from ~{before} to ~{after} tokens"
                     ));
                     executor.record(
@@ -223,7 +225,7 @@ pub async fn act(
                 if let Some((removed, before, after)) =
                     trajectory.compress(&mut messages, request.goal, &changed, 1)
                 {
-                    report(format!(
+                    say(format!(
                         "the prompt was too long for the model's context{context}: the step's history was compressed ({before} → {after} tokens)"
                     ));
                     executor.record(
@@ -269,7 +271,7 @@ pub async fn act(
         let mut cut_sentence = || {
             let limit = room.unwrap_or(info.max_tokens);
             if !acting || doublings >= MAX_DOUBLINGS {
-                report(format!("the reply was cut at the token limit ({limit})"));
+                say(format!("the reply was cut at the token limit ({limit})"));
                 return format!(
                     "your reply was cut off at the token limit ({limit} tokens) before it ended, so nothing unfinished in it was done; answer shorter: one action, or a short final answer"
                 );
@@ -277,9 +279,7 @@ pub async fn act(
             let more = limit.saturating_mul(2).min(MAX_REPLY_TOKENS);
             room = Some(more);
             doublings += 1;
-            report(format!(
-                "the reply was cut at the token limit ({limit}); asking again with room for {more}"
-            ));
+            say(format!("the reply was cut at the token limit ({limit}); asking again with room for {more}"));
             format!(
                 "your reply was cut off at the token limit ({limit} tokens) before it ended, so its unfinished action was not taken; send it again (an edit in smaller blocks, a long file in parts)"
             )
@@ -310,7 +310,7 @@ pub async fn act(
                         (fingerprint(&["cut", &call.name, &call.arguments]), format!("Error: {sentence}"))
                     }
                     Err(reason) => {
-                        report(format!("a tool call was not usable: {reason}"));
+                        say(format!("a tool call was not usable: {reason}"));
                         trajectory.unusable(&reason);
                         (fingerprint(&["unusable", &call.name, &call.arguments]), format!("Error: {reason}"))
                     }
@@ -355,13 +355,13 @@ pub async fn act(
                 // the model's final answer in plain text, as OpenAI's and Anthropic's own
                 // agent loops end: the step's checks and tests decide, as for done
                 if protocol == Protocol::Native && no_action && said && !looks_like_an_action(&reply.text) {
-                    report("the model answered in plain text: the step ends there".to_string());
+                    say("the model answered in plain text: the step ends there".to_string());
                     return ActOutcome {
                         plain: true,
                         ..end(ExitReason::Done, summary_of(&reply.text), tokens, turns)
                     };
                 }
-                report(format!("the reply had no usable action: {reason}"));
+                say(format!("the reply had no usable action: {reason}"));
                 trajectory.unusable(&reason);
                 let reason = match (protocol, no_action, said) {
                     (Protocol::Native, true, false) => {
@@ -446,11 +446,19 @@ fn system_prompt(role: &str, protocol: Protocol) -> String {
 async fn take(
     executor: &Executor,
     action: &Action,
-    report: &(dyn Fn(String) + Send + Sync),
+    report: &(dyn Fn(RunEvent) + Send + Sync),
     trajectory: &mut Trajectory,
 ) -> Result<([u8; 32], String), LimitHit> {
+    let id = format!("call-{}", executor.tool_calls() + 1);
+    let paths = action.paths().into_iter().map(String::from).collect();
+    report(RunEvent::ToolCall { id: id.clone(), kind: action.tool_kind(), title: action.title(), paths });
     let result = executor.execute_for_model(action).await?;
-    report(result.summary.clone());
+    report(RunEvent::ToolResult {
+        id,
+        ok: result.ok,
+        summary: result.summary.clone(),
+        changed: result.changed.clone(),
+    });
     trajectory.action(action, &result);
     let arguments = serde_json::to_string(action).unwrap_or_default();
     let key = fingerprint(&[&arguments, &result.text]);
@@ -495,6 +503,11 @@ fn fingerprint(parts: &[&str]) -> [u8; 32] {
         hasher.update([0]);
     }
     hasher.finalize().into()
+}
+
+/// A progress line of the step.
+fn line(message: String) -> RunEvent {
+    RunEvent::Progress(Progress::Report { message, percentage: None })
 }
 
 #[cfg(test)]

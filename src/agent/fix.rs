@@ -15,7 +15,7 @@ use super::runs::RunHandle;
 use super::targets::{Comparison, Problems, Scope, compare, problems, select};
 use crate::config::{FixSettings, SyntaxSettings};
 use crate::edit::{Block, apply_blocks, minimal_edits, parse_reply};
-use crate::editor::{Editor, Progress};
+use crate::editor::{Editor, Progress, RunEvent};
 use crate::executor::{Access, Confinement, DocumentEditError, Refused, apply_to_document};
 use crate::history::{History, Journal};
 use crate::model::{CallOptions, Model, ModelError, Request};
@@ -97,8 +97,9 @@ pub async fn fix(context: &FixContext, request: &FixRequest, run: RunHandle) -> 
     if let Some(journal) = &journal {
         journal.finish(&report).await;
     }
+    let run_id = run.run_id.clone();
     drop(run);
-    context.editor.run_finished(&report).await;
+    context.editor.run_event(&run_id, &RunEvent::Finished(report.clone())).await;
     report
 }
 
@@ -109,13 +110,9 @@ async fn fix_inner(
     journal: Option<&Journal>,
 ) -> RunReport {
     let name = display_path(context.root.as_deref(), &request.uri);
-    context
-        .editor
-        .progress(
-            &run.run_id,
-            Progress::Begin { title: format!("Tokamak: fixing {name}"), message: "observing".to_string() },
-        )
-        .await;
+    let begin =
+        Progress::Begin { title: format!("Tokamak: fixing {name}"), message: "observing".to_string() };
+    context.editor.run_event(&run.run_id, &RunEvent::Progress(begin)).await;
     let tally = Mutex::new(Tally::default());
     let waits = Arc::clone(&lock(&tally).waits);
     let limit = Duration::from_secs(context.settings.time_limit_s.max(1));
@@ -131,7 +128,8 @@ async fn fix_inner(
     let tally = std::mem::take(&mut *lock(&tally));
     let summary = summarize(&name, &stop, &tally);
     tracing::info!("{}: {} — {summary}", run.run_id, stop.reason);
-    context.editor.progress(&run.run_id, Progress::End { message: summary.clone() }).await;
+    let end = Progress::End { message: summary.clone() };
+    context.editor.run_event(&run.run_id, &RunEvent::Progress(end)).await;
     RunReport {
         run_id: run.run_id.clone(),
         uri: request.uri.clone(),
@@ -417,7 +415,10 @@ fn first_message(comparison: &Comparison) -> String {
 }
 
 async fn report(context: &FixContext, run: &RunHandle, message: String, percentage: Option<u32>) {
-    context.editor.progress(&run.run_id, Progress::Report { message, percentage }).await;
+    context
+        .editor
+        .run_event(&run.run_id, &RunEvent::Progress(Progress::Report { message, percentage }))
+        .await;
 }
 
 /// The deterministic fixes for the diagnostics in focus: missing tokens at them, and the

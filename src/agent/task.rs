@@ -26,7 +26,7 @@ use super::targets::{Scope, problems};
 use super::workspace::workspace_context;
 use crate::agent::Signature;
 use crate::config::{FixSettings, LimitSettings, PlanSettings};
-use crate::editor::{DocumentEdit, EditOutcome, Editor, FileOperation, MessageLevel, Progress};
+use crate::editor::{DocumentEdit, EditOutcome, Editor, FileOperation, MessageLevel, Progress, RunEvent};
 use crate::executor::{Action, DiskEditor, Executor, ExecutorContext};
 use crate::model::{Model, ModelError};
 use crate::modes::{Mode, Profile, Profiles, Role, route};
@@ -113,12 +113,8 @@ pub async fn run_task(context: &TaskContext, request: TaskRequest, run: RunHandl
     }
     let editor = Arc::clone(&executor_context.editor);
     let title: String = request.goal.chars().take(60).collect();
-    editor
-        .progress(
-            &run.run_id,
-            Progress::Begin { title: format!("Tokamak: {title}"), message: "starting".into() },
-        )
-        .await;
+    let begin = Progress::Begin { title: format!("Tokamak: {title}"), message: "starting".into() };
+    editor.run_event(&run.run_id, &RunEvent::Progress(begin)).await;
     // the wall-time limit and a cancel both stop the run at its next safe point
     let stop_token = run.cancel.child_token();
     let deadline = stop_token.clone();
@@ -204,9 +200,11 @@ pub async fn run_task(context: &TaskContext, request: TaskRequest, run: RunHandl
     if let Some(journal) = &journal {
         journal.finish(&report).await;
     }
-    editor.progress(&run.run_id, Progress::End { message: report.summary.clone() }).await;
+    let end = Progress::End { message: report.summary.clone() };
+    editor.run_event(&run.run_id, &RunEvent::Progress(end)).await;
+    let run_id = run.run_id.clone();
     drop(run);
-    editor.run_finished(&report).await;
+    editor.run_event(&run_id, &RunEvent::Finished(report.clone())).await;
     report
 }
 
@@ -263,14 +261,14 @@ impl Runner<'_> {
         self.executor
             .context()
             .editor
-            .progress(&self.run.run_id, Progress::Report { message, percentage: None })
+            .run_event(&self.run.run_id, &RunEvent::Progress(Progress::Report { message, percentage: None }))
             .await;
     }
 
     async fn publish(&self) {
         let plan = lock(&self.plan).clone();
         if let Some(plan) = plan {
-            self.executor.context().editor.plan_updated(&self.run.run_id, &plan).await;
+            self.executor.context().editor.run_event(&self.run.run_id, &RunEvent::Plan(plan)).await;
         }
     }
 
@@ -640,11 +638,11 @@ impl Runner<'_> {
             };
             let editor = Arc::clone(&self.executor.context().editor);
             let run_id = self.run.run_id.clone();
-            let report = move |line: String| {
+            let report = move |event: RunEvent| {
                 let editor = Arc::clone(&editor);
                 let run_id = run_id.clone();
                 tokio::spawn(async move {
-                    editor.progress(&run_id, Progress::Report { message: line, percentage: None }).await;
+                    editor.run_event(&run_id, &event).await;
                 });
             };
             let outcome: ActOutcome = act(self.executor, model, &request, &self.cancel, &report).await;

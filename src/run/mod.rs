@@ -1,8 +1,12 @@
 //! What a run is made of, below everything that starts one, acts in it, records it or shows
-//! it: its plan (`plan.rs`) and its report (`report.rs`). The agent makes them; the executor,
+//! it: its plan (`plan.rs`), its report (`report.rs`) and the events it tells the user
+//! (`event.rs`). The agent makes them; the executor,
 //! history, the `Editor` trait and the front ends read them.
 
+mod event;
 pub mod plan;
 mod report;
 
+pub use crate::action::ToolKind;
+pub use event::{Progress, RunEvent};
 pub use report::{Endings, ExitReason, RunReport, Tokens};

@@ -13,7 +13,7 @@ use tower_lsp::lsp_types::{self as lsp, Url};
 use super::error::Refusal;
 use super::{Backend, convert};
 use crate::agent::{self, Selection, TaskContext, TaskRequest};
-use crate::editor::MessageLevel;
+use crate::editor::{MessageLevel, RunEvent};
 use crate::run::plan::Plan;
 use crate::sync::lock;
 use crate::syntax::{document_symbols, enclosing_symbol};
@@ -152,7 +152,7 @@ pub fn plan(backend: &Backend, args: GoalArgs) -> Result<futures::future::BoxFut
         match agent::plan_goal(&context, &goal, selection, &plan_id, &cancel).await {
             Ok((plan, tokens)) => {
                 plans.insert(plan.clone());
-                editor.plan_updated(&plan.plan_id, &plan).await;
+                editor.run_event(&plan.plan_id, &RunEvent::Plan(plan.clone())).await;
                 let mut value = serde_json::to_value(&plan).unwrap_or(Value::Null);
                 value["tokens"] = json!({"prompt": tokens.prompt, "completion": tokens.completion, "cached": tokens.cached});
                 Ok(value)

@@ -12,13 +12,13 @@ use std::sync::{Arc, Mutex};
 use crate::agent::{FixContext, TaskContext};
 use crate::config::{ApprovalLevel, FixSettings, LimitSettings, PlanSettings, Settings};
 use crate::context::LiveIndex;
-use crate::editor::{Editor, Progress};
+use crate::editor::Editor;
 use crate::executor::{Approver, Confinement, ExecutorContext, ExecutorSettings};
 use crate::history::History;
 use crate::model::{Model, ModelConfig, ModelError, ModelSettings, RoleModels, connect, role_models};
 use crate::observer::Observer;
 use crate::observer::checkers::Checkers;
-use crate::run::RunReport;
+use crate::run::{Progress, RunEvent, RunReport};
 use crate::trust::Trust;
 use crate::workspace::Workspace;
 
@@ -227,8 +227,11 @@ where
             && err.is_panic()
         {
             tracing::error!("{run_id} panicked: {err}");
-            editor.progress(&run_id, Progress::End { message: summary.to_string() }).await;
-            editor.run_finished(&RunReport::failed(run_id, uri, summary.to_string())).await;
+            editor
+                .run_event(&run_id, &RunEvent::Progress(Progress::End { message: summary.to_string() }))
+                .await;
+            let report = RunReport::failed(run_id.clone(), uri, summary.to_string());
+            editor.run_event(&run_id, &RunEvent::Finished(report)).await;
         }
     });
 }
