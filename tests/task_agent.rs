@@ -507,10 +507,13 @@ fn titles(actions: &[Value]) -> Vec<&str> {
 fn implement_with_tokamak_on_a_todo_comment_or_a_selection() {
     let dir = PYTHON.project();
     let root = dir.path();
-    let source = std::fs::read_to_string(root.join("user.py")).unwrap().replace(
-        "    def display_name(self) -> str:\n",
-        "    # TODO(ada): add a validate_email method\n    # that checks for an @ and a dot\n    def display_name(self) -> str:\n",
+    // a cursor in the TODO, and a selection of the method under it
+    let marked = std::fs::read_to_string(root.join("user.py")).unwrap().replace(
+        "    def display_name(self) -> str:\n        return self.name.title()\n",
+        "    # TO$0DO(ada): add a validate_email method\n    # that checks for an @ and a dot\n$0    def display_name(self) -> str:\n        return self.name.title()\n$0",
     );
+    let (source, marks) = support::cursors(&marked);
+    let [todo, selection_start, selection_end] = marks[..] else { panic!("three cursors: {marks:?}") };
     std::fs::write(root.join("user.py"), &source).unwrap();
     let model = ModelServer::start(vec![
         openai_chat("1. Add validate_email to User in user.py\n"),
@@ -529,14 +532,14 @@ fn implement_with_tokamak_on_a_todo_comment_or_a_selection() {
     assert!(titles(&code_actions(&mut client, &uri, plain.clone(), 2)).is_empty());
     assert_eq!(titles(&code_actions(&mut client, &uri, plain, 1)), ["Plan with Tokamak…"]);
     // a selection: implement it, with the lines it covers
-    let selection = json!({"start": {"line": 12, "character": 0}, "end": {"line": 14, "character": 0}});
+    let selection = support::range(selection_start, selection_end);
     let actions = code_actions(&mut client, &uri, selection, 2);
     assert_eq!(titles(&actions), ["Implement with Tokamak", "Plan with Tokamak…"], "{actions:?}");
     let goal = actions[0]["command"]["arguments"][0]["goal"].as_str().unwrap();
     assert_eq!(goal, "Implement what the selected code in user.py (lines 13-14) declares or describes");
     assert_eq!(actions[1]["command"]["command"], "tokamak.askGoal");
     // a TODO under the cursor: its words, continuation included, are the goal
-    let cursor = json!({"start": {"line": 10, "character": 8}, "end": {"line": 10, "character": 8}});
+    let cursor = support::range(todo, todo);
     let actions = code_actions(&mut client, &uri, cursor, 2);
     assert_eq!(
         titles(&actions),

@@ -606,6 +606,23 @@ pub fn uri(name: &str) -> String {
 }
 
 /// A range object.
+/// Text marked with `$0` where a cursor stands (as rust-analyzer's tests mark one): the text
+/// without the markers, and each marker's `(line, character)` in UTF-16 units, in order.
+pub fn cursors(marked: &str) -> (String, Vec<(u32, u32)>) {
+    let mut text = String::with_capacity(marked.len());
+    let mut found = Vec::new();
+    let mut pieces = marked.split("$0").peekable();
+    while let Some(piece) = pieces.next() {
+        text.push_str(piece);
+        if pieces.peek().is_some() {
+            let line = text.matches('\n').count() as u32;
+            let start = text.rfind('\n').map_or(0, |at| at + 1);
+            found.push((line, text[start..].encode_utf16().count() as u32));
+        }
+    }
+    (text, found)
+}
+
 pub fn range(start: (u32, u32), end: (u32, u32)) -> Value {
     json!({"start": {"line": start.0, "character": start.1}, "end": {"line": end.0, "character": end.1}})
 }
