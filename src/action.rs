@@ -265,6 +265,16 @@ pub struct ActionResult {
     pub changed: Vec<String>,
     /// A command's exit status (`None`: not a command, or it was killed).
     pub exit_status: Option<i32>,
+    /// Each changed file's text before and after, for an editor to show the change as a diff.
+    pub files: Vec<ChangedFile>,
+}
+
+/// One file's text before and after a change (`None`: the file does not exist then).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChangedFile {
+    pub path: String,
+    pub before: Option<String>,
+    pub after: Option<String>,
 }
 
 impl ActionResult {
@@ -275,6 +285,7 @@ impl ActionResult {
             summary: summary.into(),
             changed: Vec::new(),
             exit_status: None,
+            files: Vec::new(),
         }
     }
 
@@ -286,11 +297,18 @@ impl ActionResult {
             text: reason,
             changed: Vec::new(),
             exit_status: None,
+            files: Vec::new(),
         }
     }
 
     pub fn changed(mut self, files: Vec<String>) -> ActionResult {
         self.changed = files;
+        self
+    }
+
+    /// The same with each changed file's texts before and after.
+    pub fn with_files(mut self, files: Vec<ChangedFile>) -> ActionResult {
+        self.files = files;
         self
     }
 }

@@ -180,7 +180,8 @@ mod tests {
                 id: "call-1".into(),
                 ok: true,
                 summary: "edited a.py".into(),
-                changed: vec![],
+                changed: vec!["a.py".into()],
+                files: vec![],
             },
             RunEvent::Finished(RunReport::failed("run-1".into(), uri, "stopped".into())),
         ];

@@ -458,6 +458,7 @@ async fn take(
         ok: result.ok,
         summary: result.summary.clone(),
         changed: result.changed.clone(),
+        files: result.files.clone(),
     });
     trajectory.action(action, &result);
     let arguments = serde_json::to_string(action).unwrap_or_default();

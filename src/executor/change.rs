@@ -202,7 +202,12 @@ impl Executor {
             format!("edited {} (+{added} -{removed} lines)", confined.relative),
             format!("edited {} (+{added} -{removed})", confined.relative),
         )
-        .changed(vec![confined.relative.clone()]))
+        .changed(vec![confined.relative.clone()])
+        .with_files(vec![ChangedFile {
+            path: confined.relative.clone(),
+            before: Some(base),
+            after: Some(new_text),
+        }]))
     }
 
     pub(super) async fn create(&self, raw: &str, text: &str) -> Result<ActionResult, Stop> {
@@ -249,7 +254,12 @@ impl Executor {
             format!("created {} ({} lines)", confined.relative, text.lines().count()),
             format!("created {}", confined.relative),
         )
-        .changed(vec![confined.relative.clone()]))
+        .changed(vec![confined.relative.clone()])
+        .with_files(vec![ChangedFile {
+            path: confined.relative.clone(),
+            before: None,
+            after: Some(text.to_string()),
+        }]))
     }
 
     /// Checks that a file may be deleted or moved: a regular file (not a link or a folder)
@@ -315,7 +325,8 @@ impl Executor {
             format!("deleted {}", confined.relative),
             format!("deleted {}", confined.relative),
         )
-        .changed(vec![confined.relative.clone()]))
+        .changed(vec![confined.relative.clone()])
+        .with_files(vec![ChangedFile { path: confined.relative.clone(), before: text, after: None }]))
     }
 
     pub(super) async fn rename(&self, from: &str, to: &str) -> Result<ActionResult, Stop> {
@@ -358,7 +369,11 @@ impl Executor {
             format!("moved {} to {}", source.relative, target.relative),
             format!("moved {} to {}", source.relative, target.relative),
         )
-        .changed(vec![source.relative.clone(), target.relative.clone()]))
+        .changed(vec![source.relative.clone(), target.relative.clone()])
+        .with_files(vec![
+            ChangedFile { path: source.relative.clone(), before: text.clone(), after: None },
+            ChangedFile { path: target.relative.clone(), before: None, after: text },
+        ]))
     }
 
     /// Asks the editor to make a file operation when it makes such operations itself.
@@ -375,6 +390,68 @@ impl Executor {
         match editor.file_operation(operation).await {
             EditOutcome::Applied { .. } => Ok(true),
             EditOutcome::Rejected(reason) => Err(Stop::Refused(format!("the editor refused it: {reason}"))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use tokio_util::sync::CancellationToken;
+
+    use super::*;
+    use crate::action::Action;
+    use crate::config::{ApprovalLevel, Settings};
+    use crate::executor::{Confinement, DiskEditor, ExecutorContext, ExecutorSettings, RefuseUnlisted};
+    use crate::observer::Observer;
+    use crate::observer::checkers::Checkers;
+    use crate::workspace::Workspace;
+
+    #[tokio::test]
+    async fn each_change_carries_the_files_texts_before_and_after() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::write(root.join("a.py"), "x = 1\n").unwrap();
+        let settings = Settings::default();
+        let editor: Arc<dyn crate::editor::Editor> = Arc::new(DiskEditor { root: root.clone() });
+        let workspace = Arc::new(Mutex::new(Workspace::new(settings.syntax.clone())));
+        let observer = Observer::new(workspace, Arc::clone(&editor), Checkers::default(), Some(root.clone()));
+        let mut executor_settings = ExecutorSettings::from_settings(&settings, true);
+        executor_settings.approval = ApprovalLevel::Low;
+        let context = ExecutorContext::new(
+            Confinement::new(&root).unwrap(),
+            observer,
+            editor,
+            executor_settings,
+            Arc::new(RefuseUnlisted),
+            None,
+            None,
+        );
+        let executor = Executor::new(context, "test", None, CancellationToken::new());
+        let file = |path: &str, before: Option<&str>, after: Option<&str>| ChangedFile {
+            path: path.to_string(),
+            before: before.map(String::from),
+            after: after.map(String::from),
+        };
+        let cases = [
+            (
+                Action::Edit {
+                    path: "a.py".into(),
+                    blocks: "<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n".into(),
+                },
+                vec![file("a.py", Some("x = 1\n"), Some("x = 2\n"))],
+            ),
+            (
+                Action::Create { path: "b.py".into(), text: "y = 1\n".into() },
+                vec![file("b.py", None, Some("y = 1\n"))],
+            ),
+            (Action::Read { path: "a.py".into(), lines: None }, vec![]),
+        ];
+        for (action, files) in cases {
+            let result = executor.execute(&action).await.unwrap();
+            assert!(result.ok, "{}", result.text);
+            assert_eq!(result.files, files, "{}", action.name());
         }
     }
 }

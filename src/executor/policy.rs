@@ -61,13 +61,7 @@ impl Request {
     }
 }
 
-/// One file's text before and after a change (`None`: the file does not exist then).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ChangedFile {
-    pub path: String,
-    pub before: Option<String>,
-    pub after: Option<String>,
-}
+pub use crate::action::ChangedFile;
 
 /// The answer.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,7 +4,7 @@
 //! through `Editor::run_event`; the server renders them as LSP notifications, the command line
 //! as terminal lines, an ACP front end as `session/update`s.
 
-use crate::action::ToolKind;
+use crate::action::{ChangedFile, ToolKind};
 
 use super::RunReport;
 use super::plan::Plan;
@@ -30,12 +30,14 @@ pub enum RunEvent {
         title: String,
         paths: Vec<String>,
     },
-    /// What became of it: whether it did what was asked, one line, the files it changed.
+    /// What became of it: whether it did what was asked, one line, the files it changed with
+    /// their texts before and after (for an editor's diff).
     ToolResult {
         id: String,
         ok: bool,
         summary: String,
         changed: Vec<String>,
+        files: Vec<ChangedFile>,
     },
     /// The run ended.
     Finished(RunReport),

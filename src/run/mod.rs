@@ -7,6 +7,6 @@ mod event;
 pub mod plan;
 mod report;
 
-pub use crate::action::ToolKind;
+pub use crate::action::{ChangedFile, ToolKind};
 pub use event::{Progress, RunEvent};
 pub use report::{Endings, ExitReason, RunReport, Tokens};
