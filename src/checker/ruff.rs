@@ -30,7 +30,7 @@ pub const TOOL: Tool = Tool {
     install: "`pip install ruff`",
     sources: &["ruff"],
     precision: 1,
-    syntax: |_, message| message.starts_with("SyntaxError"),
+    syntax: |code, message| code.is_empty() && message.starts_with("SyntaxError"),
     trust: Trust::ToolOnly,
 };
 

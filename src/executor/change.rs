@@ -218,15 +218,13 @@ impl Executor {
                 confined.relative
             )));
         }
+        let file =
+            ChangedFile { path: confined.relative.clone(), before: None, after: Some(text.to_string()) };
         self.approve(
             "create",
             format!("create {}", confined.relative),
             unified_diff(&confined.relative, None, Some(text)),
-            Some(ChangedFile {
-                path: confined.relative.clone(),
-                before: None,
-                after: Some(text.to_string()),
-            }),
+            Some(file.clone()),
         )
         .await?;
         self.before_change(&[&confined]).await?;
@@ -255,11 +253,7 @@ impl Executor {
             format!("created {}", confined.relative),
         )
         .changed(vec![confined.relative.clone()])
-        .with_files(vec![ChangedFile {
-            path: confined.relative.clone(),
-            before: None,
-            after: Some(text.to_string()),
-        }]))
+        .with_files(vec![file]))
     }
 
     /// Checks that a file may be deleted or moved: a regular file (not a link or a folder)
@@ -297,11 +291,12 @@ impl Executor {
         let confined = self.confine(raw, Access::Write)?;
         self.removable(&confined, "deleted").await?;
         let text = self.text_of(&confined.path).ok();
+        let file = ChangedFile { path: confined.relative.clone(), before: text.clone(), after: None };
         self.approve(
             "delete",
             format!("delete {}", confined.relative),
             unified_diff(&confined.relative, text.as_deref(), None),
-            Some(ChangedFile { path: confined.relative.clone(), before: text.clone(), after: None }),
+            Some(file.clone()),
         )
         .await?;
         self.before_change(&[&confined]).await?;
@@ -326,7 +321,7 @@ impl Executor {
             format!("deleted {}", confined.relative),
         )
         .changed(vec![confined.relative.clone()])
-        .with_files(vec![ChangedFile { path: confined.relative.clone(), before: text, after: None }]))
+        .with_files(vec![file]))
     }
 
     pub(super) async fn rename(&self, from: &str, to: &str) -> Result<ActionResult, Stop> {

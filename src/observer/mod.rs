@@ -2,8 +2,8 @@
 //!
 //! Sources: the built-in syntax check (tree-sitter, then the language's own parser on what
 //! tree-sitter accepts), external checkers Tokamak runs itself (`checking.rs` decides which
-//! and runs them, `checkers/` sets them up from settings), and what the editor forwards (`tokamak/clientDiagnostics`, `codeAction`
-//! contexts). Tokamak publishes its own sources merged, one publish per file and version;
+//! and runs them, `checkers/` sets them up from settings), and what the editor forwards
+//! (`tokamak/clientDiagnostics`, `codeAction` contexts). Tokamak publishes its own sources merged, one publish per file and version;
 //! what the editor forwards is observed for the agent and never published back.
 //!
 //! The Observer is also the document pipeline: opening, changing, saving and closing go
