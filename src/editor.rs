@@ -98,8 +98,9 @@ pub trait Editor: Send + Sync {
 
     /// Everything a run tells the user, as one stream: the engine sends each event here,
     /// and a front end renders it. By default each goes to the method that renders it
-    /// (`progress`, `plan_updated`, `run_finished`; a tool call's result as a progress line);
-    /// a front end that shows tool calls of their own (ACP's) renders them here.
+    /// (`progress`, `plan_updated`, `run_finished`; a tool call's result and a step's checks
+    /// as progress lines); a front end that shows tool calls of their own (ACP's) renders
+    /// them here.
     async fn run_event(&self, run_id: &str, event: &RunEvent) {
         match event {
             RunEvent::Plan(plan) => self.plan_updated(run_id, plan).await,
@@ -107,6 +108,11 @@ pub trait Editor: Send + Sync {
             RunEvent::ToolCall { .. } => {}
             RunEvent::ToolResult { summary, .. } => {
                 let message = summary.clone();
+                self.progress(run_id, Progress::Report { message, percentage: None }).await;
+            }
+            RunEvent::Checked(check) => {
+                let step = check.step.as_deref().map(|id| format!("step {id} checked: ")).unwrap_or_default();
+                let message = format!("{step}{}", check.describe());
                 self.progress(run_id, Progress::Report { message, percentage: None }).await;
             }
             RunEvent::Finished(report) => self.run_finished(report).await,
@@ -183,6 +189,12 @@ mod tests {
                 changed: vec!["a.py".into()],
                 files: vec![],
             },
+            RunEvent::Checked(crate::run::Check {
+                step: Some("1".into()),
+                files: vec!["a.py".into()],
+                introduced: vec![],
+                tests: Some(crate::run::TestOutcome { passed: false, output: "1 failed".into() }),
+            }),
             RunEvent::Finished(RunReport::failed("run-1".into(), uri, "stopped".into())),
         ];
         for event in &events {
@@ -195,6 +207,7 @@ mod tests {
                 "run-1 plan 2",
                 "run-1 progress Begin { title: \"Tokamak: goal\", message: \"starting\" }",
                 "run-1 progress Report { message: \"edited a.py\", percentage: None }",
+                "run-1 progress Report { message: \"step 1 checked: 0 error(s) introduced; the tests fail\", percentage: None }",
                 "run-1 finished stopped",
             ]
         );

@@ -733,4 +733,9 @@ fn the_tests_that_reach_a_change_run_first() {
     assert_eq!(runs[1].len(), 6, "then the whole suite: {runs:?}");
     let impact: Vec<Value> = audit_lines(&user).into_iter().filter(|l| l["event"] == "impact").collect();
     assert_eq!(impact[0]["changed"], json!(["validate_email"]), "{impact:?}");
+    // the run's checks are events of their own: each test run a tool call with its outcome,
+    // then the step's check (errors introduced, tests), which the terminal shows as lines
+    let stderr = text(&output.stderr);
+    assert_eq!(stderr.matches("the tests passed (ran `").count(), 2, "{stderr}");
+    assert!(stderr.contains("step 1 checked: 0 error(s) introduced; the tests pass"), "{stderr}");
 }

@@ -32,7 +32,7 @@ use crate::model::{Model, ModelError};
 use crate::modes::{Mode, Profile, Profiles, Role, route};
 use crate::observer::{Diagnostic, Observer, Severity};
 use crate::run::plan::{Plan, StepStatus};
-use crate::run::{Endings, ExitReason, RunReport, Tokens};
+use crate::run::{Check, Endings, ExitReason, RunReport, TestOutcome, Tokens};
 use crate::sync::lock;
 use crate::workspace::DocumentSnapshot;
 
@@ -142,6 +142,7 @@ pub async fn run_task(context: &TaskContext, request: TaskRequest, run: RunHandl
         active: request.selection.as_ref().map(|s| executor_context.confinement.root().join(&s.path)),
         profiles: Profiles::load(executor_context.confinement.root(), executor_context.settings.trusted),
         explicit_role: request.role.clone(),
+        test_runs: Default::default(),
     };
     let stop = match engine.roles_ready(&request).await {
         Ok(()) => engine.drive(&request).await,
@@ -232,14 +233,8 @@ struct Runner<'a> {
     profiles: Profiles,
     /// The role asked for, if any.
     explicit_role: Option<String>,
-}
-
-/// What observing a step found.
-struct Observation {
-    /// Errors the step introduced, by file.
-    introduced: Vec<(String, Vec<Diagnostic>)>,
-    /// The test command's outcome: passed, and its output.
-    tests: Option<(bool, String)>,
+    /// Test runs of the engine's own so far, for their tool-call ids.
+    test_runs: std::sync::atomic::AtomicU32,
 }
 
 impl Runner<'_> {
@@ -660,9 +655,9 @@ impl Runner<'_> {
             self.go(Phase::Observing, &format!("{name} ended: {}", outcome.summary));
             let step_files: Vec<String> =
                 self.executor.changed_files().into_iter().filter(|f| !changed_before.contains(f)).collect();
-            let mut observation = self.observe(&step_files).await;
+            let mut observation = self.observe(&step.id, &step_files).await;
             // the model said it was finished and the checks or tests send it back: it ended early
-            if !observation.introduced.is_empty() || matches!(observation.tests, Some((false, _))) {
+            if !observation.clean() {
                 self.endings.early += 1;
             }
             self.go(Phase::Reflecting, &observation.describe());
@@ -679,13 +674,13 @@ impl Runner<'_> {
                     });
                 }
                 self.go(Phase::Fixing, &observation.describe());
-                let errors: usize = observation.introduced.iter().map(|(_, d)| d.len()).sum();
+                let errors = observation.errors();
                 self.report(format!("{name}: fixing {errors} error(s) it introduced")).await;
                 for (file, diagnostics) in std::mem::take(&mut observation.introduced) {
                     self.fix_file(&file, diagnostics).await;
                 }
                 self.go(Phase::Observing, "fixed");
-                observation = self.observe(&step_files).await;
+                observation = self.observe(&step.id, &step_files).await;
                 self.go(Phase::Reflecting, &observation.describe());
                 if !observation.introduced.is_empty() && self.iterations >= self.context.limits.iterations {
                     break;
@@ -699,7 +694,7 @@ impl Runner<'_> {
                     summary: format!("it left errors: {}", left.join("; ")),
                 });
             }
-            if let Some((false, output)) = &observation.tests {
+            if let Some(TestOutcome { passed: false, output }) = &observation.tests {
                 self.iterations += 1;
                 if self.iterations > self.context.limits.iterations {
                     return Err(Stop {
@@ -740,9 +735,10 @@ impl Runner<'_> {
         }
     }
 
-    /// The errors the step introduced in `files` (settled diagnostics now against those of
-    /// the text before the run changed them), and the test command's outcome.
-    async fn observe(&self, files: &[String]) -> Observation {
+    /// The errors step `step` introduced in `files` (settled diagnostics now against those
+    /// of the text before the run changed them), and the test command's outcome; told to the
+    /// user as a `RunEvent::Checked`.
+    async fn observe(&self, step: &str, files: &[String]) -> Check {
         let mut introduced = Vec::new();
         for file in files {
             let root = self.executor.context().confinement.root();
@@ -777,13 +773,14 @@ impl Runner<'_> {
             Some(command) if !self.cancel.is_cancelled() => Some(self.run_tests(command).await),
             _ => None,
         };
-        Observation { introduced, tests }
+        let check = Check { step: Some(step.to_string()), files: files.to_vec(), introduced, tests };
+        self.executor.context().editor.run_event(&self.run.run_id, &RunEvent::Checked(check.clone())).await;
+        check
     }
 
     /// Runs the tests: first those that reach what the run changed (SPEC C6, `[test]
     /// impact_first`), then, when they pass and `then_all` says so, the whole command.
-    /// Returns whether they passed and their output.
-    async fn run_tests(&self, command: Vec<String>) -> (bool, String) {
+    async fn run_tests(&self, command: Vec<String>) -> TestOutcome {
         let settings = &self.executor.context().settings;
         let root = self.executor.context().confinement.root();
         let mut focused = None;
@@ -808,21 +805,41 @@ impl Runner<'_> {
             let (passed, text) = self.run_command(focused).await;
             output.push_str(&format!("The tests that reach the change ({count}):\n{text}\n"));
             if !passed || !settings.test_then_all {
-                return (passed, crate::text::cut(&output, 6 * 1024));
+                return TestOutcome { passed, output: crate::text::cut(&output, 6 * 1024) };
             }
             output.push_str("They pass. The whole test command:\n");
         }
         self.report("running the tests".to_string()).await;
         let (passed, text) = self.run_command(command).await;
         output.push_str(&text);
-        (passed, crate::text::cut(&output, 6 * 1024))
+        TestOutcome { passed, output: crate::text::cut(&output, 6 * 1024) }
     }
 
+    /// Runs a test command, told to the user as a tool call of the run's own: whether it
+    /// passed, and its output.
     async fn run_command(&self, command: Vec<String>) -> (bool, String) {
-        match self.executor.execute(&Action::Run { command, timeout: None }).await {
-            Ok(result) => (result.exit_status == Some(0), crate::text::cut(&result.text, 4 * 1024)),
-            Err(hit) => (false, hit.to_string()),
-        }
+        let action = Action::Run { command, timeout: None };
+        let editor = &self.executor.context().editor;
+        let number = self.test_runs.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        let id = format!("tests-{number}");
+        let call = RunEvent::ToolCall {
+            id: id.clone(),
+            kind: action.tool_kind(),
+            title: action.title(),
+            paths: Vec::new(),
+        };
+        editor.run_event(&self.run.run_id, &call).await;
+        let (passed, text, summary) = match self.executor.execute(&action).await {
+            Ok(result) => {
+                let passed = result.exit_status == Some(0);
+                (passed, crate::text::cut(&result.text, 4 * 1024), result.summary)
+            }
+            Err(hit) => (false, hit.to_string(), hit.to_string()),
+        };
+        let summary = format!("the tests {} ({summary})", if passed { "passed" } else { "failed" });
+        let result = RunEvent::ToolResult { id, ok: passed, summary, changed: Vec::new(), files: Vec::new() };
+        editor.run_event(&self.run.run_id, &result).await;
+        (passed, text)
     }
 
     /// A file's settled diagnostics: the open document's, else the file's on disk checked by
@@ -915,18 +932,6 @@ impl Runner<'_> {
         if !open {
             observer.close(&uri).await;
         }
-    }
-}
-
-impl Observation {
-    fn describe(&self) -> String {
-        let errors: usize = self.introduced.iter().map(|(_, d)| d.len()).sum();
-        let tests = match &self.tests {
-            None => String::new(),
-            Some((true, _)) => "; the tests pass".to_string(),
-            Some((false, _)) => "; the tests fail".to_string(),
-        };
-        format!("{errors} error(s) introduced{tests}")
     }
 }
 

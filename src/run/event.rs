@@ -1,10 +1,12 @@
 //! What a run tells the user, as one stream of events, the same for every front end: the
 //! plan whenever it changes, progress lines, each action of the model's as a tool call (its
-//! kind, title and files) and its result, and the report at the end. The engine sends them
+//! kind, title and files) and its result, what the checks found after a step, and the report
+//! at the end. The engine sends them
 //! through `Editor::run_event`; the server renders them as LSP notifications, the command line
 //! as terminal lines, an ACP front end as `session/update`s.
 
 use crate::action::{ChangedFile, ToolKind};
+use crate::diagnostic::Diagnostic;
 
 use super::RunReport;
 use super::plan::Plan;
@@ -39,6 +41,53 @@ pub enum RunEvent {
         changed: Vec<String>,
         files: Vec<ChangedFile>,
     },
+    /// What the checks found once a step's changes were in: the errors they introduced
+    /// (measured on the text the editor holds) and the tests' outcome.
+    Checked(Check),
     /// The run ended.
     Finished(RunReport),
+}
+
+/// One round of checks on a step's changes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Check {
+    /// The plan step checked (its id), when the run has a plan.
+    pub step: Option<String>,
+    /// The files the step changed, relative to the workspace root.
+    pub files: Vec<String>,
+    /// Errors the changes introduced, by file: those of the text now that the text before
+    /// the run did not have.
+    pub introduced: Vec<(String, Vec<Diagnostic>)>,
+    /// The test command's outcome, when one is configured and was run.
+    pub tests: Option<TestOutcome>,
+}
+
+/// A run of the project's tests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TestOutcome {
+    pub passed: bool,
+    /// Its output, cut to what a prompt or a report can carry.
+    pub output: String,
+}
+
+impl Check {
+    /// The number of errors introduced, over all files.
+    pub fn errors(&self) -> usize {
+        self.introduced.iter().map(|(_, d)| d.len()).sum()
+    }
+
+    /// Whether the step may be taken as done: nothing introduced, and the tests (if any) pass.
+    pub fn clean(&self) -> bool {
+        self.introduced.is_empty() && self.tests.as_ref().is_none_or(|t| t.passed)
+    }
+
+    /// One line: "2 error(s) introduced; the tests fail".
+    pub fn describe(&self) -> String {
+        let tests = match &self.tests {
+            None => "",
+            Some(TestOutcome { passed: true, .. }) => "; the tests pass",
+            Some(TestOutcome { passed: false, .. }) => "; the tests fail",
+        };
+        format!("{} error(s) introduced{tests}", self.errors())
+    }
 }

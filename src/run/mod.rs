@@ -8,5 +8,5 @@ pub mod plan;
 mod report;
 
 pub use crate::action::{ChangedFile, ToolKind};
-pub use event::{Progress, RunEvent};
+pub use event::{Check, Progress, RunEvent, TestOutcome};
 pub use report::{Endings, ExitReason, RunReport, Tokens};
