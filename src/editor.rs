@@ -75,6 +75,27 @@ pub trait Editor: Send + Sync {
         EditOutcome::Rejected("this front-end cannot change documents".to_string())
     }
 
+    /// The text the editor holds for a file it has not opened to the Observer, when it can
+    /// say (ACP's `fs/read_text_file`: a buffer with unsaved changes); `None`: the disk's.
+    async fn buffer(&self, path: &std::path::Path) -> Option<String> {
+        let _ = path;
+        None
+    }
+
+    /// Writes a file the editor does not have open, when the editor takes such writes itself
+    /// (ACP's `fs/write_text_file`: the change lands in its buffer and its undo); `before`
+    /// is the text the change was made over (`None`: a new file). `None`: it does not, and
+    /// the agent writes the disk.
+    async fn write_file(
+        &self,
+        path: &std::path::Path,
+        before: Option<&str>,
+        after: &str,
+    ) -> Option<EditOutcome> {
+        let _ = (path, before, after);
+        None
+    }
+
     /// Whether the editor refuses an edit made for another version of the document (LSP
     /// `workspace.workspaceEdit.documentChanges`). One that does not applies an edit to
     /// whatever text it has, so what it reports back is verified.

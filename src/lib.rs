@@ -3,6 +3,7 @@
 //! Data flows text → syntax → observer → (agent → edits) → server; see
 //! `docs/ARCHITECTURE.md` for the map and the rules on what may depend on what.
 
+pub mod acp;
 pub mod action;
 pub mod agent;
 pub mod checker;

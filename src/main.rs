@@ -19,6 +19,10 @@ const USAGE: u8 = 2;
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
+    /// Serve the Agent Client Protocol on stdin/stdout (as `tokamak acp`; the flag Copilot's
+    /// language server uses for the same split).
+    #[arg(long)]
+    acp: bool,
 }
 
 #[derive(Subcommand)]
@@ -26,6 +30,9 @@ enum Command {
     /// Serve the Language Server Protocol on stdin/stdout (the default when stdin is not a
     /// terminal).
     Lsp,
+    /// Serve the Agent Client Protocol on stdin/stdout, one JSON-RPC message per line: Tokamak
+    /// as the agent of Zed, JetBrains IDEs, Neovim's CodeCompanion and avante, Emacs.
+    Acp,
     /// Rank the workspace's files for a question, in English or Korean, with no model: the
     /// files that matter first, the symbols in them and why they rank.
     Context {
@@ -293,6 +300,7 @@ fn print_bench<T: serde::Serialize>(
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let command = match cli.command {
+        None if cli.acp => Command::Acp,
         Some(command) => command,
         None if !std::io::stdin().is_terminal() => Command::Lsp,
         None => {
@@ -312,6 +320,17 @@ fn main() -> ExitCode {
             let (layer, queue) = tokamak::server::log_message_channel();
             tokamak::logging::init(Some(layer));
             runtime.block_on(tokamak::server::run_stdio(Some(queue)))
+        }
+        Command::Acp => {
+            // logs go to stderr only: stdout carries the protocol
+            tokamak::logging::init_cli();
+            match runtime.block_on(tokamak::acp::serve()) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(err) => {
+                    eprintln!("tokamak: {err:#}");
+                    ExitCode::FAILURE
+                }
+            }
         }
         Command::Model { action: ModelAction::Check { role, stream } } => {
             tokamak::logging::init_cli();
@@ -531,7 +550,7 @@ async fn list_checkpoints(root: &Path, format: Format) -> ExitCode {
         }
     };
     match format {
-        Format::Text => print!("{}", tokamak::cli::history::table(&list)),
+        Format::Text => print!("{}", tokamak::history::table(&list)),
         Format::Json => match serde_json::to_string_pretty(&list) {
             Ok(json) => println!("{json}"),
             Err(err) => {

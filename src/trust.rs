@@ -269,9 +269,10 @@ mod tests {
                 "model.base_url",
                 "model.api_key_env",
                 "profiles.coder.base_url",
-                "checkers.lint",
+                // a table's keys in the order the project's file has them
                 "checkers.ruff.command",
                 "checkers.ruff.args",
+                "checkers.lint",
             ]
         );
         assert_eq!(

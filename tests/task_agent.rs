@@ -59,12 +59,17 @@ fn scenario_over_stdio(language: &Language, with_bwrap: bool) {
     let mut client = LspClient::editor_for_project_env(root, language.options(&model), &env);
     // the source is open in the editor: its edit stays unsaved, and the tests still see it
     let source = client.open_file(&root.join(language.source), "");
+    let clock = std::time::Instant::now();
     let started = command(&mut client, "tokamak.run", json!({"goal": GOAL}));
     let run_id = started["run_id"].as_str().unwrap().to_string();
+    client.wait_for_and_keep("the first plan", |m| m["method"] == "tokamak/planUpdated");
+    let to_plan = clock.elapsed();
     let finished = client.wait_for("the run's end", |m| {
         m["method"] == "tokamak/runFinished" && m["params"]["run_id"] == run_id
     })["params"]
         .clone();
+    // measured, never asserted (`tests/acp.rs` measures the same run over ACP)
+    eprintln!("lsp ({}): run → first plan {to_plan:?}, → end {:?}", language.folder, clock.elapsed());
     assert_eq!(finished["exit_reason"], "done", "{finished}\n{}", client.stderr());
     // the plan: two steps, the test depending on the method, each ○ → ⚡ → ✓
     let steps = statuses(&client);

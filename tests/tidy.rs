@@ -50,6 +50,32 @@ fn only_the_server_layer_knows_the_protocol() {
     assert!(offenders.is_empty(), "LSP types outside src/server: {offenders:?}");
 }
 
+#[test]
+fn only_the_acp_layer_knows_the_agent_client_protocol() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&root, &mut files);
+    let offenders: Vec<_> = files
+        .iter()
+        .filter(|path| !path.starts_with(root.join("acp")))
+        .filter(|path| std::fs::read_to_string(path).unwrap_or_default().contains("agent_client_protocol"))
+        .map(|path| path.display().to_string())
+        .collect();
+    assert!(offenders.is_empty(), "ACP types outside src/acp: {offenders:?}");
+    // and the ACP front end knows no LSP
+    let mut acp = Vec::new();
+    rust_files(&root.join("acp"), &mut acp);
+    assert!(!acp.is_empty(), "src/acp exists");
+    for path in acp {
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            !text.contains("tower_lsp") && !text.contains("lsp_types"),
+            "LSP types in {}",
+            path.display()
+        );
+    }
+}
+
 /// A room of the house: a folder of `src/` or a file at its top, by name (`agent`, `editor`).
 fn room_of(src: &Path, file: &Path) -> String {
     let relative = file.strip_prefix(src).unwrap_or(file);

@@ -83,6 +83,10 @@ enum Protocol {
     Text,
 }
 
+/// Where a step's events go, each awaited before the step goes on: a tool call reaches the
+/// editor before any question about it, and its result after it.
+pub type Report<'a> = &'a (dyn Fn(RunEvent) -> futures::future::BoxFuture<'static, ()> + Send + Sync);
+
 /// Runs the loop to its end. `report` hears the step's events: each action as a tool call and
 /// its result, and what happened to the model's replies as progress lines.
 pub async fn act(
@@ -90,7 +94,7 @@ pub async fn act(
     model: &dyn Model,
     request: &ActRequest<'_>,
     cancel: &CancellationToken,
-    report: &(dyn Fn(RunEvent) + Send + Sync),
+    report: Report<'_>,
 ) -> ActOutcome {
     let say = |message: String| report(line(message));
     let info = model.info();
@@ -154,7 +158,7 @@ pub async fn act(
             &executor.context().settings.context,
         );
         if let Some((removed, before, after)) = compression {
-            say(format!("compressed the step's history ({before} → {after} tokens)"));
+            say(format!("compressed the step's history ({before} → {after} tokens)")).await;
             executor.record(
                 "compressed",
                 json!({"messages_removed": removed, "tokens_before": before, "tokens_after": after}),
@@ -214,7 +218,7 @@ pub async fn act(
                     trajectory.replace_first(&mut messages, first(&view));
                     say(format!(
                         "the prompt was too long for the model's context{context}: the workspace view was cut from ~{before} to ~{after} tokens"
-                    ));
+                    )).await;
                     executor.record(
                         "fitted",
                         json!({"limit": limit, "view_before": before, "view_after": after}),
@@ -227,7 +231,7 @@ pub async fn act(
                 {
                     say(format!(
                         "the prompt was too long for the model's context{context}: the step's history was compressed ({before} → {after} tokens)"
-                    ));
+                    )).await;
                     executor.record(
                         "compressed",
                         json!({"messages_removed": removed, "tokens_before": before, "tokens_after": after, "to_fit": limit}),
@@ -271,17 +275,21 @@ pub async fn act(
         let mut cut_sentence = || {
             let limit = room.unwrap_or(info.max_tokens);
             if !acting || doublings >= MAX_DOUBLINGS {
-                say(format!("the reply was cut at the token limit ({limit})"));
-                return format!(
-                    "your reply was cut off at the token limit ({limit} tokens) before it ended, so nothing unfinished in it was done; answer shorter: one action, or a short final answer"
+                return (
+                    format!("the reply was cut at the token limit ({limit})"),
+                    format!(
+                        "your reply was cut off at the token limit ({limit} tokens) before it ended, so nothing unfinished in it was done; answer shorter: one action, or a short final answer"
+                    ),
                 );
             }
             let more = limit.saturating_mul(2).min(MAX_REPLY_TOKENS);
             room = Some(more);
             doublings += 1;
-            say(format!("the reply was cut at the token limit ({limit}); asking again with room for {more}"));
-            format!(
-                "your reply was cut off at the token limit ({limit} tokens) before it ended, so its unfinished action was not taken; send it again (an edit in smaller blocks, a long file in parts)"
+            (
+                format!("the reply was cut at the token limit ({limit}); asking again with room for {more}"),
+                format!(
+                    "your reply was cut off at the token limit ({limit} tokens) before it ended, so its unfinished action was not taken; send it again (an edit in smaller blocks, a long file in parts)"
+                ),
             )
         };
 
@@ -305,12 +313,13 @@ pub async fn act(
                     },
                     // the last call of a cut reply is unfinished, not malformed
                     Err(_) if cut && index + 1 == calls.len() => {
-                        let sentence = cut_sentence();
+                        let (line, sentence) = cut_sentence();
+                        say(line).await;
                         trajectory.unusable(&sentence);
                         (fingerprint(&["cut", &call.name, &call.arguments]), format!("Error: {sentence}"))
                     }
                     Err(reason) => {
-                        say(format!("a tool call was not usable: {reason}"));
+                        say(format!("a tool call was not usable: {reason}")).await;
                         trajectory.unusable(&reason);
                         (fingerprint(&["unusable", &call.name, &call.arguments]), format!("Error: {reason}"))
                     }
@@ -336,7 +345,8 @@ pub async fn act(
             Ok(TextReply::Done(summary)) => return end(ExitReason::Done, summary, tokens, turns),
             // an action of a cut reply may be missing its end (an edit's last block)
             Ok(TextReply::Act(_)) if cut => {
-                let sentence = cut_sentence();
+                let (line, sentence) = cut_sentence();
+                say(line).await;
                 trajectory.unusable(&sentence);
                 (fingerprint(&["cut", &reply.text]), format!("Error: {sentence}"))
             }
@@ -345,7 +355,8 @@ pub async fn act(
                 Err(hit) => return end(limit_reason(hit), hit.to_string(), tokens, turns),
             },
             Err(_) if cut => {
-                let sentence = cut_sentence();
+                let (line, sentence) = cut_sentence();
+                say(line).await;
                 trajectory.unusable(&sentence);
                 (fingerprint(&["cut", &reply.text]), format!("Error: {sentence}"))
             }
@@ -355,13 +366,13 @@ pub async fn act(
                 // the model's final answer in plain text, as OpenAI's and Anthropic's own
                 // agent loops end: the step's checks and tests decide, as for done
                 if protocol == Protocol::Native && no_action && said && !looks_like_an_action(&reply.text) {
-                    say("the model answered in plain text: the step ends there".to_string());
+                    say("the model answered in plain text: the step ends there".to_string()).await;
                     return ActOutcome {
                         plain: true,
                         ..end(ExitReason::Done, summary_of(&reply.text), tokens, turns)
                     };
                 }
-                say(format!("the reply had no usable action: {reason}"));
+                say(format!("the reply had no usable action: {reason}")).await;
                 trajectory.unusable(&reason);
                 let reason = match (protocol, no_action, said) {
                     (Protocol::Native, true, false) => {
@@ -446,12 +457,13 @@ fn system_prompt(role: &str, protocol: Protocol) -> String {
 async fn take(
     executor: &Executor,
     action: &Action,
-    report: &(dyn Fn(RunEvent) + Send + Sync),
+    report: Report<'_>,
     trajectory: &mut Trajectory,
 ) -> Result<([u8; 32], String), LimitHit> {
     let id = format!("call-{}", executor.tool_calls() + 1);
     let paths = action.paths().into_iter().map(String::from).collect();
-    report(RunEvent::ToolCall { id: id.clone(), kind: action.tool_kind(), title: action.title(), paths });
+    report(RunEvent::ToolCall { id: id.clone(), kind: action.tool_kind(), title: action.title(), paths })
+        .await;
     let result = executor.execute_for_model(action).await?;
     report(RunEvent::ToolResult {
         id,
@@ -459,7 +471,8 @@ async fn take(
         summary: result.summary.clone(),
         changed: result.changed.clone(),
         files: result.files.clone(),
-    });
+    })
+    .await;
     trajectory.action(action, &result);
     let arguments = serde_json::to_string(action).unwrap_or_default();
     let key = fingerprint(&[&arguments, &result.text]);

@@ -633,12 +633,10 @@ impl Runner<'_> {
             };
             let editor = Arc::clone(&self.executor.context().editor);
             let run_id = self.run.run_id.clone();
-            let report = move |event: RunEvent| {
+            let report = move |event: RunEvent| -> futures::future::BoxFuture<'static, ()> {
                 let editor = Arc::clone(&editor);
                 let run_id = run_id.clone();
-                tokio::spawn(async move {
-                    editor.run_event(&run_id, &event).await;
-                });
+                Box::pin(async move { editor.run_event(&run_id, &event).await })
             };
             let outcome: ActOutcome = act(self.executor, model, &request, &self.cancel, &report).await;
             self.add_tokens(outcome.tokens);

@@ -16,29 +16,6 @@ pub async fn checkpoints(root: &Path) -> anyhow::Result<Vec<CheckpointInfo>> {
     Ok(checkpoints.list().await?)
 }
 
-/// The list as a table: id, time, run, files, goal.
-pub fn table(list: &[CheckpointInfo]) -> String {
-    if list.is_empty() {
-        return "no checkpoints yet: a run that changes files leaves one\n".to_string();
-    }
-    let mut out = String::new();
-    for checkpoint in list {
-        let files = if checkpoint.complete {
-            format!("{} file(s)", checkpoint.files.len())
-        } else {
-            "unfinished".to_string()
-        };
-        out.push_str(&format!(
-            "{}  {}  {}  {:<11}  {}\n",
-            checkpoint.id, checkpoint.time, checkpoint.run_id, files, checkpoint.goal
-        ));
-        for file in &checkpoint.files {
-            out.push_str(&format!("    {file}\n"));
-        }
-    }
-    out
-}
-
 /// Rolls back the run of checkpoint `id` in the workspace at `root`.
 pub async fn rollback(root: &Path, id: &str, force: bool) -> anyhow::Result<RollbackReport> {
     let session = session::open(root, serde_json::Value::Null, Approval::Unattended, false, true)?;

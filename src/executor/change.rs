@@ -187,8 +187,14 @@ impl Executor {
                 after.rope.to_string()
             }
             None => {
-                write_if_unchanged(&confined.path, Some(self.root()), &base, &applied.text)
-                    .map_err(|err| Stop::Refused(err.to_string()))?;
+                match self.context.editor.write_file(&confined.path, Some(&base), &applied.text).await {
+                    Some(EditOutcome::Applied { .. }) => {}
+                    Some(EditOutcome::Rejected(why)) => {
+                        return Err(Stop::Refused(format!("{} was not changed: {why}", confined.relative)));
+                    }
+                    None => write_if_unchanged(&confined.path, Some(self.root()), &base, &applied.text)
+                        .map_err(|err| Stop::Refused(err.to_string()))?,
+                }
                 applied.text.clone()
             }
         };
@@ -240,8 +246,14 @@ impl Executor {
             write_if_unchanged(&confined.path, Some(self.root()), "", text)
                 .map_err(|err| Stop::Refused(err.to_string()))?;
         } else {
-            write_new(&confined.path, text)
-                .map_err(|err| Stop::Refused(format!("cannot create {}: {err}", confined.relative)))?;
+            match self.context.editor.write_file(&confined.path, None, text).await {
+                Some(EditOutcome::Applied { .. }) => {}
+                Some(EditOutcome::Rejected(why)) => {
+                    return Err(Stop::Refused(format!("{} was not created: {why}", confined.relative)));
+                }
+                None => write_new(&confined.path, text)
+                    .map_err(|err| Stop::Refused(format!("cannot create {}: {err}", confined.relative)))?,
+            }
         }
         self.after_change(&[&confined]);
         self.remember(&confined.path, Some(text));

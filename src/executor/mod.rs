@@ -276,6 +276,7 @@ impl Executor {
 
     async fn dispatch(&self, action: &Action, origin: Origin) -> Result<ActionResult, LimitHit> {
         self.count_call(action)?;
+        self.adopt_buffers(action).await;
         let started = Instant::now();
         let result = match action {
             Action::Read { path, lines } => self.read(path, *lines),
@@ -322,6 +323,34 @@ impl Executor {
 
     fn confine(&self, raw: &str, access: Access) -> Result<Confined, Stop> {
         self.context.confinement.resolve(raw, access).map_err(|Refused(reason)| Stop::Refused(reason))
+    }
+
+    /// Takes in the text the editor holds for the files `action` reads or changes, when the
+    /// editor can say what it holds for a file it never opened to the Observer (ACP's
+    /// `fs/read_text_file`) and that text is not the disk's: from then on the file is an open
+    /// document, read, changed and checked as the editor has it, and the run's commands see it.
+    async fn adopt_buffers(&self, action: &Action) {
+        use crate::action::ToolKind;
+        if !matches!(action.tool_kind(), ToolKind::Read | ToolKind::Edit | ToolKind::Delete | ToolKind::Move)
+        {
+            return;
+        }
+        for raw in action.paths() {
+            let Ok(confined) = self.confine(raw, Access::Read) else { continue };
+            let Ok(uri) = file_uri(&confined.path) else { continue };
+            if self.context.observer.snapshot(&uri).is_some() || !confined.path.is_file() {
+                continue;
+            }
+            let Some(held) = self.context.editor.buffer(&confined.path).await else { continue };
+            if read_text(&confined.path).ok().as_deref() != Some(held.as_str()) {
+                tracing::debug!(
+                    "{}: {} is changed in the editor: its text is used",
+                    self.run_id,
+                    confined.relative
+                );
+                self.context.observer.open(uri, "", 0, &held).await;
+            }
+        }
     }
 
     fn root(&self) -> &Path {

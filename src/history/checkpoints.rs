@@ -551,3 +551,26 @@ fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(path).is_ok_and(|m| m.permissions().mode() & 0o111 != 0)
 }
+
+/// The list as a table: id, time, run, files, goal.
+pub fn table(list: &[CheckpointInfo]) -> String {
+    if list.is_empty() {
+        return "no checkpoints yet: a run that changes files leaves one\n".to_string();
+    }
+    let mut out = String::new();
+    for checkpoint in list {
+        let files = if checkpoint.complete {
+            format!("{} file(s)", checkpoint.files.len())
+        } else {
+            "unfinished".to_string()
+        };
+        out.push_str(&format!(
+            "{}  {}  {}  {:<11}  {}\n",
+            checkpoint.id, checkpoint.time, checkpoint.run_id, files, checkpoint.goal
+        ));
+        for file in &checkpoint.files {
+            out.push_str(&format!("    {file}\n"));
+        }
+    }
+    out
+}

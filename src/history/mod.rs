@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use serde_json::{Value, json};
 
 pub use audit::AuditLog;
-pub use checkpoints::{CheckpointError, CheckpointInfo, Checkpoints, FileChange, Overlay, Stage};
+pub use checkpoints::{CheckpointError, CheckpointInfo, Checkpoints, FileChange, Overlay, Stage, table};
 
 use crate::config::CheckpointSettings;
 use crate::editor::{Editor, MessageLevel};

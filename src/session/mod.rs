@@ -3,7 +3,7 @@
 //! live index and the executor's context; and, for each run, the model a role uses and what a
 //! fix or a task is given. A front end brings only its [`Editor`] and [`Approver`] and renders
 //! what they are told: the LSP server (`server/initialize.rs`), the command line
-//! (`cli/session.rs`, `cli/fix.rs`, `cli/check.rs`) and the coming ACP front end build here.
+//! (`cli/session.rs`, `cli/fix.rs`, `cli/check.rs`) and the ACP front end (`acp/agent.rs`) build here.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -316,6 +316,16 @@ impl LspClient {
         }
     }
 
+    /// [`LspClient::wait_for`], leaving the message for later `seen`s (the newest received).
+    pub fn wait_for_and_keep(&mut self, what: &str, matches: impl Fn(&Value) -> bool) -> Value {
+        if let Some(message) = self.backlog.iter().find(|m| matches(m)) {
+            return message.clone();
+        }
+        let message = self.wait_for(what, matches);
+        self.backlog.push_back(message.clone());
+        message
+    }
+
     /// The messages received and not yet taken by a `wait_for` that match. Send a request
     /// first: its answer comes after everything the server sent before it.
     pub fn seen(&self, matches: impl Fn(&Value) -> bool) -> Vec<Value> {

@@ -1,0 +1,391 @@
+//! What Tokamak answers an ACP client: `initialize`, `session/new` (the one session of
+//! [`crate::session`] with the client's editor and approver), `session/prompt` (the task agent
+//! on the prompt, its run rendered as updates, ended with the stop reason its exit says) and
+//! `session/cancel`; one prompt at a time per session.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use agent_client_protocol_schema::ProtocolVersion;
+use agent_client_protocol_schema::v1 as acp;
+use agent_client_protocol_schema::v1::Error as RpcError;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::commands;
+use super::editor::{AcpApprover, AcpEditor, ClientCan};
+use super::options::{self, Picked};
+use super::store::Store;
+use super::wire::Connection;
+use crate::agent::{Runs, TaskRequest, run_task};
+use crate::config::Settings;
+use crate::run::ExitReason;
+use crate::session::{FrontEnd, Options, Session, new_plan_id, task_context};
+use crate::sync::lock;
+
+/// The JSON-RPC code of a request the agent cannot take now (a prompt while one runs).
+const BUSY: i32 = -32000;
+
+/// The agent side of one connection: what the client can do, and its sessions.
+pub struct Agent {
+    pub connection: Arc<Connection>,
+    can: Mutex<ClientCan>,
+    sessions: Mutex<HashMap<String, Arc<AcpSession>>>,
+    /// Where sessions are kept between connections.
+    store: Store,
+}
+
+/// One ACP session: a Tokamak session over its `cwd`, and the prompt going on.
+struct AcpSession {
+    session: Session,
+    editor: Arc<AcpEditor>,
+    runs: Runs,
+    root_uri: url::Url,
+    /// The prompt going on: its cancel.
+    prompt: Mutex<Option<CancellationToken>>,
+    /// What `session/new` asked that Tokamak does not do, said with the first prompt.
+    notes: Mutex<Vec<String>>,
+    /// The role and model the user picked.
+    picked: Mutex<Picked>,
+}
+
+impl AcpSession {
+    fn config_options(&self) -> Vec<acp::SessionConfigOption> {
+        options::config_options(&self.session, &lock(&self.picked))
+    }
+
+    fn modes(&self) -> acp::SessionModeState {
+        options::modes(&self.session, &lock(&self.picked))
+    }
+}
+
+fn invalid_params(reason: impl std::fmt::Display) -> RpcError {
+    RpcError::invalid_params().data(json!(reason.to_string()))
+}
+
+fn params<T: serde::de::DeserializeOwned>(params: Value) -> Result<T, RpcError> {
+    serde_path_to_error::deserialize(params).map_err(invalid_params)
+}
+
+fn result(value: impl serde::Serialize) -> Result<Value, RpcError> {
+    serde_json::to_value(value).map_err(RpcError::into_internal_error)
+}
+
+impl Agent {
+    pub fn new(connection: Arc<Connection>) -> Agent {
+        Agent { connection, can: Mutex::default(), sessions: Mutex::default(), store: Store::new() }
+    }
+
+    /// Answers a request.
+    pub async fn handle(&self, method: &str, params: Value) -> Result<Value, RpcError> {
+        match method {
+            "initialize" => self.initialize(params),
+            "session/new" => self.new_session(params),
+            "session/load" => self.load_session(params),
+            "session/resume" => self.resume_session(params),
+            "session/close" => self.close_session(params),
+            "session/list" => self.list_sessions(params),
+            "session/set_config_option" => self.set_config_option(params),
+            "session/set_mode" => self.set_mode(params),
+            "session/prompt" => self.prompt(params).await,
+            _ => Err(RpcError::method_not_found().data(json!(format!("Tokamak does not serve {method}")))),
+        }
+    }
+
+    /// What follows an answer: a session begun, loaded or resumed learns its slash commands.
+    /// `requested`: the session the request named.
+    pub fn after(&self, method: &str, requested: Option<&str>, answer: &Result<Value, RpcError>) {
+        let Ok(result) = answer else { return };
+        let id = match method {
+            "session/new" => result["sessionId"].as_str(),
+            "session/load" | "session/resume" => requested,
+            _ => None,
+        };
+        if let Some(session) = id.and_then(|id| lock(&self.sessions).get(id).cloned()) {
+            session.editor.send(commands::available());
+        }
+    }
+
+    /// Takes a notification; an unknown one is logged and dropped, as JSON-RPC says.
+    pub fn notified(&self, method: &str, params: Value) {
+        match method {
+            "session/cancel" => match serde_json::from_value::<acp::CancelNotification>(params) {
+                Ok(cancel) => {
+                    let session = lock(&self.sessions).get(&*cancel.session_id.0).cloned();
+                    if let Some(token) = session.and_then(|s| lock(&s.prompt).clone()) {
+                        token.cancel();
+                    }
+                }
+                Err(err) => tracing::warn!("acp: a session/cancel that could not be read: {err}"),
+            },
+            other => tracing::debug!("acp: ignored the notification {other}"),
+        }
+    }
+
+    /// The client has gone: every prompt stops.
+    pub fn shutdown(&self) {
+        for session in lock(&self.sessions).values() {
+            if let Some(token) = lock(&session.prompt).as_ref() {
+                token.cancel();
+            }
+        }
+    }
+
+    fn initialize(&self, params_: Value) -> Result<Value, RpcError> {
+        let request: acp::InitializeRequest = params(params_)?;
+        let fs = &request.client_capabilities.fs;
+        *lock(&self.can) = ClientCan {
+            read_text_file: fs.read_text_file,
+            write_text_file: fs.write_text_file,
+            terminal: request.client_capabilities.terminal,
+        };
+        let sessions = acp::SessionCapabilities::new()
+            .list(acp::SessionListCapabilities::new())
+            .resume(acp::SessionResumeCapabilities::new())
+            .close(acp::SessionCloseCapabilities::new());
+        let capabilities = acp::AgentCapabilities::new()
+            .load_session(true)
+            .prompt_capabilities(acp::PromptCapabilities::new().embedded_context(true))
+            .session_capabilities(sessions);
+        let info =
+            acp::Implementation::new("tokamak", env!("CARGO_PKG_VERSION")).title("Tokamak".to_string());
+        result(
+            acp::InitializeResponse::new(ProtocolVersion::V1)
+                .agent_capabilities(capabilities)
+                .agent_info(info),
+        )
+    }
+
+    fn new_session(&self, params_: Value) -> Result<Value, RpcError> {
+        let request: acp::NewSessionRequest = params(params_)?;
+        let id = format!("tokamak-{:012x}", fastrand::u64(..1 << 48));
+        let session =
+            self.open(&id, &request.cwd, request.mcp_servers.len(), &request.additional_directories)?;
+        result(
+            acp::NewSessionResponse::new(id).config_options(session.config_options()).modes(session.modes()),
+        )
+    }
+
+    /// `session/load`: the kept session again, its updates replayed before the answer.
+    fn load_session(&self, params_: Value) -> Result<Value, RpcError> {
+        let request: acp::LoadSessionRequest = params(params_)?;
+        let id = request.session_id.0.to_string();
+        self.store.find(&id).ok_or_else(|| RpcError::session_not_found(request.session_id.clone()))?;
+        let updates = self.store.updates(&id);
+        let session =
+            self.open(&id, &request.cwd, request.mcp_servers.len(), &request.additional_directories)?;
+        for update in updates {
+            session.editor.replay(update);
+        }
+        result(
+            acp::LoadSessionResponse::new().config_options(session.config_options()).modes(session.modes()),
+        )
+    }
+
+    /// `session/resume`: the kept session again, without a replay.
+    fn resume_session(&self, params_: Value) -> Result<Value, RpcError> {
+        let request: acp::ResumeSessionRequest = params(params_)?;
+        let id = request.session_id.0.to_string();
+        self.store.find(&id).ok_or_else(|| RpcError::session_not_found(request.session_id.clone()))?;
+        let session =
+            self.open(&id, &request.cwd, request.mcp_servers.len(), &request.additional_directories)?;
+        result(
+            acp::ResumeSessionResponse::new().config_options(session.config_options()).modes(session.modes()),
+        )
+    }
+
+    /// `session/close`: its prompt cancelled, the session let go (it stays kept for a load).
+    fn close_session(&self, params_: Value) -> Result<Value, RpcError> {
+        let request: acp::CloseSessionRequest = params(params_)?;
+        let session = lock(&self.sessions)
+            .remove(&*request.session_id.0)
+            .ok_or_else(|| RpcError::session_not_found(request.session_id.clone()))?;
+        if let Some(token) = lock(&session.prompt).as_ref() {
+            token.cancel();
+        }
+        result(acp::CloseSessionResponse::new())
+    }
+
+    /// `session/list`: the kept sessions, the latest first (over `cwd` when it is given).
+    fn list_sessions(&self, params_: Value) -> Result<Value, RpcError> {
+        let request: acp::ListSessionsRequest = params(params_)?;
+        let sessions = self
+            .store
+            .list(request.cwd.as_deref())
+            .into_iter()
+            .map(|kept| acp::SessionInfo::new(kept.id, kept.cwd).title(kept.title).updated_at(kept.updated))
+            .collect();
+        result(acp::ListSessionsResponse::new(sessions))
+    }
+
+    fn session(&self, id: &acp::SessionId) -> Result<Arc<AcpSession>, RpcError> {
+        lock(&self.sessions).get(&*id.0).cloned().ok_or_else(|| RpcError::session_not_found(id.clone()))
+    }
+
+    /// `session/set_config_option`: a picker set; the answer is every picker as it is now.
+    fn set_config_option(&self, params_: Value) -> Result<Value, RpcError> {
+        let request: acp::SetSessionConfigOptionRequest = params(params_)?;
+        let session = self.session(&request.session_id)?;
+        let value = match &request.value {
+            acp::SessionConfigOptionValue::ValueId { value } => value.0.to_string(),
+            _ => return Err(invalid_params("Tokamak's options take one of their values, not true or false")),
+        };
+        options::set(&session.session, &mut lock(&session.picked), &request.config_id.0, &value)
+            .map_err(invalid_params)?;
+        result(acp::SetSessionConfigOptionResponse::new(session.config_options()))
+    }
+
+    /// `session/set_mode`: the legacy role picker.
+    fn set_mode(&self, params_: Value) -> Result<Value, RpcError> {
+        let request: acp::SetSessionModeRequest = params(params_)?;
+        let session = self.session(&request.session_id)?;
+        options::set(&session.session, &mut lock(&session.picked), "mode", &request.mode_id.0)
+            .map_err(invalid_params)?;
+        result(acp::SetSessionModeResponse::new())
+    }
+
+    /// Opens session `id` over `cwd` (new, loaded or resumed): the one Tokamak session with
+    /// this client's editor and approver, kept in the store.
+    fn open(
+        &self,
+        id: &str,
+        cwd: &std::path::Path,
+        mcp_servers: usize,
+        additional_directories: &[PathBuf],
+    ) -> Result<Arc<AcpSession>, RpcError> {
+        if !cwd.is_absolute() {
+            return Err(invalid_params(format!("cwd must be an absolute path, not {}", cwd.display())));
+        }
+        let root: PathBuf = std::fs::canonicalize(cwd)
+            .map_err(|err| invalid_params(format!("cannot open {}: {err}", cwd.display())))?;
+        let root_uri = url::Url::from_directory_path(&root)
+            .map_err(|()| invalid_params(format!("{} is not a folder path", root.display())))?;
+        let loaded = Settings::load(Some(&root), json!({})).map_err(|err| {
+            RpcError::new(BUSY, format!("Tokamak's settings for {} are invalid: {err}", root.display()))
+        })?;
+        if let Err(err) = self.store.begin(id, &root) {
+            tracing::warn!("acp: session {id} will not be kept: {err}");
+        }
+        let can = *lock(&self.can);
+        let log = self.store.log(id);
+        let editor = Arc::new(AcpEditor::new(Arc::clone(&self.connection), id, &root, can, log));
+        let approver = Arc::new(AcpApprover::new(Arc::clone(&editor)));
+        let front = FrontEnd { editor: editor.clone(), approver };
+        let options = Options { history: true, agent: true, workspace: None };
+        let session = Session::build(Some(root.clone()), loaded.settings, loaded.trust, front, options);
+        let mut notes: Vec<String> = session.problems.iter().map(|p| p.going_on()).collect();
+        if let Some(message) = crate::trust::ignored_message(&root, &loaded.ignored) {
+            notes.push(message);
+        }
+        if mcp_servers > 0 {
+            notes.push(format!(
+                "Tokamak does not use MCP servers yet: the {mcp_servers} this editor gave were not started."
+            ));
+        }
+        if !additional_directories.is_empty() {
+            notes.push(format!(
+                "Tokamak acts only in {}; the additional directories ({}) are not read or changed.",
+                root.display(),
+                additional_directories.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")
+            ));
+        }
+        let acp_session = Arc::new(AcpSession {
+            session,
+            editor,
+            runs: Runs::default(),
+            root_uri,
+            prompt: Mutex::new(None),
+            notes: Mutex::new(notes),
+            picked: Mutex::new(Picked::default()),
+        });
+        // a session opened again replaces the one going on: its prompt stops
+        if let Some(old) = lock(&self.sessions).insert(id.to_string(), Arc::clone(&acp_session))
+            && let Some(token) = lock(&old.prompt).as_ref()
+        {
+            token.cancel();
+        }
+        Ok(acp_session)
+    }
+
+    async fn prompt(&self, params_: Value) -> Result<Value, RpcError> {
+        let request: acp::PromptRequest = params(params_)?;
+        let session = lock(&self.sessions)
+            .get(&*request.session_id.0)
+            .cloned()
+            .ok_or_else(|| RpcError::session_not_found(request.session_id.clone()))?;
+        let goal = prompt_text(&request.prompt);
+        if goal.trim().is_empty() {
+            return Err(invalid_params("the prompt has no text"));
+        }
+        let picked = lock(&session.picked).clone();
+        let Some(executor) = session.session.executor.clone() else {
+            return Err(RpcError::new(BUSY, "the agent cannot act on this session's folder"));
+        };
+        let settings = &session.session.settings;
+        let models = options::models(&session.session, &picked);
+        let context = task_context(executor, &models, &settings.limits, &settings.plan, &settings.fix);
+        let handle = session.runs.start(&session.root_uri).map_err(|busy| {
+            RpcError::new(
+                BUSY,
+                format!("{busy}: a prompt is already running in this session; cancel it first"),
+            )
+        })?;
+        self.store.title(&request.session_id.0, &goal);
+        session.editor.keep_prompt(&goal);
+        for note in std::mem::take(&mut *lock(&session.notes)) {
+            session.editor.say(&format!("{note}\n"));
+        }
+        if let Some((name, input)) = commands::parse(&goal) {
+            let text = commands::run(&session.session, name, &input).await;
+            session.editor.say(&text);
+            drop(handle);
+            return result(acp::PromptResponse::new(acp::StopReason::EndTurn));
+        }
+        *lock(&session.prompt) = Some(handle.cancel.clone());
+        let task =
+            TaskRequest { goal, plan: None, selection: None, plan_id: new_plan_id(), role: picked.role };
+        let report = run_task(&context, task, handle).await;
+        lock(&session.prompt).take();
+        // the buffers taken in for this prompt are the editor's again: the next prompt asks anew
+        let observer = &session.session.observer;
+        for document in observer.open_documents() {
+            observer.close(&document.uri).await;
+        }
+        let used = u64::from(report.tokens.total());
+        let size = u64::from(session.session.settings.limits.tokens).max(used);
+        session.editor.update(acp::SessionUpdate::UsageUpdate(acp::UsageUpdate::new(used, size)));
+        result(acp::PromptResponse::new(stop_reason(report.exit_reason)))
+    }
+}
+
+/// The prompt as one goal: its text, with the resources it embeds and the ones it links.
+fn prompt_text(blocks: &[acp::ContentBlock]) -> String {
+    let mut goal = String::new();
+    for block in blocks {
+        match block {
+            acp::ContentBlock::Text(text) => goal.push_str(&text.text),
+            acp::ContentBlock::Resource(resource) => {
+                if let acp::EmbeddedResourceResource::TextResourceContents(contents) = &resource.resource {
+                    goal.push_str(&format!("\n\n{}:\n```\n{}\n```\n", contents.uri, contents.text));
+                }
+            }
+            acp::ContentBlock::ResourceLink(link) => goal.push_str(&format!(" ({})", link.uri)),
+            _ => {}
+        }
+    }
+    goal
+}
+
+/// The stop reason a run's exit means for the client.
+fn stop_reason(reason: ExitReason) -> acp::StopReason {
+    match reason {
+        ExitReason::Cancelled => acp::StopReason::Cancelled,
+        ExitReason::TokenLimit => acp::StopReason::MaxTokens,
+        ExitReason::ToolCallLimit | ExitReason::IterationLimit | ExitReason::MaxAttempts => {
+            acp::StopReason::MaxTurnRequests
+        }
+        // done, or stopped by a guard the report explains in the agent's message
+        _ => acp::StopReason::EndTurn,
+    }
+}

@@ -1,0 +1,107 @@
+//! A session's pickers: the role the agent acts in (`auto`: routed by the prompt's words, as
+//! every front end does, or one of the roles) and the model (the settings' own, or one of
+//! their `[profiles.NAME]`), offered as ACP's `configOptions` (`mode` and `model`
+//! categories) and, for clients that know only those, as the legacy `modes`.
+
+use agent_client_protocol_schema::v1 as acp;
+
+use crate::modes::Profiles;
+use crate::session::{ModelChoice, Session};
+
+/// The role picker's value for "routed by the prompt's words".
+pub const AUTO: &str = "auto";
+/// The model picker's value for the settings' own model.
+pub const DEFAULT: &str = "default";
+const MODE: &str = "mode";
+const MODEL: &str = "model";
+
+/// What the user picked in a session.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Picked {
+    /// The role every prompt acts in; `None`: routed by its words.
+    pub role: Option<String>,
+    /// The profile whose model the run uses; `None`: the settings' own.
+    pub model: Option<String>,
+}
+
+fn profiles(session: &Session) -> Profiles {
+    let root = session.root.clone().unwrap_or_default();
+    Profiles::load(&root, session.trust.trusted)
+}
+
+/// The roles to pick from: `(id, name, description)`, `auto` first.
+fn roles(session: &Session) -> Vec<(String, String, String)> {
+    let profiles = profiles(session);
+    let mut roles =
+        vec![(AUTO.to_string(), "Auto".to_string(), "The role the prompt's words ask for".to_string())];
+    for name in profiles.names() {
+        let description = profiles.get(&name).map(|p| p.description.clone()).unwrap_or_default();
+        roles.push((name.clone(), name, description));
+    }
+    roles
+}
+
+/// The session's pickers as `configOptions`.
+pub fn config_options(session: &Session, picked: &Picked) -> Vec<acp::SessionConfigOption> {
+    let roles: Vec<acp::SessionConfigSelectOption> = roles(session)
+        .into_iter()
+        .map(|(id, name, description)| acp::SessionConfigSelectOption::new(id, name).description(description))
+        .collect();
+    let mut models = vec![acp::SessionConfigSelectOption::new(DEFAULT, "The settings' model")];
+    for name in session.settings.profiles.keys() {
+        models.push(acp::SessionConfigSelectOption::new(name.clone(), format!("[profiles.{name}]")));
+    }
+    vec![
+        acp::SessionConfigOption::select(
+            MODE,
+            "Role",
+            picked.role.clone().unwrap_or_else(|| AUTO.to_string()),
+            roles,
+        )
+        .category(acp::SessionConfigOptionCategory::Mode),
+        acp::SessionConfigOption::select(
+            MODEL,
+            "Model",
+            picked.model.clone().unwrap_or_else(|| DEFAULT.to_string()),
+            models,
+        )
+        .category(acp::SessionConfigOptionCategory::Model),
+    ]
+}
+
+/// The role picker as the legacy `modes`.
+pub fn modes(session: &Session, picked: &Picked) -> acp::SessionModeState {
+    let available = roles(session)
+        .into_iter()
+        .map(|(id, name, description)| acp::SessionMode::new(id, name).description(description))
+        .collect();
+    acp::SessionModeState::new(picked.role.clone().unwrap_or_else(|| AUTO.to_string()), available)
+}
+
+/// Sets picker `id` to `value`, or says why not.
+pub fn set(session: &Session, picked: &mut Picked, id: &str, value: &str) -> Result<(), String> {
+    match id {
+        MODE if value == AUTO => picked.role = None,
+        MODE => {
+            let profiles = profiles(session);
+            let profile = profiles.get(value).ok_or_else(|| {
+                format!("there is no role {value}; the roles are {}", profiles.names().join(", "))
+            })?;
+            picked.role = Some(profile.name.clone());
+        }
+        MODEL if value == DEFAULT => picked.model = None,
+        MODEL if session.settings.profiles.contains_key(value) => picked.model = Some(value.to_string()),
+        MODEL => return Err(format!("there is no [profiles.{value}] in the settings")),
+        other => return Err(format!("there is no option {other}; the options are {MODE} and {MODEL}")),
+    }
+    Ok(())
+}
+
+/// The models a run uses with what was picked: a picked profile's model over the settings'.
+pub fn models(session: &Session, picked: &Picked) -> ModelChoice {
+    let mut choice = session.models();
+    if let Some(profile) = picked.model.as_ref().and_then(|name| choice.profiles.get(name)) {
+        choice.model = choice.model.overlay(profile);
+    }
+    choice
+}

@@ -1,0 +1,171 @@
+//! Where ACP sessions are kept between connections (`session/list`, `session/load`,
+//! `session/resume`): for each, a small description (its folder, title, last change) and every
+//! update it sent, one JSON line each, in the user's cache folder. Loading a session replays
+//! those updates; the agent's own state of a run is in its checkpoints and audit log.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::sync::lock;
+
+/// A session as the list shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Kept {
+    pub id: String,
+    pub cwd: PathBuf,
+    /// The first prompt's first line.
+    pub title: Option<String>,
+    /// When it last changed (RFC 3339).
+    pub updated: String,
+}
+
+/// The folder of kept sessions.
+pub struct Store {
+    dir: PathBuf,
+}
+
+/// Whether `id` can name a kept session's files (the ids Tokamak makes can; a client's
+/// `session/load` of anything else is refused before a path is made of it).
+pub fn valid_id(id: &str) -> bool {
+    !id.is_empty() && id.len() <= 64 && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+fn now() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}
+
+impl Store {
+    /// The store under the user's cache folder.
+    pub fn new() -> Store {
+        Store::at(crate::places::cache_dir().join("acp-sessions"))
+    }
+
+    pub fn at(dir: PathBuf) -> Store {
+        Store { dir }
+    }
+
+    fn meta_path(&self, id: &str) -> PathBuf {
+        self.dir.join(format!("{id}.json"))
+    }
+
+    fn log_path(&self, id: &str) -> PathBuf {
+        self.dir.join(format!("{id}.jsonl"))
+    }
+
+    /// The session `id`, if it is kept.
+    pub fn find(&self, id: &str) -> Option<Kept> {
+        if !valid_id(id) {
+            return None;
+        }
+        let text = std::fs::read_to_string(self.meta_path(id)).ok()?;
+        serde_json::from_str(&text).ok()
+    }
+
+    fn write(&self, kept: &Kept) -> std::io::Result<()> {
+        std::fs::create_dir_all(&self.dir)?;
+        let text = serde_json::to_string(kept).map_err(std::io::Error::other)?;
+        std::fs::write(self.meta_path(&kept.id), text)
+    }
+
+    /// Keeps session `id` over `cwd` (again, when it is loaded or resumed: its title stays).
+    pub fn begin(&self, id: &str, cwd: &Path) -> std::io::Result<()> {
+        let title = self.find(id).and_then(|k| k.title);
+        self.write(&Kept { id: id.to_string(), cwd: cwd.to_path_buf(), title, updated: now() })
+    }
+
+    /// Names the session by its first prompt, when it has no name yet.
+    pub fn title(&self, id: &str, prompt: &str) {
+        let Some(mut kept) = self.find(id) else { return };
+        if kept.title.is_none() {
+            let line = prompt.lines().find(|l| !l.trim().is_empty()).unwrap_or_default().trim();
+            kept.title = Some(crate::text::cut(line, 80));
+        }
+        kept.updated = now();
+        if let Err(err) = self.write(&kept) {
+            tracing::warn!("acp: session {id} could not be kept: {err}");
+        }
+    }
+
+    /// The kept sessions, the latest first; only those over `cwd` when it is given.
+    pub fn list(&self, cwd: Option<&Path>) -> Vec<Kept> {
+        let mut kept: Vec<Kept> = std::fs::read_dir(&self.dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|entry| entry.path().extension().is_some_and(|e| e == "json"))
+            .filter_map(|entry| std::fs::read_to_string(entry.path()).ok())
+            .filter_map(|text| serde_json::from_str::<Kept>(&text).ok())
+            .filter(|k| cwd.is_none_or(|cwd| k.cwd == cwd))
+            .collect();
+        kept.sort_by(|a, b| b.updated.cmp(&a.updated).then_with(|| a.id.cmp(&b.id)));
+        kept
+    }
+
+    /// Every update session `id` sent, in order (a line that cannot be read is skipped).
+    pub fn updates(&self, id: &str) -> Vec<Value> {
+        let text = std::fs::read_to_string(self.log_path(id)).unwrap_or_default();
+        text.lines().filter_map(|line| serde_json::from_str(line).ok()).collect()
+    }
+
+    /// A writer of session `id`'s updates, appending to what it kept.
+    pub fn log(&self, id: &str) -> Log {
+        let file = std::fs::create_dir_all(&self.dir)
+            .and_then(|()| std::fs::OpenOptions::new().create(true).append(true).open(self.log_path(id)));
+        match file {
+            Ok(file) => Log(Mutex::new(Some(file))),
+            Err(err) => {
+                tracing::warn!("acp: session {id}'s updates cannot be kept: {err}");
+                Log(Mutex::new(None))
+            }
+        }
+    }
+}
+
+/// Appends a session's updates to its log.
+pub struct Log(Mutex<Option<std::fs::File>>);
+
+impl Log {
+    pub fn append(&self, update: &impl Serialize) {
+        let mut file = lock(&self.0);
+        let Some(writer) = file.as_mut() else { return };
+        let written = serde_json::to_string(update)
+            .map_err(std::io::Error::other)
+            .and_then(|line| writeln!(writer, "{line}"));
+        if let Err(err) = written {
+            tracing::warn!("acp: an update could not be kept, so the rest are not: {err}");
+            *file = None;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_session_is_kept_titled_listed_and_its_updates_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::at(dir.path().join("sessions"));
+        assert!(store.list(None).is_empty());
+        store.begin("tokamak-1", Path::new("/p")).unwrap();
+        store.title("tokamak-1", "\n  add a login page\nwith a form");
+        store.title("tokamak-1", "a second prompt does not rename it");
+        let log = store.log("tokamak-1");
+        log.append(&serde_json::json!({"sessionUpdate": "plan", "entries": []}));
+        log.append(&serde_json::json!({"sessionUpdate": "agent_message_chunk"}));
+        store.begin("tokamak-2", Path::new("/q")).unwrap();
+        let kept = store.find("tokamak-1").unwrap();
+        assert_eq!(kept.title.as_deref(), Some("add a login page"));
+        assert_eq!(store.list(Some(Path::new("/p"))), [kept]);
+        assert_eq!(store.list(None).len(), 2);
+        let updates = store.updates("tokamak-1");
+        assert_eq!(updates.len(), 2);
+        assert_eq!(updates[0]["sessionUpdate"], "plan");
+        assert!(store.find("../etc/passwd").is_none());
+        assert!(!valid_id("a/b") && !valid_id("") && valid_id("tokamak-0a_B"));
+    }
+}

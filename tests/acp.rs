@@ -1,0 +1,669 @@
+//! `tokamak acp` over stdio, with a client written here from the ACP schema's own types (the
+//! editor's side: it answers `fs/write_text_file` by writing the file, as an editor saves its
+//! buffer, and `session/request_permission` as the test says): seed 000's scenario end to end
+//! — the plan as `plan` updates, each action a tool call of its kind with its diff, a
+//! permission asked with the diff and "always" remembered, the tests run as tool calls, each
+//! step's checks, the report and the stop reason —, the same without the client's file system,
+//! and what goes wrong: bad lines, unknown methods and sessions, a prompt while one runs, a
+//! question never answered and a cancel.
+
+mod support;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use agent_client_protocol_schema::ProtocolVersion;
+use agent_client_protocol_schema::v1 as acp;
+use serde_json::{Value, json};
+use support::UserDirs;
+use support::model_server::ModelServer;
+use support::scenario::{GOAL, Language, PYTHON};
+
+/// How the test's client answers a permission request.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Permit {
+    /// `allow_always` (and so Tokamak should not ask again for that kind of action).
+    Always,
+    AllowOnce,
+    /// Never answers (until a cancel).
+    Never,
+}
+
+/// The editor's side of an ACP connection.
+struct Client {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    messages: mpsc::Receiver<Value>,
+    /// Every message Tokamak sent, in order.
+    seen: Vec<Value>,
+    next_id: u64,
+    permit: Permit,
+    /// Permission requests not answered (`Permit::Never`).
+    unanswered: Vec<Value>,
+    /// Buffers with unsaved changes, by path: read and written instead of the disk.
+    buffers: std::collections::HashMap<std::path::PathBuf, String>,
+    _user: Option<UserDirs>,
+}
+
+impl Client {
+    fn start(user: UserDirs, env: &[(String, String)]) -> Client {
+        let mut all = user.env();
+        all.extend(env.iter().cloned());
+        let mut client = Client::start_env(&all);
+        client._user = Some(user);
+        client
+    }
+
+    /// A client whose user folders the caller keeps (`env` names them).
+    fn start_env(env: &[(String, String)]) -> Client {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_tokamak"))
+            .arg("acp")
+            .envs(support::tool_env())
+            .envs(env.iter().cloned())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start tokamak acp");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tell, messages) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                // stdout carries the protocol only: every line is one JSON-RPC message
+                let message: Value = serde_json::from_str(&line)
+                    .unwrap_or_else(|err| panic!("a line on stdout that is not JSON ({err}): {line}"));
+                if tell.send(message).is_err() {
+                    break;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        Client {
+            child,
+            stdin,
+            messages,
+            seen: Vec::new(),
+            next_id: 1,
+            permit: Permit::Always,
+            unanswered: Vec::new(),
+            buffers: Default::default(),
+            _user: None,
+        }
+    }
+
+    fn send_line(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn send(&mut self, message: &Value) {
+        self.send_line(&serde_json::to_string(message).unwrap());
+    }
+
+    fn notify(&mut self, method: &str, params: impl serde::Serialize) {
+        self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    }
+
+    /// Sends a request and returns its id without waiting.
+    fn ask(&mut self, method: &str, params: impl serde::Serialize) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        id
+    }
+
+    /// Sends a request and serves Tokamak's requests until its answer comes.
+    fn request(&mut self, method: &str, params: impl serde::Serialize) -> Value {
+        let id = self.ask(method, params);
+        self.answer_of(id)
+    }
+
+    fn answer_of(&mut self, id: u64) -> Value {
+        self.wait_for(&format!("the answer to request {id}"), |m| m["id"] == id && m.get("method").is_none())
+    }
+
+    /// Serves Tokamak (its requests answered as an editor would) until a message matches.
+    fn wait_for(&mut self, what: &str, matches: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let message = match self.messages.recv_timeout(left) {
+                Ok(message) => message,
+                Err(_) => panic!("waited in vain for {what}; seen:\n{:#?}", self.seen),
+            };
+            self.seen.push(message.clone());
+            if message.get("method").is_some() && message.get("id").is_some() {
+                self.serve(&message);
+            }
+            if matches(&message) {
+                return message;
+            }
+        }
+    }
+
+    /// Answers one of Tokamak's requests.
+    fn serve(&mut self, request: &Value) {
+        let id = request["id"].clone();
+        let result = match request["method"].as_str().unwrap_or_default() {
+            "fs/write_text_file" => {
+                let write: acp::WriteTextFileRequest =
+                    serde_json::from_value(request["params"].clone()).unwrap();
+                match self.buffers.get_mut(&write.path) {
+                    Some(buffer) => *buffer = write.content,
+                    None => std::fs::write(&write.path, &write.content).unwrap(),
+                }
+                json!({})
+            }
+            "fs/read_text_file" => {
+                let read: acp::ReadTextFileRequest =
+                    serde_json::from_value(request["params"].clone()).unwrap();
+                let text = match self.buffers.get(&read.path) {
+                    Some(buffer) => buffer.clone(),
+                    None => std::fs::read_to_string(&read.path).unwrap(),
+                };
+                json!(acp::ReadTextFileResponse::new(text))
+            }
+            "session/request_permission" => {
+                let option = match self.permit {
+                    Permit::Always => "allow_always",
+                    Permit::AllowOnce => "allow_once",
+                    Permit::Never => {
+                        self.unanswered.push(request.clone());
+                        return;
+                    }
+                };
+                json!({"outcome": {"outcome": "selected", "optionId": option}})
+            }
+            other => panic!("Tokamak asked the editor for {other}"),
+        };
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "result": result}));
+    }
+
+    fn initialize(&mut self, can_write: bool) -> Value {
+        let mut request = acp::InitializeRequest::new(ProtocolVersion::V1);
+        request.client_capabilities.fs.read_text_file = can_write;
+        request.client_capabilities.fs.write_text_file = can_write;
+        let answer = self.request("initialize", &request);
+        assert!(answer.get("error").is_none(), "{answer}");
+        answer["result"].clone()
+    }
+
+    fn new_session(&mut self, root: &Path) -> String {
+        let answer = self.request("session/new", acp::NewSessionRequest::new(root));
+        let response: acp::NewSessionResponse =
+            serde_json::from_value(answer["result"].clone()).unwrap_or_else(|err| panic!("{err}: {answer}"));
+        response.session_id.0.to_string()
+    }
+
+    fn prompt_request(session: &str, text: &str) -> acp::PromptRequest {
+        acp::PromptRequest::new(session.to_string(), vec![text.into()])
+    }
+
+    /// The `session/update`s seen, as their `update` objects.
+    fn updates(&self, kind: &str) -> Vec<Value> {
+        self.seen
+            .iter()
+            .filter(|m| m["method"] == "session/update" && m["params"]["update"]["sessionUpdate"] == kind)
+            .map(|m| m["params"]["update"].clone())
+            .collect()
+    }
+
+    fn requests(&self, method: &str) -> Vec<Value> {
+        self.seen.iter().filter(|m| m["method"] == method && m.get("id").is_some()).cloned().collect()
+    }
+
+    /// Closes stdin and waits for Tokamak to end.
+    fn end(mut self) -> Option<std::process::ExitStatus> {
+        drop(self.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        None
+    }
+}
+
+/// The user's settings for the scenario: the scripted model, the project's test command, ruff.
+fn user_for(language: &Language, root: &Path, model: &ModelServer) -> UserDirs {
+    let command: Vec<String> = language.test_command();
+    let toml = format!(
+        "\n[model]\nbase_url = {:?}\nmodel = \"scripted\"\nmax_retries = 0\n\n[test]\ncommand = {}\n\n[checkers]\nenable = [\"ruff\"]\n",
+        model.url(),
+        serde_json::to_string(&command).unwrap()
+    );
+    UserDirs::trusting_with(&[root], &toml)
+}
+
+fn text_of(updates: &[Value]) -> String {
+    updates.iter().filter_map(|u| u["content"]["text"].as_str()).collect()
+}
+
+/// Seed 000's scenario as a Zed user would run it: the plan, tool calls with diffs, one
+/// permission answered "always" for edits, the files read and written through the editor —
+/// the source has unsaved changes, which the agent reads, keeps and tests.
+#[test]
+fn the_scenario_through_acp_with_the_editors_files() {
+    if !support::require_tools(&["pytest", "ruff"]) {
+        return;
+    }
+    let dir = PYTHON.project();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let model = ModelServer::start(PYTHON.script());
+    let mut client = Client::start(user_for(&PYTHON, &root, &model), &[]);
+    // the user typed in user.py and did not save
+    let on_disk = std::fs::read_to_string(root.join(PYTHON.source)).unwrap();
+    let unsaved = format!("# typed, not saved\n{on_disk}");
+    client.buffers.insert(root.join(PYTHON.source), unsaved);
+    let init = client.initialize(true);
+    assert_eq!(init["protocolVersion"], 1, "{init}");
+    assert_eq!(init["agentCapabilities"]["promptCapabilities"]["embeddedContext"], true, "{init}");
+    assert_eq!(init["agentInfo"]["name"], "tokamak", "{init}");
+    let session = client.new_session(&root);
+    let started = Instant::now();
+    let id = client.ask("session/prompt", Client::prompt_request(&session, GOAL));
+    let first_plan = client.wait_for("the first plan", |m| m["params"]["update"]["sessionUpdate"] == "plan");
+    let to_plan = started.elapsed();
+    client.wait_for("the first tool call", |m| m["params"]["update"]["sessionUpdate"] == "tool_call");
+    let to_tool_call = started.elapsed();
+    let answer = client.answer_of(id);
+    // measured, never asserted: `cargo test --test acp -- --nocapture`
+    eprintln!(
+        "acp: prompt → first plan {to_plan:?}, → first tool call {to_tool_call:?}, → end {:?}",
+        started.elapsed()
+    );
+    let response: acp::PromptResponse = serde_json::from_value(answer["result"].clone())
+        .unwrap_or_else(|err| panic!("{err}: {answer}\nseen: {:#?}", client.seen));
+    assert_eq!(response.stop_reason, acp::StopReason::EndTurn, "{answer}");
+
+    // the plan: two entries, pending at first, each in progress, then both completed
+    let entries = first_plan["params"]["update"]["entries"].as_array().unwrap().clone();
+    assert_eq!(entries.len(), 2, "{first_plan}");
+    let plans = client.updates("plan");
+    let statuses: Vec<Vec<String>> = plans
+        .iter()
+        .map(|p| {
+            p["entries"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| e["status"].as_str().unwrap().to_string())
+                .collect()
+        })
+        .collect();
+    assert!(statuses.contains(&vec!["in_progress".to_string(), "pending".to_string()]), "{statuses:?}");
+    assert!(statuses.contains(&vec!["completed".to_string(), "in_progress".to_string()]), "{statuses:?}");
+    assert_eq!(statuses.last().unwrap(), &["completed", "completed"], "{statuses:?}");
+    assert!(entries[0]["content"].as_str().unwrap().contains("validate_email"), "{first_plan}");
+
+    // each action a tool call of its kind, with absolute locations; the edit's diff
+    let calls = client.updates("tool_call");
+    let kinds: Vec<&str> = calls.iter().map(|c| c["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds.iter().filter(|k| **k == "edit").count(), 2, "{calls:#?}");
+    assert!(kinds.contains(&"read"), "{kinds:?}");
+    let edit = calls.iter().find(|c| c["kind"] == "edit").unwrap();
+    let source = root.join(PYTHON.source).display().to_string();
+    assert_eq!(edit["locations"][0]["path"], source.as_str(), "{edit}");
+    let results = client.updates("tool_call_update");
+    let edited = results.iter().find(|u| u["toolCallId"] == edit["toolCallId"]).unwrap();
+    assert_eq!(edited["status"], "completed", "{edited}");
+    let diff = &edited["content"][0];
+    assert_eq!(diff["type"], "diff", "{edited}");
+    assert_eq!(diff["path"], source.as_str());
+    assert!(diff["newText"].as_str().unwrap().contains("def validate_email"), "{diff}");
+    assert!(!diff["oldText"].as_str().unwrap().contains("validate_email"), "{diff}");
+
+    // one question, with the diff and the four options; "always" held for the second edit
+    let questions = client.requests("session/request_permission");
+    assert_eq!(questions.len(), 1, "{questions:#?}");
+    let question: acp::RequestPermissionRequest =
+        serde_json::from_value(questions[0]["params"].clone()).unwrap();
+    let options: Vec<String> = question.options.iter().map(|o| o.option_id.0.to_string()).collect();
+    assert_eq!(options, ["allow_once", "allow_always", "reject_once", "reject_always"]);
+    let content = serde_json::to_value(&question.tool_call).unwrap();
+    assert_eq!(content["content"][0]["type"], "diff", "{content}");
+    assert_eq!(content["toolCallId"], edit["toolCallId"], "the question is about the edit's tool call");
+
+    // the files read and changed through the editor (fs/read_text_file, fs/write_text_file):
+    // the source's buffer has the method and keeps the unsaved line; the disk has neither;
+    // the test file (no unsaved changes) is written to disk
+    let writes = client.requests("fs/write_text_file");
+    let written: Vec<&str> = writes.iter().map(|w| w["params"]["path"].as_str().unwrap()).collect();
+    assert!(written.contains(&source.as_str()), "{written:?}");
+    let buffer = &client.buffers[&root.join(PYTHON.source)];
+    assert!(buffer.starts_with("# typed, not saved\n") && buffer.contains("def validate_email"), "{buffer}");
+    assert_eq!(
+        std::fs::read_to_string(root.join(PYTHON.source)).unwrap(),
+        on_disk,
+        "the disk is the user's to save"
+    );
+    assert!(std::fs::read_to_string(root.join(PYTHON.tests)).unwrap().contains("def test_validate_email"));
+    assert!(!client.requests("fs/read_text_file").is_empty());
+
+    // the tests ran as tool calls of kind execute, and passed: on the buffer's text, since the
+    // method is nowhere on disk
+    let test_runs: Vec<&Value> =
+        calls.iter().filter(|c| c["toolCallId"].as_str().unwrap().starts_with("tests-")).collect();
+    assert!(test_runs.len() >= 2, "{calls:#?}");
+    assert!(test_runs.iter().all(|c| c["kind"] == "execute"), "{test_runs:?}");
+    for run in &test_runs {
+        let result = results.iter().find(|u| u["toolCallId"] == run["toolCallId"]).unwrap();
+        assert_eq!(result["status"], "completed", "{result}");
+    }
+    // each step's checks: ruff on the text the agent wrote, and the tests
+    let checks: Vec<&Value> =
+        calls.iter().filter(|c| c["toolCallId"].as_str().unwrap().starts_with("check-")).collect();
+    assert_eq!(checks.len(), 2, "{calls:#?}");
+    assert_eq!(
+        checks[0]["title"], "Checks of step 1: 0 error(s) introduced; the tests pass",
+        "{:?}",
+        checks[0]
+    );
+    assert!(
+        checks[0]["content"][0]["content"]["text"].as_str().unwrap().contains("No new errors in user.py"),
+        "{:?}",
+        checks[0]
+    );
+
+    // the report as the agent's message; the tokens used
+    let said = text_of(&client.updates("agent_message_chunk"));
+    assert!(said.contains("all 2 step(s) done"), "{said}");
+    let usage = client.updates("usage_update");
+    assert_eq!(usage.len(), 1, "{usage:?}");
+    assert!(usage[0]["used"].as_u64().unwrap() > 0, "{usage:?}");
+    let status = client.end();
+    assert!(status.is_some_and(|s| s.success()), "ends when the editor closes its stdin: {status:?}");
+}
+
+/// A client without a file system of its own (ACP's v2 draft drops `fs/*`): the same run
+/// writes the files itself, and every question answered once is asked again.
+#[test]
+fn the_scenario_through_acp_on_the_disk() {
+    if !support::require_tools(&["pytest", "ruff"]) {
+        return;
+    }
+    let dir = PYTHON.project();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let model = ModelServer::start(PYTHON.script());
+    let mut client = Client::start(user_for(&PYTHON, &root, &model), &[]);
+    client.permit = Permit::AllowOnce;
+    client.initialize(false);
+    let session = client.new_session(&root);
+    let answer = client.request("session/prompt", Client::prompt_request(&session, GOAL));
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    assert!(client.requests("fs/write_text_file").is_empty());
+    assert_eq!(client.requests("session/request_permission").len(), 2, "asked for each edit");
+    assert!(std::fs::read_to_string(root.join(PYTHON.source)).unwrap().contains("def validate_email"));
+    assert!(std::fs::read_to_string(root.join(PYTHON.tests)).unwrap().contains("def test_validate_email"));
+    // the slash commands, advertised when the session began; the run undone with them
+    let commands = client.updates("available_commands_update");
+    let names: Vec<&str> = commands[0]["availableCommands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["plan", "status", "checkpoints", "rollback", "trust"], "{commands:?}");
+    let said_before = client.updates("agent_message_chunk").len();
+    let say = |client: &mut Client, text: &str| {
+        let answer = client.request("session/prompt", Client::prompt_request(&session, text));
+        assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+        text_of(&client.updates("agent_message_chunk")[said_before..])
+    };
+    let status = say(&mut client, "/status");
+    assert!(status.contains("Model: scripted at ") && status.contains("Approval: medium"), "{status}");
+    let listed = say(&mut client, "/checkpoints");
+    assert!(listed.contains(GOAL) && listed.contains("user.py"), "{listed}");
+    let undone = say(&mut client, "/rollback");
+    assert!(undone.contains("restored user.py") && undone.contains("Rolled back"), "{undone}");
+    assert!(!std::fs::read_to_string(root.join(PYTHON.source)).unwrap().contains("validate_email"));
+    assert!(client.end().is_some());
+}
+
+/// Bad input gets a clear JSON-RPC error, and the agent goes on serving.
+#[test]
+fn bad_input_gets_an_error_and_the_agent_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let mut client = Client::start(UserDirs::trusting(&[&root]), &[]);
+    client.send_line("{this is not json");
+    let parse = client.wait_for("the parse error", |m| m["error"]["code"] == -32700);
+    assert_eq!(parse["id"], Value::Null, "{parse}");
+    client.send_line(&[0xff_u8, 0xfe, b'\n'].iter().map(|b| *b as char).collect::<String>());
+    client.wait_for("the second parse error", |m| m["error"]["code"] == -32700 && m != &parse);
+    let unknown = client.request("session/fly", json!({}));
+    assert_eq!(unknown["error"]["code"], -32601, "{unknown}");
+    let malformed = client.request("initialize", json!({"protocolVersion": "one"}));
+    assert_eq!(malformed["error"]["code"], -32602, "{malformed}");
+    assert!(malformed["error"]["data"].as_str().unwrap().contains("protocolVersion"), "{malformed}");
+    client.initialize(true);
+    let relative = client.request("session/new", json!({"cwd": "relative/folder", "mcpServers": []}));
+    assert_eq!(relative["error"]["code"], -32602, "{relative}");
+    let no_session = client.request("session/prompt", Client::prompt_request("tokamak-nope", "hello"));
+    assert_eq!(no_session["error"]["code"], -32002, "{no_session}");
+    // an unknown notification is dropped; MCP servers are accepted and said to be unused
+    client.notify("session/wave", json!({}));
+    let with_mcp = client.request(
+        "session/new",
+        json!({"cwd": root, "mcpServers": [{"name": "files", "command": "/bin/true", "args": [], "env": []}]}),
+    );
+    assert!(with_mcp["result"]["sessionId"].is_string(), "{with_mcp}");
+    assert!(client.end().is_some_and(|s| s.success()));
+}
+
+/// A question the editor never answers, a second prompt while the first runs, and a cancel:
+/// the second is refused, the cancel ends the first `cancelled`, nothing is changed.
+#[test]
+fn a_cancel_ends_a_prompt_waiting_on_a_question() {
+    let dir = PYTHON.project();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let model = ModelServer::start(PYTHON.script());
+    let mut client = Client::start(user_for(&PYTHON, &root, &model), &[]);
+    client.permit = Permit::Never;
+    client.initialize(true);
+    let session = client.new_session(&root);
+    let before = std::fs::read_to_string(root.join(PYTHON.source)).unwrap();
+    let first = client.ask("session/prompt", Client::prompt_request(&session, GOAL));
+    client.wait_for("the question", |m| m["method"] == "session/request_permission");
+    let second = client.request("session/prompt", Client::prompt_request(&session, "something else"));
+    assert_eq!(second["error"]["code"], -32000, "{second}");
+    assert!(second["error"]["message"].as_str().unwrap().contains("already running"), "{second}");
+    client.notify("session/cancel", acp::CancelNotification::new(session.clone()));
+    // the editor answers the pending question cancelled, as the protocol says it must
+    let question = client.unanswered.pop().unwrap();
+    client.send(
+        &json!({"jsonrpc": "2.0", "id": question["id"], "result": {"outcome": {"outcome": "cancelled"}}}),
+    );
+    let answer = client.answer_of(first);
+    assert_eq!(answer["result"]["stopReason"], "cancelled", "{answer}");
+    assert_eq!(std::fs::read_to_string(root.join(PYTHON.source)).unwrap(), before, "nothing changed");
+    assert!(client.requests("fs/write_text_file").is_empty());
+    // the session takes the next prompt
+    let next = client.ask("session/prompt", Client::prompt_request(&session, "and now?"));
+    let next = client.answer_of(next);
+    assert!(next.get("result").is_some(), "{next}");
+    assert!(client.end().is_some());
+}
+
+/// A real ACP client nobody here wrote: acpx (npm), headless, runs the seed scenario through
+/// `tokamak acp` — approving everything (the files change, through its file system), then
+/// denying everything, its file reads too (nothing changes, the disk's text is read instead,
+/// and the turn still ends cleanly).
+#[test]
+fn acpx_runs_the_scenario_approving_and_denying() {
+    if !support::require_tools(&["acpx", "pytest", "ruff"]) {
+        return;
+    }
+    for (policy, changes) in [("--approve-all", true), ("--deny-all", false)] {
+        let dir = PYTHON.project();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let before = std::fs::read_to_string(root.join(PYTHON.source)).unwrap();
+        let model = ModelServer::start(PYTHON.script());
+        let user = user_for(&PYTHON, &root, &model);
+        // acpx starts the agent from a command line of its own; its state goes in a home of
+        // the test's
+        let home = tempfile::tempdir().unwrap();
+        let agent = home.path().join("tokamak-acp");
+        std::fs::write(&agent, format!("#!/bin/sh\nexec '{}' acp\n", env!("CARGO_BIN_EXE_tokamak"))).unwrap();
+        std::fs::set_permissions(&agent, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let started = Instant::now();
+        let output = Command::new(support::tools_dir().join("node/node_modules/.bin/acpx"))
+            .args(["--agent", &agent.display().to_string(), "--cwd", &root.display().to_string()])
+            .args([policy, "--format", "json", "--timeout", "120", "exec", GOAL])
+            .envs(user.env())
+            .envs(support::tool_env())
+            .env("HOME", home.path())
+            .stdin(Stdio::null())
+            .output()
+            .expect("run acpx");
+        eprintln!("acpx {policy}: {:?}", started.elapsed());
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        // acpx's exit codes: 0 done, 5 done with a permission denied
+        let code = if changes { 0 } else { 5 };
+        assert_eq!(output.status.code(), Some(code), "{policy}: {:?}\n{stdout}\n{stderr}", output.status);
+        let messages: Vec<Value> = stdout.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+        let ended = messages.iter().find(|m| m["result"]["stopReason"].is_string());
+        assert_eq!(ended.map(|m| m["result"]["stopReason"].clone()), Some(json!("end_turn")), "{stdout}");
+        let kinds: Vec<&str> = messages
+            .iter()
+            .filter(|m| m["params"]["update"]["sessionUpdate"] == "tool_call")
+            .filter_map(|m| m["params"]["update"]["kind"].as_str())
+            .collect();
+        assert_eq!(kinds.iter().filter(|k| **k == "edit").count(), 2, "{policy}: {kinds:?}");
+        assert!(messages.iter().any(|m| m["params"]["update"]["sessionUpdate"] == "plan"), "{stdout}");
+        let asked = messages.iter().filter(|m| m["method"] == "session/request_permission").count();
+        let source = std::fs::read_to_string(root.join(PYTHON.source)).unwrap();
+        if changes {
+            assert!(source.contains("def validate_email"), "{policy}: {source}");
+            assert!(
+                std::fs::read_to_string(root.join(PYTHON.tests)).unwrap().contains("def test_validate_email")
+            );
+        } else {
+            assert_eq!(asked, 2, "{policy}: each edit asked and denied: {stdout}");
+            assert_eq!(source, before, "{policy}: nothing changed");
+        }
+    }
+}
+
+/// Sessions outlive the connection: listed with their title, loaded (their updates replayed
+/// before the answer), resumed (no replay), closed; unknown or unsafe ids are refused.
+#[test]
+fn sessions_are_listed_loaded_resumed_and_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let user = UserDirs::trusting(&[&root]);
+    let env = user.env();
+    let mut first = Client::start_env(&env);
+    first.initialize(true);
+    let id = first.new_session(&root);
+    let answer = first.request("session/prompt", Client::prompt_request(&id, "/status"));
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let said = text_of(&first.updates("agent_message_chunk"));
+    assert!(said.contains("Approval: medium"), "{said}");
+    assert!(first.end().is_some_and(|s| s.success()));
+
+    let mut second = Client::start_env(&env);
+    let init = second.initialize(true);
+    assert_eq!(init["agentCapabilities"]["loadSession"], true, "{init}");
+    let sessions = &init["agentCapabilities"]["sessionCapabilities"];
+    assert!(
+        sessions["list"].is_object() && sessions["resume"].is_object() && sessions["close"].is_object(),
+        "{init}"
+    );
+    let listed = second.request("session/list", acp::ListSessionsRequest::new().cwd(root.clone()));
+    let listed: acp::ListSessionsResponse = serde_json::from_value(listed["result"].clone()).unwrap();
+    assert_eq!(listed.sessions.len(), 1, "{listed:?}");
+    assert_eq!(&*listed.sessions[0].session_id.0, id.as_str());
+    assert_eq!(listed.sessions[0].title.as_deref(), Some("/status"));
+    // loaded: the prompt and the answer replayed before the answer, then the commands
+    let load = second.ask("session/load", acp::LoadSessionRequest::new(id.clone(), root.clone()));
+    let loaded = second.answer_of(load);
+    assert!(loaded.get("result").is_some(), "{loaded}");
+    let at = second.seen.iter().position(|m| m["id"] == load && m.get("result").is_some()).unwrap();
+    let replayed: Vec<&Value> =
+        second.seen[..at].iter().filter(|m| m["method"] == "session/update").collect();
+    let kinds: Vec<&str> =
+        replayed.iter().map(|m| m["params"]["update"]["sessionUpdate"].as_str().unwrap()).collect();
+    assert_eq!(kinds.first(), Some(&"user_message_chunk"), "{kinds:?}");
+    assert!(kinds.contains(&"agent_message_chunk"), "{kinds:?}");
+    assert!(replayed.iter().all(|m| m["params"]["sessionId"] == id.as_str()));
+    second
+        .wait_for("the commands", |m| m["params"]["update"]["sessionUpdate"] == "available_commands_update");
+    // resumed: no replay
+    let before = second.updates("agent_message_chunk").len();
+    let resumed = second.request("session/resume", acp::ResumeSessionRequest::new(id.clone(), root.clone()));
+    assert!(resumed.get("result").is_some(), "{resumed}");
+    assert_eq!(second.updates("agent_message_chunk").len(), before);
+    // closed: gone from this connection, still kept
+    let closed = second.request("session/close", acp::CloseSessionRequest::new(id.clone()));
+    assert!(closed.get("result").is_some(), "{closed}");
+    let gone = second.request("session/prompt", Client::prompt_request(&id, "/status"));
+    assert_eq!(gone["error"]["code"], -32002, "{gone}");
+    for unknown in ["tokamak-nope", "../../etc/passwd"] {
+        let refused =
+            second.request("session/load", acp::LoadSessionRequest::new(unknown.to_string(), root.clone()));
+        assert_eq!(refused["error"]["code"], -32002, "{refused}");
+    }
+    assert!(second.end().is_some_and(|s| s.success()));
+}
+
+/// The pickers: the role (`mode`) and the model (`model`) as `configOptions`, the roles also as
+/// the legacy `modes`; a picked profile's model is the one the run asks.
+#[test]
+fn the_pickers_choose_the_role_and_the_model() {
+    let dir = PYTHON.project();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let model = ModelServer::start(PYTHON.script());
+    let toml = format!(
+        "\n[model]\nbase_url = {:?}\nmodel = \"scripted\"\nmax_retries = 0\n\n[profiles.fast]\nmodel = \"fast-one\"\n\n[checkers]\nenable = []\n",
+        model.url()
+    );
+    let mut client = Client::start(UserDirs::trusting_with(&[&root], &toml), &[]);
+    client.initialize(true);
+    let answer = client.request("session/new", acp::NewSessionRequest::new(root.clone()));
+    let created: acp::NewSessionResponse = serde_json::from_value(answer["result"].clone()).unwrap();
+    let session = created.session_id.0.to_string();
+    let options = serde_json::to_value(created.config_options.unwrap()).unwrap();
+    assert_eq!(options[0]["id"], "mode", "{options}");
+    assert_eq!(options[0]["category"], "mode");
+    assert_eq!(options[0]["currentValue"], "auto");
+    let roles: Vec<&str> =
+        options[0]["options"].as_array().unwrap().iter().map(|o| o["value"].as_str().unwrap()).collect();
+    assert!(roles.contains(&"coder") && roles.contains(&"reviewer"), "{roles:?}");
+    assert_eq!(options[1]["category"], "model");
+    let models: Vec<&str> =
+        options[1]["options"].as_array().unwrap().iter().map(|o| o["value"].as_str().unwrap()).collect();
+    assert_eq!(models, ["default", "fast"]);
+    let modes = created.modes.unwrap();
+    assert_eq!(&*modes.current_mode_id.0, "auto");
+    assert_eq!(modes.available_modes.len(), roles.len());
+    // set: the answer is every option as it is now; a value that is not offered is refused
+    let set = client.request(
+        "session/set_config_option",
+        json!({"sessionId": session, "configId": "model", "value": "fast"}),
+    );
+    assert_eq!(set["result"]["configOptions"][1]["currentValue"], "fast", "{set}");
+    let wrong = client.request(
+        "session/set_config_option",
+        json!({"sessionId": session, "configId": "model", "value": "slow"}),
+    );
+    assert_eq!(wrong["error"]["code"], -32602, "{wrong}");
+    let mode = client.request("session/set_mode", acp::SetSessionModeRequest::new(session.clone(), "coder"));
+    assert!(mode.get("result").is_some(), "{mode}");
+    let answer = client.request("session/prompt", Client::prompt_request(&session, GOAL));
+    assert!(answer["result"]["stopReason"].is_string(), "{answer}");
+    let asked: Vec<String> =
+        model.requests().iter().map(|r| r.body["model"].as_str().unwrap_or_default().to_string()).collect();
+    assert!(!asked.is_empty() && asked.iter().all(|m| m == "fast-one"), "{asked:?}");
+    assert!(client.end().is_some());
+}
