@@ -96,6 +96,13 @@ pub trait Editor: Send + Sync {
         None
     }
 
+    /// Whether each edit's tool call should carry what the checkers found on the text it
+    /// wrote (an editor without diagnostics of its own: ACP's); the language server shows them
+    /// live instead.
+    fn checks_each_edit(&self) -> bool {
+        false
+    }
+
     /// Whether the editor refuses an edit made for another version of the document (LSP
     /// `workspace.workspaceEdit.documentChanges`). One that does not applies an edit to
     /// whatever text it has, so what it reports back is verified.
@@ -209,11 +216,13 @@ mod tests {
                 summary: "edited a.py".into(),
                 changed: vec!["a.py".into()],
                 files: vec![],
+                check: None,
             },
             RunEvent::Checked(crate::run::Check {
                 step: Some("1".into()),
                 files: vec!["a.py".into()],
                 introduced: vec![],
+                resolved: vec![],
                 tests: Some(crate::run::TestOutcome { passed: false, output: "1 failed".into() }),
             }),
             RunEvent::Finished(RunReport::failed("run-1".into(), uri, "stopped".into())),

@@ -19,8 +19,8 @@ use agent_client_protocol_schema::ProtocolVersion;
 use agent_client_protocol_schema::v1 as acp;
 use serde_json::{Value, json};
 use support::UserDirs;
-use support::model_server::ModelServer;
-use support::scenario::{GOAL, Language, PYTHON};
+use support::model_server::{ModelServer, openai_chat};
+use support::scenario::{GOAL, Language, PYTHON, block, call};
 
 /// How the test's client answers a permission request.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -665,5 +665,62 @@ fn the_pickers_choose_the_role_and_the_model() {
     let asked: Vec<String> =
         model.requests().iter().map(|r| r.body["model"].as_str().unwrap_or_default().to_string()).collect();
     assert!(!asked.is_empty() && asked.iter().all(|m| m == "fast-one"), "{asked:?}");
+    assert!(client.end().is_some());
+}
+
+/// Each edit's tool call says what the checkers (ruff here) found on the text it wrote: an
+/// error that appeared, then the same error gone after the next edit (SPEC A3).
+#[test]
+fn each_edit_says_which_errors_appeared_and_went_away() {
+    if !support::require_tools(&["ruff"]) {
+        return;
+    }
+    let dir = PYTHON.project();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let broken =
+        "        return self.name.title()\n\n    def initials(self) -> str:\n        return missing_name\n";
+    let model = ModelServer::start(vec![
+        openai_chat("1. Add an initials method to User in user.py\n"),
+        call(
+            "edit",
+            json!({"path": "user.py", "blocks": block("        return self.name.title()\n", broken)}),
+        ),
+        call(
+            "edit",
+            json!({"path": "user.py", "blocks": block("        return missing_name\n", "        return self.name[:1]\n")}),
+        ),
+        call("done", json!({"summary": "initials are there"})),
+    ]);
+    let toml = format!(
+        "approval = \"low\"\n\n[model]\nbase_url = {:?}\nmodel = \"scripted\"\nmax_retries = 0\n\n[checkers]\nenable = [\"ruff\"]\n",
+        model.url()
+    );
+    let mut client = Client::start(UserDirs::trusting_with(&[&root], &toml), &[]);
+    client.initialize(true);
+    let session = client.new_session(&root);
+    let answer = client.request("session/prompt", Client::prompt_request(&session, "add initials"));
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let edits: Vec<Value> = client.updates("tool_call").into_iter().filter(|c| c["kind"] == "edit").collect();
+    assert_eq!(edits.len(), 2, "{edits:?}");
+    let report = |call: &Value| -> String {
+        let update = client
+            .updates("tool_call_update")
+            .into_iter()
+            .find(|u| u["toolCallId"] == call["toolCallId"])
+            .unwrap();
+        update["content"].as_array().unwrap().iter().filter_map(|c| c["content"]["text"].as_str()).collect()
+    };
+    let first = report(&edits[0]);
+    assert!(
+        first.contains("new in user.py: ") && first.contains("(ruff F821): Undefined name `missing_name`"),
+        "{first}"
+    );
+    let second = report(&edits[1]);
+    assert!(
+        second.contains("gone from user.py: ")
+            && second.contains("(ruff F821): Undefined name `missing_name`"),
+        "{second}"
+    );
+    assert!(client.requests("session/request_permission").is_empty(), "approval = low asks nothing");
     assert!(client.end().is_some());
 }

@@ -146,6 +146,11 @@ impl AcpEditor {
         if check.introduced.is_empty() {
             text.push_str(&format!("No new errors in {}.\n", list(&check.files)));
         }
+        for (file, diagnostics) in &check.resolved {
+            for diagnostic in diagnostics {
+                text.push_str(&format!("fixed in {file}: {}\n", describe(diagnostic)));
+            }
+        }
         match &check.tests {
             Some(TestOutcome { passed: true, .. }) => text.push_str("The tests pass.\n"),
             Some(TestOutcome { passed: false, output }) => {
@@ -162,6 +167,25 @@ impl AcpEditor {
             .content(vec![text.into()]);
         self.update(acp::SessionUpdate::ToolCall(call));
     }
+}
+
+/// What the checkers found on an edit's text: each error that appeared and went away.
+fn diagnostics_report(check: &Check) -> String {
+    let mut text = String::new();
+    for (file, diagnostics) in &check.introduced {
+        for diagnostic in diagnostics {
+            text.push_str(&format!("new in {file}: {}\n", describe(diagnostic)));
+        }
+    }
+    for (file, diagnostics) in &check.resolved {
+        for diagnostic in diagnostics {
+            text.push_str(&format!("gone from {file}: {}\n", describe(diagnostic)));
+        }
+    }
+    if text.is_empty() {
+        text = format!("The checkers found no new errors in {}.\n", list(&check.files));
+    }
+    text
 }
 
 fn list(files: &[String]) -> String {
@@ -255,6 +279,10 @@ impl Editor for AcpEditor {
         )
     }
 
+    fn checks_each_edit(&self) -> bool {
+        true
+    }
+
     fn versions_edits(&self) -> bool {
         false
     }
@@ -278,11 +306,14 @@ impl Editor for AcpEditor {
                     .locations(locations);
                 self.update(acp::SessionUpdate::ToolCall(call));
             }
-            RunEvent::ToolResult { id, ok, summary, files, .. } => {
+            RunEvent::ToolResult { id, ok, summary, files, check, .. } => {
                 lock(&self.current_call).take();
                 let status = if *ok { acp::ToolCallStatus::Completed } else { acp::ToolCallStatus::Failed };
                 let mut content: Vec<acp::ToolCallContent> = files.iter().map(|f| self.diff(f)).collect();
                 content.push(summary.clone().into());
+                if let Some(check) = check {
+                    content.push(diagnostics_report(check).into());
+                }
                 let fields = acp::ToolCallUpdateFields::new().status(status).content(content);
                 self.update(acp::SessionUpdate::ToolCallUpdate(acp::ToolCallUpdate::new(id.clone(), fields)));
             }

@@ -28,11 +28,11 @@ use super::protocol::{self, Reply as TextReply};
 use super::tools::{self, Called};
 use super::trajectory::{self, Trajectory};
 use crate::editor::MessageLevel;
-use crate::executor::{Action, Executor, LimitHit};
+use crate::executor::{Action, ChangedFile, Executor, LimitHit};
 use crate::model::{
     CallOptions, FinishReason, Message, Model, ModelError, Reply, Request, ToolsMode, estimate_tokens,
 };
-use crate::run::{ExitReason, Progress, RunEvent, Tokens};
+use crate::run::{Check as RunCheck, ExitReason, Progress, RunEvent, Tokens};
 use crate::sync::lock;
 
 /// The third visit to the same state (the run's files, an action and its result) is a loop.
@@ -63,6 +63,8 @@ pub struct ActRequest<'a> {
     pub context: &'a str,
     /// Prompt plus completion tokens the loop may spend.
     pub max_tokens: u32,
+    /// How long an edit's checks may take to settle (for an editor that shows them).
+    pub settle: std::time::Duration,
 }
 
 /// How the loop ended.
@@ -307,10 +309,12 @@ pub async fn act(
             for (index, call) in calls.iter().enumerate() {
                 let (key, answer) = match tools::read_call(call) {
                     Ok(Called::Done(summary)) => return end(ExitReason::Done, summary, tokens, turns),
-                    Ok(Called::Act(action)) => match take(executor, &action, report, &mut trajectory).await {
-                        Ok(taken) => taken,
-                        Err(hit) => return end(limit_reason(hit), hit.to_string(), tokens, turns),
-                    },
+                    Ok(Called::Act(action)) => {
+                        match take(executor, &action, report, request.settle, &mut trajectory).await {
+                            Ok(taken) => taken,
+                            Err(hit) => return end(limit_reason(hit), hit.to_string(), tokens, turns),
+                        }
+                    }
                     // the last call of a cut reply is unfinished, not malformed
                     Err(_) if cut && index + 1 == calls.len() => {
                         let (line, sentence) = cut_sentence();
@@ -350,10 +354,12 @@ pub async fn act(
                 trajectory.unusable(&sentence);
                 (fingerprint(&["cut", &reply.text]), format!("Error: {sentence}"))
             }
-            Ok(TextReply::Act(action)) => match take(executor, &action, report, &mut trajectory).await {
-                Ok(taken) => taken,
-                Err(hit) => return end(limit_reason(hit), hit.to_string(), tokens, turns),
-            },
+            Ok(TextReply::Act(action)) => {
+                match take(executor, &action, report, request.settle, &mut trajectory).await {
+                    Ok(taken) => taken,
+                    Err(hit) => return end(limit_reason(hit), hit.to_string(), tokens, turns),
+                }
+            }
             Err(_) if cut => {
                 let (line, sentence) = cut_sentence();
                 say(line).await;
@@ -458,6 +464,7 @@ async fn take(
     executor: &Executor,
     action: &Action,
     report: Report<'_>,
+    settle: std::time::Duration,
     trajectory: &mut Trajectory,
 ) -> Result<([u8; 32], String), LimitHit> {
     let id = format!("call-{}", executor.tool_calls() + 1);
@@ -465,12 +472,17 @@ async fn take(
     report(RunEvent::ToolCall { id: id.clone(), kind: action.tool_kind(), title: action.title(), paths })
         .await;
     let result = executor.execute_for_model(action).await?;
+    let check = match result.ok && executor.context().editor.checks_each_edit() {
+        true => edit_check(executor, &result.files, settle).await,
+        false => None,
+    };
     report(RunEvent::ToolResult {
         id,
         ok: result.ok,
         summary: result.summary.clone(),
         changed: result.changed.clone(),
         files: result.files.clone(),
+        check,
     })
     .await;
     trajectory.action(action, &result);
@@ -478,6 +490,31 @@ async fn take(
     let key = fingerprint(&[&arguments, &result.text]);
     let label = if result.ok { "Result" } else { "Refused" };
     Ok((key, format!("{label} of {}:\n{}", action.name(), result.text)))
+}
+
+/// What the checkers found on the text a change wrote against the text before, file by file
+/// (SPEC A3); none when it changed no file's text.
+async fn edit_check(
+    executor: &Executor,
+    files: &[ChangedFile],
+    settle: std::time::Duration,
+) -> Option<RunCheck> {
+    let mut check =
+        RunCheck { step: None, files: Vec::new(), introduced: Vec::new(), resolved: Vec::new(), tests: None };
+    for file in files {
+        let Some((appeared, gone)) = super::checks::check_change(executor.context(), file, settle).await
+        else {
+            continue;
+        };
+        check.files.push(file.path.clone());
+        if !appeared.is_empty() {
+            check.introduced.push((file.path.clone(), appeared));
+        }
+        if !gone.is_empty() {
+            check.resolved.push((file.path.clone(), gone));
+        }
+    }
+    (!check.files.is_empty()).then_some(check)
 }
 
 /// Whether an error of a request that offered tools means the server does not take them

@@ -9,6 +9,7 @@
 
 mod act;
 mod calls;
+pub mod checks;
 pub mod engine;
 mod fit;
 mod fix;

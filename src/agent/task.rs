@@ -18,19 +18,19 @@ use tokio_util::sync::CancellationToken;
 use url::Url;
 
 use super::act::{ActOutcome, ActRequest, act};
+use super::checks;
 use super::engine::{Engine, Phase};
 use super::fix::{FixContext, FixRequest, fix};
 use super::planner::{PlanFailure, PlanRequest, Selection, make_plan};
 use super::runs::{RunHandle, Runs};
-use super::targets::{Scope, problems};
+use super::targets::Scope;
 use super::workspace::workspace_context;
-use crate::agent::Signature;
 use crate::config::{FixSettings, LimitSettings, PlanSettings};
 use crate::editor::{DocumentEdit, EditOutcome, Editor, FileOperation, MessageLevel, Progress, RunEvent};
 use crate::executor::{Action, DiskEditor, Executor, ExecutorContext};
 use crate::model::{Model, ModelError};
 use crate::modes::{Mode, Profile, Profiles, Role, route};
-use crate::observer::{Diagnostic, Observer, Severity};
+use crate::observer::{Diagnostic, Observer};
 use crate::run::plan::{Plan, StepStatus};
 use crate::run::{Check, Endings, ExitReason, RunReport, TestOutcome, Tokens};
 use crate::sync::lock;
@@ -630,6 +630,7 @@ impl Runner<'_> {
                 workspace: &workspace,
                 context: &context_text,
                 max_tokens: self.context.limits.tokens.saturating_sub(self.tokens.total()),
+                settle: Duration::from_millis(self.context.fix.settle_timeout_ms.max(1)),
             };
             let editor = Arc::clone(&self.executor.context().editor);
             let run_id = self.run.run_id.clone();
@@ -738,6 +739,7 @@ impl Runner<'_> {
     /// user as a `RunEvent::Checked`.
     async fn observe(&self, step: &str, files: &[String]) -> Check {
         let mut introduced = Vec::new();
+        let mut resolved = Vec::new();
         for file in files {
             let root = self.executor.context().confinement.root();
             let path = root.join(file);
@@ -750,28 +752,20 @@ impl Runner<'_> {
                 Some(text) => self.diagnostics_of_text(&uri, &text).await,
                 None => Vec::new(),
             };
-            let errors = |list: &[Diagnostic]| {
-                list.iter().filter(|d| d.severity == Severity::Error).cloned().collect::<Vec<_>>()
-            };
-            let (after, before) = (errors(&after), errors(&before));
-            let mut known = problems(&before);
-            let mut new = Vec::new();
-            for diagnostic in after {
-                let signature = Signature::of(&diagnostic);
-                match known.get_mut(&signature) {
-                    Some(count) if *count > 0 => *count -= 1,
-                    _ => new.push(diagnostic),
-                }
-            }
+            let (new, gone) = checks::compare(&checks::errors(&before), &checks::errors(&after));
             if !new.is_empty() {
                 introduced.push((file.clone(), new));
+            }
+            if !gone.is_empty() {
+                resolved.push((file.clone(), gone));
             }
         }
         let tests = match self.executor.context().settings.test_command.clone() {
             Some(command) if !self.cancel.is_cancelled() => Some(self.run_tests(command).await),
             _ => None,
         };
-        let check = Check { step: Some(step.to_string()), files: files.to_vec(), introduced, tests };
+        let check =
+            Check { step: Some(step.to_string()), files: files.to_vec(), introduced, resolved, tests };
         self.executor.context().editor.run_event(&self.run.run_id, &RunEvent::Checked(check.clone())).await;
         check
     }
@@ -835,7 +829,14 @@ impl Runner<'_> {
             Err(hit) => (false, hit.to_string(), hit.to_string()),
         };
         let summary = format!("the tests {} ({summary})", if passed { "passed" } else { "failed" });
-        let result = RunEvent::ToolResult { id, ok: passed, summary, changed: Vec::new(), files: Vec::new() };
+        let result = RunEvent::ToolResult {
+            id,
+            ok: passed,
+            summary,
+            changed: Vec::new(),
+            files: Vec::new(),
+            check: None,
+        };
         editor.run_event(&self.run.run_id, &result).await;
         (passed, text)
     }
@@ -858,17 +859,8 @@ impl Runner<'_> {
 
     /// The settled diagnostics of `text` as the file `uri`, from an Observer of its own.
     async fn diagnostics_of_text(&self, uri: &Url, text: &str) -> Vec<Diagnostic> {
-        let context = self.executor.context();
-        let private =
-            context.observer.private(Arc::new(DiskEditor { root: context.confinement.root().to_path_buf() }));
-        let snapshot = private.open(uri.clone(), "", 0, text).await;
         let timeout = Duration::from_millis(self.context.fix.settle_timeout_ms.max(1));
-        let diagnostics = match private.settled(uri, snapshot.version, timeout).await {
-            Ok(settled) => settled.diagnostics,
-            Err(_) => Vec::new(),
-        };
-        private.close(uri).await;
-        diagnostics
+        checks::diagnostics_of_text(self.executor.context(), uri, text, timeout).await
     }
 
     /// The fix loop on `diagnostics` in `file`: through the editor when it has the file open,

@@ -40,6 +40,9 @@ pub enum RunEvent {
         summary: String,
         changed: Vec<String>,
         files: Vec<ChangedFile>,
+        /// What the checkers found on the text it wrote, against the text before (for a front
+        /// end that shows each edit's checks: `Editor::checks_each_edit`).
+        check: Option<Check>,
     },
     /// What the checks found once a step's changes were in: the errors they introduced
     /// (measured on the text the editor holds) and the tests' outcome.
@@ -58,6 +61,8 @@ pub struct Check {
     /// Errors the changes introduced, by file: those of the text now that the text before
     /// the run did not have.
     pub introduced: Vec<(String, Vec<Diagnostic>)>,
+    /// Errors the changes did away with, by file.
+    pub resolved: Vec<(String, Vec<Diagnostic>)>,
     /// The test command's outcome, when one is configured and was run.
     pub tests: Option<TestOutcome>,
 }
