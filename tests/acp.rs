@@ -45,6 +45,8 @@ struct Client {
     unanswered: Vec<Value>,
     /// Buffers with unsaved changes, by path: read and written instead of the disk.
     buffers: std::collections::HashMap<std::path::PathBuf, String>,
+    /// Answer every `fs/write_text_file` with an error (a read-only buffer, a full disk).
+    refuse_writes: bool,
     _user: Option<UserDirs>,
 }
 
@@ -91,6 +93,7 @@ impl Client {
             permit: Permit::Always,
             unanswered: Vec::new(),
             buffers: Default::default(),
+            refuse_writes: false,
             _user: None,
         }
     }
@@ -151,6 +154,11 @@ impl Client {
     fn serve(&mut self, request: &Value) {
         let id = request["id"].clone();
         let result = match request["method"].as_str().unwrap_or_default() {
+            "fs/write_text_file" if self.refuse_writes => {
+                let error = json!({"code": -32603, "message": "the buffer is read-only"});
+                self.send(&json!({"jsonrpc": "2.0", "id": id, "error": error}));
+                return;
+            }
             "fs/write_text_file" => {
                 let write: acp::WriteTextFileRequest =
                     serde_json::from_value(request["params"].clone()).unwrap();
@@ -723,4 +731,101 @@ fn each_edit_says_which_errors_appeared_and_went_away() {
     );
     assert!(client.requests("session/request_permission").is_empty(), "approval = low asks nothing");
     assert!(client.end().is_some());
+}
+
+/// An editor that refuses a write: the edit's tool call fails with the editor's words, the
+/// model is told, nothing is written anywhere, and the turn ends cleanly.
+#[test]
+fn a_write_the_editor_refuses_changes_nothing() {
+    let dir = PYTHON.project();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let before = std::fs::read_to_string(root.join(PYTHON.source)).unwrap();
+    let model = ModelServer::start(vec![
+        openai_chat("1. Add a validate_email method to User in user.py\n"),
+        call("edit", json!({"path": "user.py", "blocks": block(PYTHON.method.0, PYTHON.method.1)})),
+        call("done", json!({"summary": "the editor would not take it"})),
+    ]);
+    let toml = format!(
+        "approval = \"low\"\n\n[model]\nbase_url = {:?}\nmodel = \"scripted\"\nmax_retries = 0\n\n[checkers]\nenable = []\n",
+        model.url()
+    );
+    let mut client = Client::start(UserDirs::trusting_with(&[&root], &toml), &[]);
+    client.refuse_writes = true;
+    client.initialize(true);
+    let session = client.new_session(&root);
+    let answer = client.request("session/prompt", Client::prompt_request(&session, "validate emails"));
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let edit = client.updates("tool_call").into_iter().find(|c| c["kind"] == "edit").unwrap();
+    let result = client
+        .updates("tool_call_update")
+        .into_iter()
+        .find(|u| u["toolCallId"] == edit["toolCallId"])
+        .unwrap();
+    assert_eq!(result["status"], "failed", "{result}");
+    let told = support::replies::told(&model).join("\n");
+    assert!(told.contains("the buffer is read-only"), "the model is told why: {told}");
+    assert_eq!(std::fs::read_to_string(root.join(PYTHON.source)).unwrap(), before);
+    assert_eq!(client.requests("fs/write_text_file").len(), 1);
+    assert!(client.end().is_some());
+}
+
+/// The official ACP Python SDK's client side (PyPI `agent-client-protocol`, which checks every
+/// message against its own models) runs the scenario, lists and loads the session and sets a
+/// picker: `tests/acp_sdk_client.py`.
+#[test]
+fn the_python_sdk_runs_the_scenario() {
+    if !support::require_tools(&["pytest", "ruff"]) {
+        return;
+    }
+    let python = support::tools_dir().join("venv/bin/python");
+    let has_sdk = Command::new(&python).args(["-c", "import acp"]).status().is_ok_and(|s| s.success());
+    if !has_sdk {
+        let reason = "the ACP Python SDK is not in .tools/venv: run `bash scripts/install-tools`";
+        assert!(std::env::var("CI").is_err(), "{reason}");
+        eprintln!("skipping: {reason}");
+        return;
+    }
+    let dir = PYTHON.project();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let model = ModelServer::start(PYTHON.script());
+    let user = user_for(&PYTHON, &root, &model);
+    let output = Command::new(&python)
+        .arg(support::repo_root().join("tests/acp_sdk_client.py"))
+        .args([env!("CARGO_BIN_EXE_tokamak"), &root.display().to_string(), GOAL])
+        .envs(user.env())
+        .envs(support::tool_env())
+        .stdin(Stdio::null())
+        .output()
+        .expect("run the SDK client");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    let seen: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|err| panic!("{err}: {stdout}\n{stderr}"));
+    assert_eq!(seen["protocol"], 1, "{seen}");
+    assert_eq!(seen["stop_reason"], "end_turn", "{seen}");
+    let kinds: Vec<&str> = seen["kinds"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    for kind in [
+        "available_commands_update",
+        "plan",
+        "tool_call",
+        "tool_call_update",
+        "agent_message_chunk",
+        "usage_update",
+    ] {
+        assert!(kinds.contains(&kind), "{kind} missing: {kinds:?}");
+    }
+    assert_eq!(seen["tool_kinds"].as_array().unwrap().iter().filter(|k| *k == "edit").count(), 2, "{seen}");
+    assert_eq!(seen["permissions"].as_array().unwrap().len(), 2, "{seen}");
+    assert_eq!(
+        seen["permissions"][0]["kinds"],
+        json!(["allow_once", "allow_always", "reject_once", "reject_always"])
+    );
+    assert!(seen["writes"].as_array().unwrap().len() >= 2, "{seen}");
+    assert_eq!(seen["sessions"].as_array().unwrap().len(), 1, "{seen}");
+    assert_eq!(seen["replayed"][0], "user_message_chunk", "{seen}");
+    assert!(seen["replayed"].as_array().unwrap().iter().any(|k| k == "plan"), "{seen}");
+    assert_eq!(seen["options"], json!(["mode", "model"]));
+    assert_eq!(seen["picked"], json!(["auto", "default"]));
+    assert!(std::fs::read_to_string(root.join(PYTHON.source)).unwrap().contains("def validate_email"));
 }
