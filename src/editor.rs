@@ -133,7 +133,8 @@ pub trait Editor: Send + Sync {
         match event {
             RunEvent::Plan(plan) => self.plan_updated(run_id, plan).await,
             RunEvent::Progress(progress) => self.progress(run_id, progress.clone()).await,
-            RunEvent::ToolCall { .. } => {}
+            // the language server and the terminal show the plan and progress, not the model's words
+            RunEvent::ToolCall { .. } | RunEvent::Thought(_) | RunEvent::Said(_) => {}
             RunEvent::ToolResult { summary, .. } => {
                 let message = summary.clone();
                 self.progress(run_id, Progress::Report { message, percentage: None }).await;

@@ -19,7 +19,7 @@ use agent_client_protocol_schema::ProtocolVersion;
 use agent_client_protocol_schema::v1 as acp;
 use serde_json::{Value, json};
 use support::UserDirs;
-use support::model_server::{ModelServer, openai_chat};
+use support::model_server::{ModelServer, openai_chat, openai_tool_calls};
 use support::scenario::{GOAL, Language, PYTHON, block, call};
 
 /// How the test's client answers a permission request.
@@ -689,9 +689,13 @@ fn each_edit_says_which_errors_appeared_and_went_away() {
         "        return self.name.title()\n\n    def initials(self) -> str:\n        return missing_name\n";
     let model = ModelServer::start(vec![
         openai_chat("1. Add an initials method to User in user.py\n"),
-        call(
-            "edit",
-            json!({"path": "user.py", "blocks": block("        return self.name.title()\n", broken)}),
+        // the model thinks, says what it does, and calls the tool
+        openai_tool_calls(
+            "<think>initials come from the name</think>Adding initials.",
+            &[(
+                "edit",
+                json!({"path": "user.py", "blocks": block("        return self.name.title()\n", broken)}),
+            )],
         ),
         call(
             "edit",
@@ -730,6 +734,11 @@ fn each_edit_says_which_errors_appeared_and_went_away() {
         "{second}"
     );
     assert!(client.requests("session/request_permission").is_empty(), "approval = low asks nothing");
+    // its thought and its words, each as its own kind of chunk
+    let thought = text_of(&client.updates("agent_thought_chunk"));
+    assert!(thought.contains("initials come from the name"), "{thought}");
+    let said = text_of(&client.updates("agent_message_chunk"));
+    assert!(said.contains("Adding initials.") && !said.contains("<think>"), "{said}");
     assert!(client.end().is_some());
 }
 

@@ -317,6 +317,8 @@ impl Editor for AcpEditor {
                 let fields = acp::ToolCallUpdateFields::new().status(status).content(content);
                 self.update(acp::SessionUpdate::ToolCallUpdate(acp::ToolCallUpdate::new(id.clone(), fields)));
             }
+            RunEvent::Thought(thought) => self.think(thought),
+            RunEvent::Said(text) => self.say(&format!("{}\n", text.trim_end())),
             RunEvent::Checked(check) => self.checked(check),
             RunEvent::Finished(report) => self.finished(report),
         }

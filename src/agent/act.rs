@@ -270,6 +270,15 @@ pub async fn act(
             }),
         );
         tokens.add(crate::run::Tokens::of(&reply.usage));
+        // what the model thought, and what it said beside its tool calls (or as its answer);
+        // a text-protocol reply's text is its action, not words for the user
+        if !reply.reasoning.trim().is_empty() {
+            report(RunEvent::Thought(reply.reasoning.clone())).await;
+        }
+        if protocol == Protocol::Native && !reply.text.trim().is_empty() && !looks_like_an_action(&reply.text)
+        {
+            report(RunEvent::Said(reply.text.clone())).await;
+        }
 
         let cut = reply.finish == FinishReason::Length;
         // a cut action gets twice the room, a few times; cut prose only a sentence

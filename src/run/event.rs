@@ -1,6 +1,6 @@
 //! What a run tells the user, as one stream of events, the same for every front end: the
-//! plan whenever it changes, progress lines, each action of the model's as a tool call (its
-//! kind, title and files) and its result, what the checks found after a step, and the report
+//! plan whenever it changes, progress lines, what the model thought and said, each action of
+//! the model's as a tool call (its kind, title and files) and its result, what the checks found after a step, and the report
 //! at the end. The engine sends them
 //! through `Editor::run_event`; the server renders them as LSP notifications, the command line
 //! as terminal lines, the ACP front end (`acp/editor.rs`) as `session/update`s.
@@ -44,6 +44,10 @@ pub enum RunEvent {
         /// end that shows each edit's checks: `Editor::checks_each_edit`).
         check: Option<Check>,
     },
+    /// What the model thought before it answered (a reasoning field, `<think>` blocks).
+    Thought(String),
+    /// What the model said to the user, beside its tool calls or as its answer.
+    Said(String),
     /// What the checks found once a step's changes were in: the errors they introduced
     /// (measured on the text the editor holds) and the tests' outcome.
     Checked(Check),
