@@ -218,6 +218,7 @@ mod tests {
                 changed: vec!["a.py".into()],
                 files: vec![],
                 check: None,
+                output: None,
             },
             RunEvent::Checked(crate::run::Check {
                 step: Some("1".into()),

@@ -366,6 +366,14 @@ fn the_scenario_through_acp_with_the_editors_files() {
     for run in &test_runs {
         let result = results.iter().find(|u| u["toolCallId"] == run["toolCallId"]).unwrap();
         assert_eq!(result["status"], "completed", "{result}");
+        // pytest's own output, in the tool call
+        let shown: String = result["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|c| c["content"]["text"].as_str())
+            .collect();
+        assert!(shown.contains(" passed"), "{shown}");
     }
     // each step's checks: ruff on the text the agent wrote, and the tests
     let checks: Vec<&Value> =

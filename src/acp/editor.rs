@@ -306,13 +306,16 @@ impl Editor for AcpEditor {
                     .locations(locations);
                 self.update(acp::SessionUpdate::ToolCall(call));
             }
-            RunEvent::ToolResult { id, ok, summary, files, check, .. } => {
+            RunEvent::ToolResult { id, ok, summary, files, check, output, .. } => {
                 lock(&self.current_call).take();
                 let status = if *ok { acp::ToolCallStatus::Completed } else { acp::ToolCallStatus::Failed };
                 let mut content: Vec<acp::ToolCallContent> = files.iter().map(|f| self.diff(f)).collect();
                 content.push(summary.clone().into());
                 if let Some(check) = check {
                     content.push(diagnostics_report(check).into());
+                }
+                if let Some(output) = output.as_ref().filter(|o| !o.trim().is_empty()) {
+                    content.push(format!("```\n{}\n```", output.trim_end()).into());
                 }
                 let fields = acp::ToolCallUpdateFields::new().status(status).content(content);
                 self.update(acp::SessionUpdate::ToolCallUpdate(acp::ToolCallUpdate::new(id.clone(), fields)));

@@ -492,6 +492,7 @@ async fn take(
         changed: result.changed.clone(),
         files: result.files.clone(),
         check,
+        output: (action.tool_kind() == crate::action::ToolKind::Execute).then(|| result.text.clone()),
     })
     .await;
     trajectory.action(action, &result);

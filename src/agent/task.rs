@@ -836,6 +836,7 @@ impl Runner<'_> {
             changed: Vec::new(),
             files: Vec::new(),
             check: None,
+            output: Some(text.clone()),
         };
         editor.run_event(&self.run.run_id, &result).await;
         (passed, text)

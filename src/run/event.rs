@@ -43,6 +43,8 @@ pub enum RunEvent {
         /// What the checkers found on the text it wrote, against the text before (for a front
         /// end that shows each edit's checks: `Editor::checks_each_edit`).
         check: Option<Check>,
+        /// A command's output (cut), for a front end that shows it in the tool call.
+        output: Option<String>,
     },
     /// What the model thought before it answered (a reasoning field, `<think>` blocks).
     Thought(String),
