@@ -330,6 +330,8 @@ fn the_scenario_through_acp_with_the_editors_files() {
     assert!(diff["newText"].as_str().unwrap().contains("def validate_email"), "{diff}");
     assert!(!diff["oldText"].as_str().unwrap().contains("validate_email"), "{diff}");
 
+    let ids: Vec<&str> = calls.iter().map(|c| c["toolCallId"].as_str().unwrap()).collect();
+    assert_eq!(ids.iter().collect::<std::collections::BTreeSet<_>>().len(), ids.len(), "{ids:?}");
     // one question, with the diff and the four options; "always" held for the second edit
     let questions = client.requests("session/request_permission");
     assert_eq!(questions.len(), 1, "{questions:#?}");
@@ -360,7 +362,7 @@ fn the_scenario_through_acp_with_the_editors_files() {
     // the tests ran as tool calls of kind execute, and passed: on the buffer's text, since the
     // method is nowhere on disk
     let test_runs: Vec<&Value> =
-        calls.iter().filter(|c| c["toolCallId"].as_str().unwrap().starts_with("tests-")).collect();
+        calls.iter().filter(|c| c["toolCallId"].as_str().unwrap().contains("/tests-")).collect();
     assert!(test_runs.len() >= 2, "{calls:#?}");
     assert!(test_runs.iter().all(|c| c["kind"] == "execute"), "{test_runs:?}");
     for run in &test_runs {
@@ -377,7 +379,7 @@ fn the_scenario_through_acp_with_the_editors_files() {
     }
     // each step's checks: ruff on the text the agent wrote, and the tests
     let checks: Vec<&Value> =
-        calls.iter().filter(|c| c["toolCallId"].as_str().unwrap().starts_with("check-")).collect();
+        calls.iter().filter(|c| c["toolCallId"].as_str().unwrap().contains("/check-")).collect();
     assert_eq!(checks.len(), 2, "{calls:#?}");
     assert_eq!(
         checks[0]["title"], "Checks of step 1: 0 error(s) introduced; the tests pass",
@@ -390,12 +392,12 @@ fn the_scenario_through_acp_with_the_editors_files() {
         checks[0]
     );
 
-    // the report as the agent's message; the tokens used
+    // the report as the agent's message
     let said = text_of(&client.updates("agent_message_chunk"));
     assert!(said.contains("all 2 step(s) done"), "{said}");
-    let usage = client.updates("usage_update");
-    assert_eq!(usage.len(), 1, "{usage:?}");
-    assert!(usage[0]["used"].as_u64().unwrap() > 0, "{usage:?}");
+    // FIXME(24): no usage_update yet: ACP's is the tokens in context against the model's
+    // context window, which Tokamak knows only once a server has named it in a refusal
+    assert!(client.updates("usage_update").is_empty());
     let status = client.end();
     assert!(status.is_some_and(|s| s.success()), "ends when the editor closes its stdin: {status:?}");
 }
@@ -454,7 +456,10 @@ fn bad_input_gets_an_error_and_the_agent_goes_on() {
     client.send_line("{this is not json");
     let parse = client.wait_for("the parse error", |m| m["error"]["code"] == -32700);
     assert_eq!(parse["id"], Value::Null, "{parse}");
-    client.send_line(&[0xff_u8, 0xfe, b'\n'].iter().map(|b| *b as char).collect::<String>());
+    // bytes that are not UTF-8 at all
+    let stdin = client.stdin.as_mut().unwrap();
+    stdin.write_all(&[0xff, 0xfe, b'{', b'\n']).unwrap();
+    stdin.flush().unwrap();
     client.wait_for("the second parse error", |m| m["error"]["code"] == -32700 && m != &parse);
     let unknown = client.request("session/fly", json!({}));
     assert_eq!(unknown["error"]["code"], -32601, "{unknown}");
@@ -491,7 +496,7 @@ fn a_cancel_ends_a_prompt_waiting_on_a_question() {
     let first = client.ask("session/prompt", Client::prompt_request(&session, GOAL));
     client.wait_for("the question", |m| m["method"] == "session/request_permission");
     let second = client.request("session/prompt", Client::prompt_request(&session, "something else"));
-    assert_eq!(second["error"]["code"], -32000, "{second}");
+    assert_eq!(second["error"]["code"], -32001, "{second}");
     assert!(second["error"]["message"].as_str().unwrap().contains("already running"), "{second}");
     client.notify("session/cancel", acp::CancelNotification::new(session.clone()));
     // the editor answers the pending question cancelled, as the protocol says it must
@@ -503,10 +508,14 @@ fn a_cancel_ends_a_prompt_waiting_on_a_question() {
     assert_eq!(answer["result"]["stopReason"], "cancelled", "{answer}");
     assert_eq!(std::fs::read_to_string(root.join(PYTHON.source)).unwrap(), before, "nothing changed");
     assert!(client.requests("fs/write_text_file").is_empty());
-    // the session takes the next prompt
+    // the session takes the next prompt; its tool calls are new ones, not the first prompt's
     let next = client.ask("session/prompt", Client::prompt_request(&session, "and now?"));
     let next = client.answer_of(next);
     assert!(next.get("result").is_some(), "{next}");
+    let ids: Vec<String> =
+        client.updates("tool_call").iter().map(|c| c["toolCallId"].as_str().unwrap().to_string()).collect();
+    let unique: std::collections::BTreeSet<&String> = ids.iter().collect();
+    assert_eq!(unique.len(), ids.len(), "tool call ids repeat: {ids:?}");
     assert!(client.end().is_some());
 }
 
@@ -822,14 +831,8 @@ fn the_python_sdk_runs_the_scenario() {
     assert_eq!(seen["protocol"], 1, "{seen}");
     assert_eq!(seen["stop_reason"], "end_turn", "{seen}");
     let kinds: Vec<&str> = seen["kinds"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
-    for kind in [
-        "available_commands_update",
-        "plan",
-        "tool_call",
-        "tool_call_update",
-        "agent_message_chunk",
-        "usage_update",
-    ] {
+    for kind in ["available_commands_update", "plan", "tool_call", "tool_call_update", "agent_message_chunk"]
+    {
         assert!(kinds.contains(&kind), "{kind} missing: {kinds:?}");
     }
     assert_eq!(seen["tool_kinds"].as_array().unwrap().iter().filter(|k| *k == "edit").count(), 2, "{seen}");

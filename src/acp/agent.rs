@@ -24,8 +24,10 @@ use crate::run::ExitReason;
 use crate::session::{FrontEnd, Options, Session, new_plan_id, task_context};
 use crate::sync::lock;
 
-/// The JSON-RPC code of a request the agent cannot take now (a prompt while one runs).
-const BUSY: i32 = -32000;
+/// The JSON-RPC code of a request the agent cannot take now (a prompt while one runs, a
+/// session reopened while its prompt runs). Not -32000: ACP means "authentication required"
+/// by that, and a client would ask the user to sign in.
+const BUSY: i32 = -32001;
 
 /// The agent side of one connection: what the client can do, and its sessions.
 pub struct Agent {
@@ -210,9 +212,13 @@ impl Agent {
     /// `session/list`: the kept sessions, the latest first (over `cwd` when it is given).
     fn list_sessions(&self, params_: Value) -> Result<Value, RpcError> {
         let request: acp::ListSessionsRequest = params(params_)?;
+        let cwd = match &request.cwd {
+            Some(cwd) => Some(canonical(cwd)?),
+            None => None,
+        };
         let sessions = self
             .store
-            .list(request.cwd.as_deref())
+            .list(cwd.as_deref())
             .into_iter()
             .map(|kept| acp::SessionInfo::new(kept.id, kept.cwd).title(kept.title).updated_at(kept.updated))
             .collect();
@@ -254,15 +260,26 @@ impl Agent {
         mcp_servers: usize,
         additional_directories: &[PathBuf],
     ) -> Result<Arc<AcpSession>, RpcError> {
-        if !cwd.is_absolute() {
-            return Err(invalid_params(format!("cwd must be an absolute path, not {}", cwd.display())));
+        let root = canonical(cwd)?;
+        // a session opened again while its prompt runs would run two prompts in one folder
+        if let Some(open) = lock(&self.sessions).get(id)
+            && lock(&open.prompt).is_some()
+        {
+            return Err(RpcError::new(BUSY, format!("session {id} has a prompt running; cancel it first")));
         }
-        let root: PathBuf = std::fs::canonicalize(cwd)
-            .map_err(|err| invalid_params(format!("cannot open {}: {err}", cwd.display())))?;
+        if let Some(kept) = self.store.find(id)
+            && kept.cwd != root
+        {
+            return Err(invalid_params(format!(
+                "session {id} is over {}, not {}",
+                kept.cwd.display(),
+                root.display()
+            )));
+        }
         let root_uri = url::Url::from_directory_path(&root)
             .map_err(|()| invalid_params(format!("{} is not a folder path", root.display())))?;
         let loaded = Settings::load(Some(&root), json!({})).map_err(|err| {
-            RpcError::new(BUSY, format!("Tokamak's settings for {} are invalid: {err}", root.display()))
+            RpcError::new(-32603, format!("Tokamak's settings for {} are invalid: {err}", root.display()))
         })?;
         if let Err(err) = self.store.begin(id, &root) {
             tracing::warn!("acp: session {id} will not be kept: {err}");
@@ -299,12 +316,7 @@ impl Agent {
             notes: Mutex::new(notes),
             picked: Mutex::new(Picked::default()),
         });
-        // a session opened again replaces the one going on: its prompt stops
-        if let Some(old) = lock(&self.sessions).insert(id.to_string(), Arc::clone(&acp_session))
-            && let Some(token) = lock(&old.prompt).as_ref()
-        {
-            token.cancel();
-        }
+        lock(&self.sessions).insert(id.to_string(), Arc::clone(&acp_session));
         Ok(acp_session)
     }
 
@@ -320,7 +332,7 @@ impl Agent {
         }
         let picked = lock(&session.picked).clone();
         let Some(executor) = session.session.executor.clone() else {
-            return Err(RpcError::new(BUSY, "the agent cannot act on this session's folder"));
+            return Err(RpcError::new(-32603, "the agent cannot act on this session's folder"));
         };
         let settings = &session.session.settings;
         let models = options::models(&session.session, &picked);
@@ -331,18 +343,26 @@ impl Agent {
                 format!("{busy}: a prompt is already running in this session; cancel it first"),
             )
         })?;
+        // cancellable from here on: a cancel that comes before the run starts still stops it
+        let cancel = handle.cancel.clone();
+        *lock(&session.prompt) = Some(cancel.clone());
         self.store.title(&request.session_id.0, &goal);
         session.editor.keep_prompt(&goal);
         for note in std::mem::take(&mut *lock(&session.notes)) {
             session.editor.say(&format!("{note}\n"));
         }
         if let Some((name, input)) = commands::parse(&goal) {
-            let text = commands::run(&session.session, name, &input).await;
+            let text = tokio::select! {
+                text = commands::run(&session.session, name, &input, &cancel) => text,
+                () = cancel.cancelled() => format!("/{name} was cancelled."),
+            };
             session.editor.say(&text);
+            lock(&session.prompt).take();
             drop(handle);
-            return result(acp::PromptResponse::new(acp::StopReason::EndTurn));
+            let reason =
+                if cancel.is_cancelled() { acp::StopReason::Cancelled } else { acp::StopReason::EndTurn };
+            return result(acp::PromptResponse::new(reason));
         }
-        *lock(&session.prompt) = Some(handle.cancel.clone());
         let task =
             TaskRequest { goal, plan: None, selection: None, plan_id: new_plan_id(), role: picked.role };
         let report = run_task(&context, task, handle).await;
@@ -352,11 +372,19 @@ impl Agent {
         for document in observer.open_documents() {
             observer.close(&document.uri).await;
         }
-        let used = u64::from(report.tokens.total());
-        let size = u64::from(session.session.settings.limits.tokens).max(used);
-        session.editor.update(acp::SessionUpdate::UsageUpdate(acp::UsageUpdate::new(used, size)));
-        result(acp::PromptResponse::new(stop_reason(report.exit_reason)))
+        // after a session/cancel the turn ends cancelled, whatever the run made of it
+        let reason =
+            if cancel.is_cancelled() { acp::StopReason::Cancelled } else { stop_reason(report.exit_reason) };
+        result(acp::PromptResponse::new(reason))
     }
+}
+
+/// The folder `cwd` names, absolute and with its links resolved.
+fn canonical(cwd: &std::path::Path) -> Result<PathBuf, RpcError> {
+    if !cwd.is_absolute() {
+        return Err(invalid_params(format!("cwd must be an absolute path, not {}", cwd.display())));
+    }
+    std::fs::canonicalize(cwd).map_err(|err| invalid_params(format!("cannot open {}: {err}", cwd.display())))
 }
 
 /// The prompt as one goal: its text, with the resources it embeds and the ones it links.

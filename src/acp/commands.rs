@@ -3,6 +3,7 @@
 //! undoing of one (ACP has no checkpoint method of its own), and trusting the folder.
 
 use agent_client_protocol_schema::v1 as acp;
+use tokio_util::sync::CancellationToken;
 
 use crate::run::RunEvent;
 use crate::session::{Session, new_plan_id};
@@ -42,9 +43,9 @@ pub fn parse(prompt: &str) -> Option<(&'static str, String)> {
 }
 
 /// Carries out command `name` in `session`; the text to tell the user.
-pub async fn run(session: &Session, name: &str, input: &str) -> String {
+pub async fn run(session: &Session, name: &str, input: &str, cancel: &CancellationToken) -> String {
     let result = match name {
-        "plan" => plan(session, input).await,
+        "plan" => plan(session, input, cancel).await,
         "status" => Ok(status(session)),
         "checkpoints" => checkpoints(session).await,
         "rollback" => rollback(session, input).await,
@@ -54,14 +55,13 @@ pub async fn run(session: &Session, name: &str, input: &str) -> String {
     result.unwrap_or_else(|err| format!("/{name} did not work: {err}"))
 }
 
-async fn plan(session: &Session, goal: &str) -> Result<String, String> {
+async fn plan(session: &Session, goal: &str, cancel: &CancellationToken) -> Result<String, String> {
     if goal.is_empty() {
         return Err("say the goal after /plan".to_string());
     }
     let context = session.task_context().ok_or("the agent cannot act on this folder")?;
-    let cancel = tokio_util::sync::CancellationToken::new();
     let plan_id = new_plan_id();
-    let (plan, _) = crate::agent::plan_goal(&context, goal, None, &plan_id, &cancel)
+    let (plan, _) = crate::agent::plan_goal(&context, goal, None, &plan_id, cancel)
         .await
         .map_err(|err| err.to_string())?;
     session.editor.run_event(&plan_id, &RunEvent::Plan(plan.clone())).await;

@@ -133,9 +133,9 @@ impl AcpEditor {
 
     /// A step's checks, as a tool call of their own: what the checkers found on the text the
     /// agent wrote, and the tests.
-    fn checked(&self, check: &Check) {
+    fn checked(&self, run_id: &str, check: &Check) {
         let number = self.checks.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-        let id = format!("check-{number}");
+        let id = format!("{run_id}/check-{number}");
         let step = check.step.as_deref().map(|s| format!(" of step {s}")).unwrap_or_default();
         let mut text = String::new();
         for (file, diagnostics) in &check.introduced {
@@ -262,9 +262,18 @@ impl Editor for AcpEditor {
 
     /// Every file's text goes through the client when it can write files: the change lands
     /// in the editor's buffer (and its undo), saved or not as the editor does.
-    async fn write_file(&self, path: &Path, _before: Option<&str>, after: &str) -> Option<EditOutcome> {
+    async fn write_file(&self, path: &Path, before: Option<&str>, after: &str) -> Option<EditOutcome> {
         if !self.can.write_text_file {
             return None;
+        }
+        // never over what the user typed since the agent read it
+        if let Some(before) = before
+            && let Some(held) = self.buffer(path).await
+            && held != before
+        {
+            return Some(EditOutcome::Rejected(
+                "the file changed in the editor since Tokamak read it; your typing wins".to_string(),
+            ));
         }
         let request = acp::WriteTextFileRequest::new(self.session_id.clone(), path, after);
         Some(
@@ -291,22 +300,26 @@ impl Editor for AcpEditor {
         false
     }
 
-    async fn run_event(&self, _run_id: &str, event: &RunEvent) {
+    /// Tool call ids are the run's own (`call-1`, `tests-1`): prefixed with the run id, they stay
+    /// unique across the session's prompts and its loads.
+    async fn run_event(&self, run_id: &str, event: &RunEvent) {
+        let id = |id: &str| format!("{run_id}/{id}");
         match event {
             RunEvent::Plan(plan) => self.plan(plan),
             RunEvent::Progress(Progress::Begin { title, .. }) => self.think(&format!("{title}\n")),
             RunEvent::Progress(Progress::Report { message, .. }) => self.think(&format!("{message}\n")),
             RunEvent::Progress(Progress::End { .. }) => {}
-            RunEvent::ToolCall { id, kind: tool, title, paths } => {
-                *lock(&self.current_call) = Some(id.clone());
+            RunEvent::ToolCall { id: call, kind: tool, title, paths } => {
+                let call = id(call);
+                *lock(&self.current_call) = Some(call.clone());
                 let locations = paths.iter().map(|p| acp::ToolCallLocation::new(self.absolute(p))).collect();
-                let call = acp::ToolCall::new(id.clone(), title.clone())
+                let call = acp::ToolCall::new(call, title.clone())
                     .kind(kind(*tool))
                     .status(acp::ToolCallStatus::InProgress)
                     .locations(locations);
                 self.update(acp::SessionUpdate::ToolCall(call));
             }
-            RunEvent::ToolResult { id, ok, summary, files, check, output, .. } => {
+            RunEvent::ToolResult { id: call, ok, summary, files, check, output, .. } => {
                 lock(&self.current_call).take();
                 let status = if *ok { acp::ToolCallStatus::Completed } else { acp::ToolCallStatus::Failed };
                 let mut content: Vec<acp::ToolCallContent> = files.iter().map(|f| self.diff(f)).collect();
@@ -318,11 +331,11 @@ impl Editor for AcpEditor {
                     content.push(format!("```\n{}\n```", output.trim_end()).into());
                 }
                 let fields = acp::ToolCallUpdateFields::new().status(status).content(content);
-                self.update(acp::SessionUpdate::ToolCallUpdate(acp::ToolCallUpdate::new(id.clone(), fields)));
+                self.update(acp::SessionUpdate::ToolCallUpdate(acp::ToolCallUpdate::new(id(call), fields)));
             }
             RunEvent::Thought(thought) => self.think(thought),
             RunEvent::Said(text) => self.say(&format!("{}\n", text.trim_end())),
-            RunEvent::Checked(check) => self.checked(check),
+            RunEvent::Checked(check) => self.checked(run_id, check),
             RunEvent::Finished(report) => self.finished(report),
         }
     }
@@ -357,10 +370,11 @@ impl AcpApprover {
     }
 }
 
-/// The kind an "always" answer holds for: the action, and for a command its program.
+/// What an "always" answer holds for: the kind of action, and for a command the whole command
+/// (an "always" for `python` must not let any Python through).
 fn remembered_as(request: &Request) -> String {
     match request {
-        Request::Command { argv } => format!("run {}", argv.first().map(String::as_str).unwrap_or_default()),
+        Request::Command { argv } => format!("run `{}`", argv.join(" ")),
         other => other.action().to_string(),
     }
 }
@@ -372,7 +386,7 @@ const REJECT_ALWAYS: &str = "reject_always";
 
 #[async_trait]
 impl Approver for AcpApprover {
-    async fn decide(&self, _run_id: &str, request: &Request) -> Decision {
+    async fn decide(&self, run_id: &str, request: &Request) -> Decision {
         let key = remembered_as(request);
         match lock(&self.remembered.0).get(&key) {
             Some(true) => return Decision::Approve,
@@ -382,9 +396,10 @@ impl Approver for AcpApprover {
             None => {}
         }
         let editor = &self.editor;
-        let id = editor.current_call().unwrap_or_else(|| {
+        let current = editor.current_call();
+        let id = current.clone().unwrap_or_else(|| {
             let number = self.questions.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-            format!("ask-{number}")
+            format!("{run_id}/ask-{number}")
         });
         let tool_kind = match request {
             Request::Command { .. } | Request::Commit { .. } => acp::ToolKind::Execute,
@@ -401,11 +416,14 @@ impl Approver for AcpApprover {
         } else if !request.diff().is_empty() {
             content.push(request.diff().to_string().into());
         }
-        let fields = acp::ToolCallUpdateFields::new()
-            .title(format!("Tokamak wants to {}", request.summary()))
-            .kind(tool_kind)
-            .status(acp::ToolCallStatus::Pending)
-            .content(content);
+        // a question about the tool call going on keeps its title and status; one of its own
+        // (a commit, an unlisted command of the engine's) says what it is
+        let mut fields = acp::ToolCallUpdateFields::new().kind(tool_kind).content(content);
+        if current.is_none() {
+            fields = fields
+                .title(format!("Tokamak wants to {}", request.summary()))
+                .status(acp::ToolCallStatus::Pending);
+        }
         let options = vec![
             acp::PermissionOption::new(ALLOW_ONCE, "Allow", acp::PermissionOptionKind::AllowOnce),
             acp::PermissionOption::new(

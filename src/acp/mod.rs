@@ -1,7 +1,7 @@
 //! `tokamak acp`: the Agent Client Protocol front end (Zed, JetBrains, Neovim's CodeCompanion
 //! and avante, Emacs' agent-shell). It reads one JSON-RPC message per line from stdin, answers
-//! each request on a task of its own (a prompt that waits on a permission never blocks the
-//! loop), and writes only protocol to stdout. Only this room knows ACP; the agent acts through
+//! requests in the order they come, each prompt on a task of its own (a prompt that waits on a
+//! permission never blocks the loop), and writes only protocol to stdout. Only this room knows ACP; the agent acts through
 //! the same session, `Editor` and `Approver` traits as the LSP and the command line.
 
 mod agent;
@@ -63,15 +63,24 @@ where
         if text.trim().is_empty() {
             continue;
         }
-        match wire::read(&text) {
+        let read = wire::read(&text);
+        let is_prompt = matches!(&read, Ok(Incoming::Request { method, .. }) if method == "session/prompt");
+        match read {
             Ok(Incoming::Request { id, method, params }) => {
+                let requested = params.get("sessionId").and_then(Value::as_str).map(str::to_string);
                 let agent = Arc::clone(&agent);
-                tokio::spawn(async move {
-                    let requested = params.get("sessionId").and_then(Value::as_str).map(str::to_string);
+                let answer = async move {
                     let answer = agent.handle(&method, params).await;
                     agent.connection.respond(id, answer.clone());
                     agent.after(&method, requested.as_deref(), &answer);
-                });
+                };
+                // a prompt runs on a task of its own (it waits on the model and on questions);
+                // everything else is answered here, in the order it came
+                if is_prompt {
+                    tokio::spawn(answer);
+                } else {
+                    answer.await;
+                }
             }
             Ok(Incoming::Notification { method, params }) => agent.notified(&method, params),
             Ok(Incoming::Response(message)) => {

@@ -65,10 +65,21 @@ impl Store {
         serde_json::from_str(&text).ok()
     }
 
-    fn write(&self, kept: &Kept) -> std::io::Result<()> {
+    /// The folder, made private to the user (sessions hold their code).
+    fn folder(&self) -> std::io::Result<&Path> {
         std::fs::create_dir_all(&self.dir)?;
+        std::fs::set_permissions(&self.dir, std::os::unix::fs::PermissionsExt::from_mode(0o700))?;
+        Ok(&self.dir)
+    }
+
+    /// Writes a session's description whole or not at all.
+    fn write(&self, kept: &Kept) -> std::io::Result<()> {
+        let folder = self.folder()?;
         let text = serde_json::to_string(kept).map_err(std::io::Error::other)?;
-        std::fs::write(self.meta_path(&kept.id), text)
+        let mut temporary = tempfile::NamedTempFile::new_in(folder)?;
+        temporary.write_all(text.as_bytes())?;
+        temporary.persist(self.meta_path(&kept.id)).map_err(|err| err.error)?;
+        Ok(())
     }
 
     /// Keeps session `id` over `cwd` (again, when it is loaded or resumed: its title stays).
@@ -111,12 +122,16 @@ impl Store {
         text.lines().filter_map(|line| serde_json::from_str(line).ok()).collect()
     }
 
-    /// A writer of session `id`'s updates, appending to what it kept.
+    /// A writer of session `id`'s updates, appending to what it kept, up to [`MAX_LOG_BYTES`].
     pub fn log(&self, id: &str) -> Log {
-        let file = std::fs::create_dir_all(&self.dir)
-            .and_then(|()| std::fs::OpenOptions::new().create(true).append(true).open(self.log_path(id)));
+        let file = self.folder().and_then(|folder| {
+            std::fs::OpenOptions::new().create(true).append(true).open(folder.join(format!("{id}.jsonl")))
+        });
         match file {
-            Ok(file) => Log(Mutex::new(Some(file))),
+            Ok(file) => {
+                let size = file.metadata().map(|m| m.len()).unwrap_or_default();
+                Log(Mutex::new(Some((file, size))))
+            }
             Err(err) => {
                 tracing::warn!("acp: session {id}'s updates cannot be kept: {err}");
                 Log(Mutex::new(None))
@@ -125,19 +140,34 @@ impl Store {
     }
 }
 
-/// Appends a session's updates to its log.
-pub struct Log(Mutex<Option<std::fs::File>>);
+/// How much of a session's updates are kept (a load replays at most this much).
+pub const MAX_LOG_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Appends a session's updates to its log: the file and its size.
+pub struct Log(Mutex<Option<(std::fs::File, u64)>>);
 
 impl Log {
     pub fn append(&self, update: &impl Serialize) {
         let mut file = lock(&self.0);
-        let Some(writer) = file.as_mut() else { return };
-        let written = serde_json::to_string(update)
-            .map_err(std::io::Error::other)
-            .and_then(|line| writeln!(writer, "{line}"));
-        if let Err(err) = written {
-            tracing::warn!("acp: an update could not be kept, so the rest are not: {err}");
+        let Some((writer, size)) = file.as_mut() else { return };
+        let line = match serde_json::to_string(update) {
+            Ok(line) => line + "\n",
+            Err(err) => return tracing::warn!("acp: an update could not be kept: {err}"),
+        };
+        if *size + line.len() as u64 > MAX_LOG_BYTES {
+            tracing::warn!(
+                "acp: the session's kept updates reached {MAX_LOG_BYTES} bytes; later ones are not kept"
+            );
             *file = None;
+            return;
+        }
+        // one write per line, so two writers never interleave within a line
+        match writer.write_all(line.as_bytes()) {
+            Ok(()) => *size += line.len() as u64,
+            Err(err) => {
+                tracing::warn!("acp: an update could not be kept, so the rest are not: {err}");
+                *file = None;
+            }
         }
     }
 }

@@ -36,13 +36,21 @@ pub struct Connection {
     out: mpsc::UnboundedSender<String>,
     next_id: AtomicU64,
     pending: Mutex<HashMap<u64, (String, oneshot::Sender<Answer>)>>,
+    /// The client has gone: a new request fails at once.
+    closed: std::sync::atomic::AtomicBool,
 }
 
 impl Connection {
     /// A connection and the lines it sends, in order, for one writer to put on stdout.
     pub fn new() -> (Connection, mpsc::UnboundedReceiver<String>) {
         let (out, lines) = mpsc::unbounded_channel();
-        (Connection { out, next_id: AtomicU64::new(1), pending: Mutex::new(HashMap::new()) }, lines)
+        let connection = Connection {
+            out,
+            next_id: AtomicU64::new(1),
+            pending: Mutex::new(HashMap::new()),
+            closed: Default::default(),
+        };
+        (connection, lines)
     }
 
     fn send(&self, message: &Value) {
@@ -79,7 +87,13 @@ impl Connection {
             .map_err(|err| ClientError::Malformed { method: method.to_string(), reason: err.to_string() })?;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tell, answer) = oneshot::channel();
-        lock(&self.pending).insert(id, (method.to_string(), tell));
+        {
+            let mut pending = lock(&self.pending);
+            if self.closed.load(Ordering::SeqCst) {
+                return Err(ClientError::Gone);
+            }
+            pending.insert(id, (method.to_string(), tell));
+        }
         // forgets the request however the wait ends (answered, timed out, dropped by a cancel)
         struct Forget<'a>(&'a Connection, u64);
         impl Drop for Forget<'_> {
@@ -136,7 +150,9 @@ impl Connection {
 
     /// The editor has gone: every request waiting fails with [`ClientError::Gone`].
     pub fn close(&self) {
-        lock(&self.pending).clear();
+        let mut pending = lock(&self.pending);
+        self.closed.store(true, Ordering::SeqCst);
+        pending.clear();
     }
 }
 
