@@ -565,18 +565,7 @@ async fn list_checkpoints(root: &Path, format: Format) -> ExitCode {
 async fn rollback(root: &Path, id: &str, force: bool) -> ExitCode {
     match tokamak::cli::history::rollback(root, id, force).await {
         Ok(report) => {
-            for file in &report.restored {
-                println!("restored {file}");
-            }
-            for (file, reason) in &report.failed {
-                println!("not restored {file}: {reason}");
-            }
-            println!(
-                "Rolled back {} ({} file(s)); undo this with: tokamak rollback {}",
-                report.checkpoint,
-                report.restored.len(),
-                report.run_id
-            );
+            print!("{}", report.describe("tokamak rollback "));
             if report.failed.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) }
         }
         Err(err) => {

@@ -241,6 +241,13 @@ impl Client {
     }
 }
 
+/// Seed 000's Python project in a folder of its own, and that folder's real path.
+fn python_project() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = PYTHON.project();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    (dir, root)
+}
+
 /// The user's settings for the scenario: the scripted model, the project's test command, ruff.
 fn user_for(language: &Language, root: &Path, model: &ModelServer) -> UserDirs {
     let command: Vec<String> = language.test_command();
@@ -264,8 +271,7 @@ fn the_scenario_through_acp_with_the_editors_files() {
     if !support::require_tools(&["pytest", "ruff"]) {
         return;
     }
-    let dir = PYTHON.project();
-    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let (_dir, root) = python_project();
     let model = ModelServer::start(PYTHON.script());
     let mut client = Client::start(user_for(&PYTHON, &root, &model), &[]);
     // the user typed in user.py and did not save
@@ -409,8 +415,7 @@ fn the_scenario_through_acp_on_the_disk() {
     if !support::require_tools(&["pytest", "ruff"]) {
         return;
     }
-    let dir = PYTHON.project();
-    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let (_dir, root) = python_project();
     let model = ModelServer::start(PYTHON.script());
     let mut client = Client::start(user_for(&PYTHON, &root, &model), &[]);
     client.permit = Permit::AllowOnce;
@@ -485,8 +490,7 @@ fn bad_input_gets_an_error_and_the_agent_goes_on() {
 /// the second is refused, the cancel ends the first `cancelled`, nothing is changed.
 #[test]
 fn a_cancel_ends_a_prompt_waiting_on_a_question() {
-    let dir = PYTHON.project();
-    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let (_dir, root) = python_project();
     let model = ModelServer::start(PYTHON.script());
     let mut client = Client::start(user_for(&PYTHON, &root, &model), &[]);
     client.permit = Permit::Never;
@@ -529,8 +533,7 @@ fn acpx_runs_the_scenario_approving_and_denying() {
         return;
     }
     for (policy, changes) in [("--approve-all", true), ("--deny-all", false)] {
-        let dir = PYTHON.project();
-        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let (_dir, root) = python_project();
         let before = std::fs::read_to_string(root.join(PYTHON.source)).unwrap();
         let model = ModelServer::start(PYTHON.script());
         let user = user_for(&PYTHON, &root, &model);
@@ -646,8 +649,7 @@ fn sessions_are_listed_loaded_resumed_and_closed() {
 /// the legacy `modes`; a picked profile's model is the one the run asks.
 #[test]
 fn the_pickers_choose_the_role_and_the_model() {
-    let dir = PYTHON.project();
-    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let (_dir, root) = python_project();
     let model = ModelServer::start(PYTHON.script());
     let toml = format!(
         "\n[model]\nbase_url = {:?}\nmodel = \"scripted\"\nmax_retries = 0\n\n[profiles.fast]\nmodel = \"fast-one\"\n\n[checkers]\nenable = []\n",
@@ -700,8 +702,7 @@ fn each_edit_says_which_errors_appeared_and_went_away() {
     if !support::require_tools(&["ruff"]) {
         return;
     }
-    let dir = PYTHON.project();
-    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let (_dir, root) = python_project();
     let broken =
         "        return self.name.title()\n\n    def initials(self) -> str:\n        return missing_name\n";
     let model = ModelServer::start(vec![
@@ -763,8 +764,7 @@ fn each_edit_says_which_errors_appeared_and_went_away() {
 /// model is told, nothing is written anywhere, and the turn ends cleanly.
 #[test]
 fn a_write_the_editor_refuses_changes_nothing() {
-    let dir = PYTHON.project();
-    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let (_dir, root) = python_project();
     let before = std::fs::read_to_string(root.join(PYTHON.source)).unwrap();
     let model = ModelServer::start(vec![
         openai_chat("1. Add a validate_email method to User in user.py\n"),
@@ -811,8 +811,7 @@ fn the_python_sdk_runs_the_scenario() {
         eprintln!("skipping: {reason}");
         return;
     }
-    let dir = PYTHON.project();
-    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let (_dir, root) = python_project();
     let model = ModelServer::start(PYTHON.script());
     let user = user_for(&PYTHON, &root, &model);
     let output = Command::new(&python)

@@ -117,20 +117,7 @@ async fn rollback(session: &Session, wanted: &str) -> Result<String, String> {
     let run_id = format!("tokamak-rollback-{:06x}", fastrand::u32(..0x100_0000));
     let report =
         crate::executor::rollback(executor, &wanted, false, &run_id).await.map_err(|err| err.to_string())?;
-    let mut text = String::new();
-    for file in &report.restored {
-        text.push_str(&format!("restored {file}\n"));
-    }
-    for (file, reason) in &report.failed {
-        text.push_str(&format!("not restored {file}: {reason}\n"));
-    }
-    text.push_str(&format!(
-        "Rolled back {} ({} file(s)); undo this with /rollback {}\n",
-        report.checkpoint,
-        report.restored.len(),
-        report.run_id
-    ));
-    Ok(text)
+    Ok(report.describe("/rollback "))
 }
 
 fn trust(session: &Session) -> Result<String, String> {

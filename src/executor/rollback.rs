@@ -40,6 +40,27 @@ pub struct RollbackReport {
     pub failed: Vec<(String, String)>,
 }
 
+impl RollbackReport {
+    /// What it did, a line a file, then how to undo it: `undo` is the command that takes a
+    /// checkpoint id (`tokamak rollback `, `/rollback `).
+    pub fn describe(&self, undo: &str) -> String {
+        let mut text = String::new();
+        for file in &self.restored {
+            text.push_str(&format!("restored {file}\n"));
+        }
+        for (file, reason) in &self.failed {
+            text.push_str(&format!("not restored {file}: {reason}\n"));
+        }
+        text.push_str(&format!(
+            "Rolled back {} ({} file(s)); undo this with: {undo}{}\n",
+            self.checkpoint,
+            self.restored.len(),
+            self.run_id
+        ));
+        text
+    }
+}
+
 /// Rolls back the run of `wanted` (a checkpoint id or a run id) as run `run_id`.
 pub async fn rollback(
     context: &ExecutorContext,
