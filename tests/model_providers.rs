@@ -629,3 +629,55 @@ async fn reasoning_is_kept_apart_from_the_answer_streamed_or_not() {
         assert!(!reply.text.contains("delete"), "case {index} ({provider})");
     }
 }
+
+/// The context window: the settings' when set; else what the server says of the model it
+/// serves — llama.cpp's `/props`, vLLM's `/v1/models`, Ollama's `/api/ps` — asked once it is
+/// known; a server that says nothing (a hosted API, Anthropic's) leaves it unknown.
+#[tokio::test]
+async fn the_context_window_is_the_settings_or_the_servers() {
+    // llama.cpp
+    let server = ModelServer::start(vec![]);
+    server.describe("/props", json!({"default_generation_settings": {"n_ctx": 8192}, "total_slots": 1}));
+    let llama = connect(&server, "openai");
+    assert_eq!(llama.context_window().await, Some(8192));
+    assert_eq!(llama.context_window().await, Some(8192));
+    assert_eq!(server.gets(), ["/props"], "asked once");
+    assert!(server.requests().is_empty(), "no model request was spent on it");
+
+    // vLLM: the model served, by name
+    let server = ModelServer::start(vec![]);
+    server.describe(
+        "/v1/models",
+        json!({"object": "list", "data": [
+            {"id": "other", "object": "model", "max_model_len": 4096},
+            {"id": "scripted", "object": "model", "max_model_len": 32768}
+        ]}),
+    );
+    assert_eq!(connect(&server, "openai").context_window().await, Some(32768));
+    assert_eq!(server.gets(), ["/props", "/v1/models"]);
+
+    // a hosted API: a model list without lengths, and nothing learned, so asked again later
+    let server = ModelServer::start(vec![]);
+    server.describe("/v1/models", json!({"object": "list", "data": [{"id": "scripted", "object": "model"}]}));
+    let hosted = connect(&server, "openai");
+    assert_eq!(hosted.context_window().await, None);
+    assert_eq!(hosted.context_window().await, None);
+    assert_eq!(server.gets().len(), 4);
+
+    // Ollama: the loaded model's context
+    let server = ModelServer::start(vec![]);
+    server.describe(
+        "/api/ps",
+        json!({"models": [{"name": "scripted", "model": "scripted", "context_length": 4096}]}),
+    );
+    assert_eq!(connect(&server, "ollama").context_window().await, Some(4096));
+
+    // Anthropic: the settings' only; and the settings win over any server
+    let server = ModelServer::start(vec![]);
+    assert_eq!(connect(&server, "anthropic").context_window().await, None);
+    let configured = config(&server, "anthropic", |s| s.context_window = Some(200_000));
+    assert_eq!(model::connect(configured).unwrap().context_window().await, Some(200_000));
+    let configured = config(&server, "openai", |s| s.context_window = Some(1000));
+    assert_eq!(model::connect(configured).unwrap().context_window().await, Some(1000));
+    assert!(server.gets().is_empty(), "nothing asked: {:?}", server.gets());
+}

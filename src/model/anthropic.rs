@@ -180,6 +180,11 @@ impl Model for Anthropic {
         self.client.info(MESSAGES)
     }
 
+    /// The settings' only: the API does not say.
+    async fn context_window(&self) -> Option<u32> {
+        self.client.config.context_window
+    }
+
     async fn send(&self, request: &Request, options: &CallOptions) -> Result<Reply, ModelError> {
         let stream = options.deltas.is_some() || self.client.config.stream;
         let body = self.body(request, stream);

@@ -96,6 +96,9 @@ pub struct ModelSettings {
     /// Anthropic's extended thinking: the tokens the model may think before it answers
     /// (unset: off).
     pub thinking_tokens: Option<u32>,
+    /// The model's context window in tokens, when the server does not say (unset: asked of
+    /// the server where it can say).
+    pub context_window: Option<u32>,
 }
 
 impl ModelSettings {
@@ -115,6 +118,7 @@ impl ModelSettings {
             tools: top.tools.clone().or_else(|| self.tools.clone()),
             stream: top.stream.or(self.stream),
             thinking_tokens: top.thinking_tokens.or(self.thinking_tokens),
+            context_window: top.context_window.or(self.context_window),
         }
     }
 }
@@ -148,6 +152,8 @@ pub struct ModelConfig {
     pub stream: bool,
     /// Anthropic's extended thinking budget (`model.thinking_tokens`), when on.
     pub thinking_tokens: Option<u32>,
+    /// The context window in tokens as the settings give it (`model.context_window`).
+    pub context_window: Option<u32>,
 }
 
 /// `model.tools`.
@@ -249,6 +255,7 @@ impl ModelConfig {
             tools,
             stream: settings.stream.unwrap_or(false),
             thinking_tokens: settings.thinking_tokens.filter(|&t| t > 0),
+            context_window: settings.context_window.filter(|&t| t > 0),
         })
     }
 

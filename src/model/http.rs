@@ -21,7 +21,14 @@ const MAX_RETRY_DELAY: Duration = Duration::from_secs(60);
 pub struct Client {
     pub config: ModelConfig,
     http: reqwest::Client,
+    /// The context window the server named, once it has (a server that has not loaded the
+    /// model yet is asked again).
+    window: std::sync::Mutex<Option<u32>>,
 }
+
+/// How long a question about the model (its context window) may take: it is never worth a
+/// wait.
+const INFO_TIMEOUT: Duration = Duration::from_secs(3);
 
 impl Client {
     pub fn new(config: ModelConfig) -> Result<Client, ModelError> {
@@ -30,7 +37,44 @@ impl Client {
             .user_agent(concat!("tokamak/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|err| ModelError::Config { reason: format!("cannot set up HTTP: {err}") })?;
-        Ok(Client { config, http })
+        Ok(Client { config, http, window: std::sync::Mutex::new(None) })
+    }
+
+    /// The model's context window: the settings' (`model.context_window`), else what `ask`
+    /// learns from the server (kept once it has said).
+    pub async fn context_window<F: Future<Output = Option<u32>>>(
+        &self,
+        ask: impl FnOnce() -> F,
+    ) -> Option<u32> {
+        if let Some(window) = self.config.context_window.or(*crate::sync::lock(&self.window)) {
+            return Some(window);
+        }
+        let said = ask().await;
+        if said.is_some() {
+            *crate::sync::lock(&self.window) = said;
+        }
+        said
+    }
+
+    /// GETs `path` as JSON, once and within a few seconds: `None` when the server does not
+    /// answer it with JSON (it has no such endpoint).
+    pub async fn get_json(&self, path: &str, headers: &[(&str, String)]) -> Option<Value> {
+        let endpoint = self.endpoint(path);
+        let mut request = self.http.get(&endpoint).timeout(INFO_TIMEOUT);
+        for (name, value) in headers {
+            request = request.header(*name, value);
+        }
+        match request.send().await {
+            Ok(response) if response.status().is_success() => response.json().await.ok(),
+            Ok(response) => {
+                tracing::debug!("GET {endpoint}: {}", response.status());
+                None
+            }
+            Err(err) => {
+                tracing::debug!("GET {endpoint}: {}", root_cause(&err));
+                None
+            }
+        }
     }
 
     pub fn endpoint(&self, path: &str) -> String {

@@ -257,6 +257,12 @@ pub trait Model: Send + Sync {
     /// Sends `request`, streaming when `options.deltas` is set or `model.stream` is on.
     async fn send(&self, request: &Request, options: &CallOptions) -> Result<Reply, ModelError>;
 
+    /// The model's context window in tokens: `model.context_window`, else what the server
+    /// says of the model it serves (asked once); `None` when neither says.
+    async fn context_window(&self) -> Option<u32> {
+        None
+    }
+
     /// One vector per text from the embeddings model `model` on the same server
     /// (`/v1/embeddings` or Ollama's `/api/embed`); a provider without embeddings says so.
     async fn embed(
@@ -294,6 +300,11 @@ fn read_vectors(reply: &serde_json::Value, expected: usize) -> Result<Vec<Vec<f3
                 .collect()
         })
         .collect()
+}
+
+/// A positive whole number of tokens, as a server writes one.
+fn tokens_in(value: &serde_json::Value) -> Option<u32> {
+    value.as_u64().and_then(|n| u32::try_from(n).ok()).filter(|&n| n > 0)
 }
 
 /// Everything a reply wrote (its text and its calls' arguments), for estimating its tokens.

@@ -14,7 +14,7 @@ use tokio_util::io::StreamReader;
 use super::http::{self, Client};
 use super::{
     CallOptions, FinishReason, Input, Message, Model, ModelError, ModelInfo, Reply, Request, Role, ToolCall,
-    Usage, written_text,
+    Usage, tokens_in, written_text,
 };
 
 const EMBEDDINGS: &str = "/api/embed";
@@ -141,6 +141,23 @@ impl Model for Ollama {
         cancel: &tokio_util::sync::CancellationToken,
     ) -> Result<Vec<Vec<f32>>, ModelError> {
         self.client.embed(EMBEDDINGS, model, texts, &[], cancel).await
+    }
+
+    /// `/api/ps`: the context the model is loaded with (Ollama's own choice or `num_ctx`), when
+    /// it is loaded.
+    async fn context_window(&self) -> Option<u32> {
+        let client = &self.client;
+        client
+            .context_window(|| async {
+                let running = client.get_json("/api/ps", &[]).await?;
+                let model = client.config.model.as_str();
+                running["models"]
+                    .as_array()?
+                    .iter()
+                    .find(|m| m["name"].as_str() == Some(model) || m["model"].as_str() == Some(model))
+                    .and_then(|m| tokens_in(&m["context_length"]))
+            })
+            .await
     }
 
     async fn send(&self, request: &Request, options: &CallOptions) -> Result<Reply, ModelError> {

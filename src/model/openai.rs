@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use super::http::{self, Client};
 use super::{
     CallOptions, FinishReason, Input, Message, Model, ModelError, ModelInfo, Reply, Request, Role, ToolCall,
-    Usage, written_text,
+    Usage, tokens_in, written_text,
 };
 
 const EMBEDDINGS: &str = "/v1/embeddings";
@@ -192,6 +192,30 @@ impl Model for OpenAi {
         cancel: &tokio_util::sync::CancellationToken,
     ) -> Result<Vec<Vec<f32>>, ModelError> {
         self.client.embed(EMBEDDINGS, model, texts, &self.headers(), cancel).await
+    }
+
+    /// llama.cpp's `/props` (the context it was started with), else vLLM's `/v1/models`
+    /// (`max_model_len` of the model served).
+    async fn context_window(&self) -> Option<u32> {
+        let client = &self.client;
+        client
+            .context_window(|| async {
+                let headers = self.headers();
+                if let Some(props) = client.get_json("/props", &headers).await
+                    && let Some(n) = tokens_in(&props["default_generation_settings"]["n_ctx"])
+                        .or_else(|| tokens_in(&props["n_ctx"]))
+                {
+                    return Some(n);
+                }
+                let models = client.get_json("/v1/models", &headers).await?;
+                let served = models["data"].as_array()?;
+                let model = served
+                    .iter()
+                    .find(|m| m["id"].as_str() == Some(client.config.model.as_str()))
+                    .or_else(|| served.first().filter(|_| served.len() == 1))?;
+                tokens_in(&model["max_model_len"])
+            })
+            .await
     }
 
     async fn send(&self, request: &Request, options: &CallOptions) -> Result<Reply, ModelError> {

@@ -49,12 +49,20 @@ impl Recorded {
     }
 }
 
+/// What the server says of itself to a GET, by path.
+type Info = Arc<Mutex<std::collections::HashMap<String, Value>>>;
+
 pub struct ModelServer {
     pub port: u16,
     script: Arc<Mutex<VecDeque<Scripted>>>,
     requests: Arc<Mutex<Vec<Recorded>>>,
     disconnects: Arc<AtomicUsize>,
     stop: Arc<AtomicBool>,
+    /// What the server says of itself, by path, to a GET (llama.cpp's `/props`, vLLM's and
+    /// OpenAI's `/v1/models`): answered without taking a scripted reply.
+    info: Info,
+    /// The paths GET asked for, in order (not among `requests`).
+    gets: Arc<Mutex<Vec<String>>>,
 }
 
 impl ModelServer {
@@ -67,9 +75,12 @@ impl ModelServer {
             requests: Arc::new(Mutex::new(Vec::new())),
             disconnects: Arc::new(AtomicUsize::new(0)),
             stop: Arc::new(AtomicBool::new(false)),
+            info: Arc::default(),
+            gets: Arc::default(),
         };
         let (script, requests, disconnects, stop) =
             (server.script.clone(), server.requests.clone(), server.disconnects.clone(), server.stop.clone());
+        let (info, gets) = (server.info.clone(), server.gets.clone());
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 if stop.load(Ordering::SeqCst) {
@@ -77,7 +88,8 @@ impl ModelServer {
                 }
                 let Ok(stream) = stream else { continue };
                 let (script, requests, disconnects) = (script.clone(), requests.clone(), disconnects.clone());
-                std::thread::spawn(move || serve(stream, &script, &requests, &disconnects));
+                let about = (info.clone(), gets.clone());
+                std::thread::spawn(move || serve(stream, &script, &requests, &disconnects, &about));
             }
         });
         server
@@ -89,6 +101,16 @@ impl ModelServer {
 
     pub fn push(&self, reply: Scripted) {
         self.script.lock().unwrap().push_back(reply);
+    }
+
+    /// Answers GET `path` with `body` from now on (what the server says of itself).
+    pub fn describe(&self, path: &str, body: Value) {
+        self.info.lock().unwrap().insert(path.to_string(), body);
+    }
+
+    /// The paths asked for with GET.
+    pub fn gets(&self) -> Vec<String> {
+        self.gets.lock().unwrap().clone()
     }
 
     pub fn requests(&self) -> Vec<Recorded> {
@@ -114,12 +136,24 @@ fn serve(
     script: &Mutex<VecDeque<Scripted>>,
     requests: &Mutex<Vec<Recorded>>,
     disconnects: &AtomicUsize,
+    (info, gets): &(Info, Arc<Mutex<Vec<String>>>),
 ) {
     let Ok(read_half) = stream.try_clone() else { return };
     let mut reader = BufReader::new(read_half);
     let mut writer = stream;
     loop {
         let Some(request) = read_request(&mut reader) else { return };
+        if request.method == "GET" {
+            gets.lock().unwrap().push(request.path.clone());
+            let reply = match info.lock().unwrap().get(&request.path) {
+                Some(body) => json_reply(200, body.clone()),
+                None => error(404, "no such endpoint"),
+            };
+            if !respond(&mut writer, reply, disconnects) {
+                return;
+            }
+            continue;
+        }
         requests.lock().unwrap().push(request);
         let reply = script
             .lock()
