@@ -4,6 +4,7 @@
 //! terminal and the file system. Nothing behind this trait knows which one it talks to.
 
 use async_trait::async_trait;
+use tokio_util::sync::CancellationToken;
 use url::Url;
 
 use crate::diagnostic::Diagnostic;
@@ -56,6 +57,28 @@ pub enum FileOperation {
     },
 }
 
+/// A command for the editor's terminal: the program and its arguments as they run (placed in
+/// the sandbox already), the folder, and the limits.
+#[derive(Debug, Clone, Copy)]
+pub struct TerminalCommand<'a> {
+    pub program: &'a str,
+    pub args: &'a [String],
+    pub cwd: &'a std::path::Path,
+    /// Output the terminal keeps (its last bytes, when there is more).
+    pub output_limit: usize,
+    pub timeout: std::time::Duration,
+}
+
+/// How a command in the editor's terminal ended, and what it printed (both streams together).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TerminalOutcome {
+    /// The exit status; `None` when a signal, the timeout or a cancel ended it.
+    pub status: Option<i32>,
+    pub timed_out: bool,
+    pub cancelled: bool,
+    pub output: String,
+}
+
 #[async_trait]
 pub trait Editor: Send + Sync {
     /// Shows `diagnostics` for `snapshot`'s document and version, replacing what was shown
@@ -93,6 +116,22 @@ pub trait Editor: Send + Sync {
         after: &str,
     ) -> Option<EditOutcome> {
         let _ = (path, before, after);
+        None
+    }
+
+    /// Runs a command in the editor's own terminal, where it offers one (ACP's `terminal/*`):
+    /// the user watches it run in the tool call, the output comes back to the agent. The
+    /// command is already placed (the sandbox's own command line and folder), so it sees the
+    /// text the editor holds and is as isolated as one Tokamak runs itself. The editor stops it
+    /// at `command.timeout` or when `cancel` fires. `None`: the editor has no terminal, and
+    /// Tokamak runs the command itself.
+    async fn run_in_terminal(
+        &self,
+        run_id: &str,
+        command: TerminalCommand<'_>,
+        cancel: &CancellationToken,
+    ) -> Option<Result<TerminalOutcome, String>> {
+        let _ = (run_id, command, cancel);
         None
     }
 
@@ -134,7 +173,10 @@ pub trait Editor: Send + Sync {
             RunEvent::Plan(plan) => self.plan_updated(run_id, plan).await,
             RunEvent::Progress(progress) => self.progress(run_id, progress.clone()).await,
             // the language server and the terminal show the plan and progress, not the model's words
-            RunEvent::ToolCall { .. } | RunEvent::Thought(_) | RunEvent::Said(_) => {}
+            RunEvent::ToolCall { .. }
+            | RunEvent::Thought(_)
+            | RunEvent::Said(_)
+            | RunEvent::ContextUsed(_) => {}
             RunEvent::ToolResult { summary, .. } => {
                 let message = summary.clone();
                 self.progress(run_id, Progress::Report { message, percentage: None }).await;
@@ -225,7 +267,7 @@ mod tests {
                 files: vec!["a.py".into()],
                 introduced: vec![],
                 resolved: vec![],
-                tests: Some(crate::run::TestOutcome { passed: false, output: "1 failed".into() }),
+                tests: Some(crate::run::TestOutcome { passed: false, ran: true, output: "1 failed".into() }),
             }),
             RunEvent::Finished(RunReport::failed("run-1".into(), uri, "stopped".into())),
         ];

@@ -47,7 +47,57 @@ struct Client {
     buffers: std::collections::HashMap<std::path::PathBuf, String>,
     /// Answer every `fs/write_text_file` with an error (a read-only buffer, a full disk).
     refuse_writes: bool,
+    /// The commands running in the editor's terminals, by id (`terminal/*`).
+    terminals: std::collections::HashMap<String, Terminal>,
+    /// `terminal/wait_for_exit` requests answered when their command ends: (request id,
+    /// terminal id).
+    waiting: Vec<(Value, String)>,
+    /// The environment the editor started Tokamak with, which its terminals have too.
+    env: Vec<(String, String)>,
     _user: Option<UserDirs>,
+}
+
+/// A command in the test editor's terminal: its output, both streams, as it comes.
+struct Terminal {
+    child: Child,
+    output: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    exit: Option<std::process::ExitStatus>,
+}
+
+impl Terminal {
+    fn start(create: &acp::CreateTerminalRequest, env: &[(String, String)]) -> std::io::Result<Terminal> {
+        let mut child = Command::new(&create.command)
+            .args(&create.args)
+            .current_dir(create.cwd.as_deref().unwrap_or(Path::new(".")))
+            .envs(env.iter().cloned())
+            .envs(create.env.iter().map(|v| (v.name.clone(), v.value.clone())))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()?;
+        let output = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let streams: [Box<dyn std::io::Read + Send>; 2] =
+            [Box::new(child.stdout.take().unwrap()), Box::new(child.stderr.take().unwrap())];
+        for mut stream in streams {
+            let output = output.clone();
+            std::thread::spawn(move || {
+                let mut chunk = [0u8; 4096];
+                while let Ok(n @ 1..) = std::io::Read::read(&mut stream, &mut chunk) {
+                    output.lock().unwrap().extend_from_slice(&chunk[..n]);
+                }
+            });
+        }
+        Ok(Terminal { child, output, exit: None })
+    }
+
+    fn exit_status(&self) -> Value {
+        match self.exit {
+            Some(status) => {
+                json!({"exitCode": status.code(), "signal": status.code().map_or(Some("SIGKILL"), |_| None)})
+            }
+            None => Value::Null,
+        }
+    }
 }
 
 impl Client {
@@ -94,6 +144,9 @@ impl Client {
             unanswered: Vec::new(),
             buffers: Default::default(),
             refuse_writes: false,
+            terminals: Default::default(),
+            waiting: Vec::new(),
+            env: env.to_vec(),
             _user: None,
         }
     }
@@ -135,9 +188,10 @@ impl Client {
     fn wait_for(&mut self, what: &str, matches: impl Fn(&Value) -> bool) -> Value {
         let deadline = Instant::now() + Duration::from_secs(120);
         loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let message = match self.messages.recv_timeout(left) {
+            self.answer_exits();
+            let message = match self.messages.recv_timeout(Duration::from_millis(20)) {
                 Ok(message) => message,
+                Err(_) if Instant::now() < deadline => continue,
                 Err(_) => panic!("waited in vain for {what}; seen:\n{:#?}", self.seen),
             };
             self.seen.push(message.clone());
@@ -188,15 +242,78 @@ impl Client {
                 };
                 json!({"outcome": {"outcome": "selected", "optionId": option}})
             }
+            "terminal/create" => {
+                let create: acp::CreateTerminalRequest =
+                    serde_json::from_value(request["params"].clone()).unwrap();
+                let terminal = Terminal::start(&create, &self.env).unwrap();
+                let id = format!("term-{}", self.terminals.len() + 1);
+                self.terminals.insert(id.clone(), terminal);
+                json!(acp::CreateTerminalResponse::new(id))
+            }
+            "terminal/wait_for_exit" => {
+                let terminal = request["params"]["terminalId"].as_str().unwrap().to_string();
+                self.waiting.push((id, terminal));
+                return;
+            }
+            "terminal/output" => {
+                let terminal = self.terminal(request);
+                if let Ok(Some(status)) = terminal.child.try_wait() {
+                    terminal.exit = Some(status);
+                    // the readers finish with the process's pipes
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                let output = String::from_utf8_lossy(&terminal.output.lock().unwrap()).into_owned();
+                json!({"output": output, "truncated": false, "exitStatus": terminal.exit_status()})
+            }
+            "terminal/kill" => {
+                let terminal = self.terminal(request);
+                let _ = terminal.child.kill();
+                terminal.exit = terminal.child.wait().ok();
+                json!({})
+            }
+            "terminal/release" => {
+                let id = request["params"]["terminalId"].as_str().unwrap().to_string();
+                let mut terminal = self.terminals.remove(&id).expect("a terminal released once");
+                let _ = terminal.child.kill();
+                let _ = terminal.child.wait();
+                json!({})
+            }
             other => panic!("Tokamak asked the editor for {other}"),
         };
         self.send(&json!({"jsonrpc": "2.0", "id": id, "result": result}));
     }
 
-    fn initialize(&mut self, can_write: bool) -> Value {
+    /// Answers each `terminal/wait_for_exit` whose command has ended.
+    fn answer_exits(&mut self) {
+        for (id, terminal) in std::mem::take(&mut self.waiting) {
+            let exited = match self.terminals.get_mut(&terminal) {
+                Some(running) => match running.child.try_wait() {
+                    Ok(Some(status)) => {
+                        running.exit = Some(status);
+                        Some(running.exit_status())
+                    }
+                    _ => None,
+                },
+                None => Some(json!({"exitCode": null, "signal": "SIGKILL"})),
+            };
+            match exited {
+                Some(status) => self.send(&json!({"jsonrpc": "2.0", "id": id, "result": status})),
+                None => self.waiting.push((id, terminal)),
+            }
+        }
+    }
+
+    fn terminal(&mut self, request: &Value) -> &mut Terminal {
+        let id = request["params"]["terminalId"].as_str().unwrap();
+        self.terminals.get_mut(id).unwrap_or_else(|| panic!("an unknown terminal: {request}"))
+    }
+
+    /// `can`: the editor offers its files and its terminal (else neither, as in ACP's v2 draft).
+    fn initialize(&mut self, can: bool) -> Value {
         let mut request = acp::InitializeRequest::new(ProtocolVersion::V1);
-        request.client_capabilities.fs.read_text_file = can_write;
-        request.client_capabilities.fs.write_text_file = can_write;
+        request.client_capabilities.fs.read_text_file = can;
+        request.client_capabilities.fs.write_text_file = can;
+        request.client_capabilities.terminal = can;
         let answer = self.request("initialize", &request);
         assert!(answer.get("error").is_none(), "{answer}");
         answer["result"].clone()
@@ -273,7 +390,9 @@ fn the_scenario_through_acp_with_the_editors_files() {
     }
     let (_dir, root) = python_project();
     let model = ModelServer::start(PYTHON.script());
-    let mut client = Client::start(user_for(&PYTHON, &root, &model), &[]);
+    model.describe("/props", json!({"default_generation_settings": {"n_ctx": 8192}, "total_slots": 1}));
+    let key = [("TOKAMAK_TEST_API_KEY".to_string(), "sk-never-seen".to_string())];
+    let mut client = Client::start(user_for(&PYTHON, &root, &model), &key);
     // the user typed in user.py and did not save
     let on_disk = std::fs::read_to_string(root.join(PYTHON.source)).unwrap();
     let unsaved = format!("# typed, not saved\n{on_disk}");
@@ -371,17 +490,28 @@ fn the_scenario_through_acp_with_the_editors_files() {
         calls.iter().filter(|c| c["toolCallId"].as_str().unwrap().contains("/tests-")).collect();
     assert!(test_runs.len() >= 2, "{calls:#?}");
     assert!(test_runs.iter().all(|c| c["kind"] == "execute"), "{test_runs:?}");
+    // in the editor's terminal, shown in their tool calls, without the key Tokamak was given
+    let created = client.requests("terminal/create");
+    assert_eq!(created.len(), test_runs.len(), "{created:#?}");
+    for create in &created {
+        let create: acp::CreateTerminalRequest = serde_json::from_value(create["params"].clone()).unwrap();
+        assert!(create.args.iter().any(|a| a == "pytest"), "{create:?}");
+        assert_eq!(create.command, "env", "{create:?}");
+        let unset = create.args.windows(2).any(|w| w[0] == "-u" && w[1] == "TOKAMAK_TEST_API_KEY");
+        assert!(unset, "the key is taken out of the terminal's environment: {create:?}");
+    }
+    assert_eq!(client.requests("terminal/wait_for_exit").len(), created.len());
+    assert_eq!(client.requests("terminal/release").len(), created.len());
+    assert!(client.terminals.is_empty(), "every terminal released");
     for run in &test_runs {
-        let result = results.iter().find(|u| u["toolCallId"] == run["toolCallId"]).unwrap();
+        // shown while it runs, and kept in the result
+        let updates: Vec<&Value> = results.iter().filter(|u| u["toolCallId"] == run["toolCallId"]).collect();
+        assert_eq!(updates[0]["content"][0]["type"], "terminal", "{updates:#?}");
+        let result = updates.last().unwrap();
         assert_eq!(result["status"], "completed", "{result}");
-        // pytest's own output, in the tool call
-        let shown: String = result["content"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter_map(|c| c["content"]["text"].as_str())
-            .collect();
-        assert!(shown.contains(" passed"), "{shown}");
+        assert_eq!(result["content"][0], updates[0]["content"][0], "{result}");
+        let shown = serde_json::to_string(&result["content"]).unwrap();
+        assert!(shown.contains("exit status 0") && shown.contains("in the editor's terminal"), "{shown}");
     }
     // each step's checks: ruff on the text the agent wrote, and the tests
     let checks: Vec<&Value> =
@@ -401,11 +531,48 @@ fn the_scenario_through_acp_with_the_editors_files() {
     // the report as the agent's message
     let said = text_of(&client.updates("agent_message_chunk"));
     assert!(said.contains("all 2 step(s) done"), "{said}");
-    // FIXME(24): no usage_update yet: ACP's is the tokens in context against the model's
-    // context window, which Tokamak knows only once a server has named it in a refusal
-    assert!(client.updates("usage_update").is_empty());
+    // the tokens in context after each model reply, against the window llama.cpp's /props named
+    let usage = client.updates("usage_update");
+    assert!(!usage.is_empty(), "{:#?}", client.seen);
+    for update in &usage {
+        assert_eq!(update["size"], 8192, "{update}");
+        let used = update["used"].as_u64().unwrap();
+        assert!(used > 0 && used < 8192, "{update}");
+    }
+    assert_eq!(model.gets(), ["/props"], "asked once for the session");
     let status = client.end();
     assert!(status.is_some_and(|s| s.success()), "ends when the editor closes its stdin: {status:?}");
+}
+
+/// A command in the editor's terminal is killed at its timeout (the tests fail, and say why)
+/// and when the prompt is cancelled; every terminal is released.
+#[test]
+fn the_editors_terminal_stops_at_the_timeout_and_the_cancel() {
+    let (_dir, root) = python_project();
+    let model = ModelServer::start(PYTHON.script());
+    let toml = format!(
+        "\n[model]\nbase_url = {:?}\nmodel = \"scripted\"\nmax_retries = 0\n\n[test]\ncommand = [\"sleep\", \"60\"]\n\n[commands]\ntimeout_s = 1\n\n[checkers]\nenable = [\"ruff\"]\n",
+        model.url()
+    );
+    let mut client = Client::start(UserDirs::trusting_with(&[&root], &toml), &[]);
+    client.initialize(true);
+    let session = client.new_session(&root);
+    let prompt = client.ask("session/prompt", Client::prompt_request(&session, GOAL));
+    let timed_out = client.wait_for("the first test run's end", |m| {
+        m["params"]["update"]["toolCallId"].as_str().is_some_and(|id| id.ends_with("/tests-1"))
+            && m["params"]["update"]["status"] == "failed"
+    });
+    let shown = timed_out["params"]["update"]["content"].to_string();
+    assert!(shown.contains("stopped at the 1 s timeout") && shown.contains("the tests failed"), "{shown}");
+    assert_eq!(client.requests("terminal/kill").len(), 1, "killed at the timeout");
+    // the next run of the tests, cancelled while it runs
+    client.wait_for("the second test run", |m| m["method"] == "terminal/create");
+    client.notify("session/cancel", acp::CancelNotification::new(session.clone()));
+    let answer = client.answer_of(prompt);
+    assert_eq!(answer["result"]["stopReason"], "cancelled", "{answer}");
+    assert_eq!(client.requests("terminal/kill").len(), 2, "killed at the cancel");
+    assert!(client.terminals.is_empty(), "every terminal released");
+    assert!(client.end().is_some());
 }
 
 /// A client without a file system of its own (ACP's v2 draft drops `fs/*`): the same run
@@ -427,6 +594,27 @@ fn the_scenario_through_acp_on_the_disk() {
     assert_eq!(client.requests("session/request_permission").len(), 2, "asked for each edit");
     assert!(std::fs::read_to_string(root.join(PYTHON.source)).unwrap().contains("def validate_email"));
     assert!(std::fs::read_to_string(root.join(PYTHON.tests)).unwrap().contains("def test_validate_email"));
+    // the tests ran here, not in a terminal of the editor's: pytest's output in the tool call
+    assert!(client.requests("terminal/create").is_empty());
+    // a server that does not say its context window: no usage is made up
+    assert!(client.updates("usage_update").is_empty());
+    assert_eq!(model.gets(), ["/props", "/v1/models"]);
+    let results = client.updates("tool_call_update");
+    let test_results: Vec<&Value> = results
+        .iter()
+        .filter(|u| u["toolCallId"].as_str().unwrap().contains("/tests-") && u.get("status").is_some())
+        .collect();
+    assert!(test_results.len() >= 2, "{results:#?}");
+    for result in test_results {
+        assert_eq!(result["status"], "completed", "{result}");
+        let shown: String = result["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|c| c["content"]["text"].as_str())
+            .collect();
+        assert!(shown.contains(" passed") && !shown.contains("terminal"), "{shown}");
+    }
     // the slash commands, advertised when the session began; the run undone with them
     let commands = client.updates("available_commands_update");
     let names: Vec<&str> = commands[0]["availableCommands"]
@@ -571,12 +759,25 @@ fn acpx_runs_the_scenario_approving_and_denying() {
         assert!(messages.iter().any(|m| m["params"]["update"]["sessionUpdate"] == "plan"), "{stdout}");
         let asked = messages.iter().filter(|m| m["method"] == "session/request_permission").count();
         let source = std::fs::read_to_string(root.join(PYTHON.source)).unwrap();
+        // acpx offers its terminal: the tests run there, or — denied — do not run, and the run
+        // does not say they failed
+        let terminals: Vec<&Value> = messages.iter().filter(|m| m["method"] == "terminal/create").collect();
+        assert!(!terminals.is_empty(), "{policy}: {stdout}");
+        let checks: Vec<&str> = messages
+            .iter()
+            .filter(|m| m["params"]["update"]["sessionUpdate"] == "tool_call")
+            .filter_map(|m| m["params"]["update"]["title"].as_str())
+            .filter(|t| t.starts_with("Checks"))
+            .collect();
+        assert!(!checks.is_empty(), "{policy}: {stdout}");
         if changes {
+            assert!(checks.iter().all(|c| c.ends_with("the tests pass")), "{policy}: {checks:?}");
             assert!(source.contains("def validate_email"), "{policy}: {source}");
             assert!(
                 std::fs::read_to_string(root.join(PYTHON.tests)).unwrap().contains("def test_validate_email")
             );
         } else {
+            assert!(checks.iter().all(|c| c.ends_with("the tests did not run")), "{policy}: {checks:?}");
             assert_eq!(asked, 2, "{policy}: each edit asked and denied: {stdout}");
             assert_eq!(source, before, "{policy}: nothing changed");
         }
@@ -594,7 +795,10 @@ fn sessions_are_listed_loaded_resumed_and_closed() {
     let mut first = Client::start_env(&env);
     first.initialize(true);
     let id = first.new_session(&root);
-    let answer = first.request("session/prompt", Client::prompt_request(&id, "/status"));
+    // the prompt as the user wrote it: its text and a file it links
+    let link = acp::ContentBlock::ResourceLink(acp::ResourceLink::new("notes", "file:///notes.md"));
+    let prompt = acp::PromptRequest::new(id.clone(), vec!["/status".into(), link]);
+    let answer = first.request("session/prompt", prompt);
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
     let said = text_of(&first.updates("agent_message_chunk"));
     assert!(said.contains("Approval: medium"), "{said}");
@@ -622,7 +826,10 @@ fn sessions_are_listed_loaded_resumed_and_closed() {
         second.seen[..at].iter().filter(|m| m["method"] == "session/update").collect();
     let kinds: Vec<&str> =
         replayed.iter().map(|m| m["params"]["update"]["sessionUpdate"].as_str().unwrap()).collect();
-    assert_eq!(kinds.first(), Some(&"user_message_chunk"), "{kinds:?}");
+    assert_eq!(kinds[..2], ["user_message_chunk", "user_message_chunk"], "{kinds:?}");
+    // the blocks the user sent, not Tokamak's reading of them
+    assert_eq!(replayed[0]["params"]["update"]["content"], json!({"type": "text", "text": "/status"}));
+    assert_eq!(replayed[1]["params"]["update"]["content"]["type"], "resource_link", "{:?}", replayed[1]);
     assert!(kinds.contains(&"agent_message_chunk"), "{kinds:?}");
     assert!(replayed.iter().all(|m| m["params"]["sessionId"] == id.as_str()));
     second

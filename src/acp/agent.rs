@@ -50,6 +50,9 @@ struct AcpSession {
     notes: Mutex<Vec<String>>,
     /// The role and model the user picked.
     picked: Mutex<Picked>,
+    /// Each model's context window once its settings or its server named it, by endpoint and
+    /// model (a prompt connects its model anew).
+    windows: Mutex<std::collections::HashMap<String, u32>>,
 }
 
 impl AcpSession {
@@ -59,6 +62,18 @@ impl AcpSession {
 
     fn modes(&self) -> acp::SessionModeState {
         options::modes(&self.session, &lock(&self.picked))
+    }
+
+    /// The prompt's model's context window, asked of its server once it is not known yet.
+    async fn window(&self, model: &dyn crate::model::Model) -> Option<u32> {
+        let info = model.info();
+        let key = format!("{} {}", info.endpoint, info.model);
+        if let Some(window) = lock(&self.windows).get(&key) {
+            return Some(*window);
+        }
+        let window = model.context_window().await?;
+        lock(&self.windows).insert(key, window);
+        Some(window)
     }
 }
 
@@ -315,6 +330,7 @@ impl Agent {
             prompt: Mutex::new(None),
             notes: Mutex::new(notes),
             picked: Mutex::new(Picked::default()),
+            windows: Mutex::default(),
         });
         lock(&self.sessions).insert(id.to_string(), Arc::clone(&acp_session));
         Ok(acp_session)
@@ -346,8 +362,17 @@ impl Agent {
         // cancellable from here on: a cancel that comes before the run starts still stops it
         let cancel = handle.cancel.clone();
         *lock(&session.prompt) = Some(cancel.clone());
-        self.store.title(&request.session_id.0, &goal);
-        session.editor.keep_prompt(&goal);
+        // the title is what the user wrote, not the files the prompt carries
+        let words: String = request
+            .prompt
+            .iter()
+            .filter_map(|block| match block {
+                acp::ContentBlock::Text(text) => Some(text.text.as_str()),
+                _ => None,
+            })
+            .collect();
+        self.store.title(&request.session_id.0, if words.trim().is_empty() { &goal } else { &words });
+        session.editor.keep_prompt(&request.prompt);
         for note in std::mem::take(&mut *lock(&session.notes)) {
             session.editor.say(&format!("{note}\n"));
         }
@@ -363,6 +388,11 @@ impl Agent {
                 if cancel.is_cancelled() { acp::StopReason::Cancelled } else { acp::StopReason::EndTurn };
             return result(acp::PromptResponse::new(reason));
         }
+        let window = match &context.model {
+            Ok(model) => session.window(model.as_ref()).await,
+            Err(_) => None,
+        };
+        session.editor.set_context_window(window);
         let task =
             TaskRequest { goal, plan: None, selection: None, plan_id: new_plan_id(), role: picked.role };
         let report = run_task(&context, task, handle).await;

@@ -10,12 +10,16 @@ use std::time::Duration;
 
 use agent_client_protocol_schema::v1 as acp;
 use async_trait::async_trait;
+use tokio_util::sync::CancellationToken;
 use url::Url;
 
 use super::store::Log;
-use super::wire::Connection;
+use super::wire::{ClientError, Connection};
 use crate::diagnostic::Diagnostic;
-use crate::editor::{DocumentEdit, EditOutcome, Editor, MessageLevel, Progress, RunEvent, ToolKind};
+use crate::editor::{
+    DocumentEdit, EditOutcome, Editor, MessageLevel, Progress, RunEvent, TerminalCommand, TerminalOutcome,
+    ToolKind,
+};
 use crate::executor::{Approver, ChangedFile, Decision, Request};
 use crate::run::plan::{Plan, StepStatus};
 use crate::run::{Check, RunReport, TestOutcome};
@@ -42,7 +46,11 @@ pub struct AcpEditor {
     can: ClientCan,
     /// The tool call going on (the one a question is about).
     current_call: Mutex<Option<String>>,
+    /// The client's terminal each tool call's command ran in, shown in its content.
+    terminals: Mutex<HashMap<String, acp::TerminalId>>,
     checks: std::sync::atomic::AtomicU32,
+    /// The model's context window, when the settings or its server say (for `usage_update`).
+    window: Mutex<Option<u32>>,
     /// Where the session's updates are kept, for `session/load`.
     log: Log,
 }
@@ -61,7 +69,9 @@ impl AcpEditor {
             root: root.to_path_buf(),
             can,
             current_call: Mutex::new(None),
+            terminals: Mutex::default(),
             checks: Default::default(),
+            window: Mutex::default(),
             log,
         }
     }
@@ -78,9 +88,12 @@ impl AcpEditor {
             .notify("session/update", &acp::SessionNotification::new(self.session_id.clone(), update));
     }
 
-    /// Keeps the user's prompt (the client shows it already) for a replay.
-    pub fn keep_prompt(&self, text: &str) {
-        self.log.append(&acp::SessionUpdate::UserMessageChunk(acp::ContentChunk::new(text.into())));
+    /// Keeps the user's prompt as they sent it, block by block (the client shows it already),
+    /// for a replay.
+    pub fn keep_prompt(&self, blocks: &[acp::ContentBlock]) {
+        for block in blocks {
+            self.log.append(&acp::SessionUpdate::UserMessageChunk(acp::ContentChunk::new(block.clone())));
+        }
     }
 
     /// Sends a kept update again (`session/load`); one that no longer reads is skipped.
@@ -153,7 +166,10 @@ impl AcpEditor {
         }
         match &check.tests {
             Some(TestOutcome { passed: true, .. }) => text.push_str("The tests pass.\n"),
-            Some(TestOutcome { passed: false, output }) => {
+            Some(TestOutcome { ran: false, output, .. }) => {
+                text.push_str(&format!("The tests did not run: {}\n", crate::text::cut(output, 2048)))
+            }
+            Some(TestOutcome { passed: false, output, .. }) => {
                 text.push_str(&format!("The tests fail:\n{}\n", crate::text::cut(output, 2048)))
             }
             None => {}
@@ -288,6 +304,21 @@ impl Editor for AcpEditor {
         )
     }
 
+    /// In the client's terminal when it offers `terminal/*`: shown in the tool call going on,
+    /// waited for up to the command's timeout, killed on timeout or cancel, its output read and
+    /// the terminal released.
+    async fn run_in_terminal(
+        &self,
+        _run_id: &str,
+        command: TerminalCommand<'_>,
+        cancel: &CancellationToken,
+    ) -> Option<Result<TerminalOutcome, String>> {
+        if !self.can.terminal {
+            return None;
+        }
+        Some(self.terminal(command, cancel).await)
+    }
+
     fn checks_each_edit(&self) -> bool {
         true
     }
@@ -323,11 +354,16 @@ impl Editor for AcpEditor {
                 lock(&self.current_call).take();
                 let status = if *ok { acp::ToolCallStatus::Completed } else { acp::ToolCallStatus::Failed };
                 let mut content: Vec<acp::ToolCallContent> = files.iter().map(|f| self.diff(f)).collect();
+                let terminal = lock(&self.terminals).remove(&id(call));
+                if let Some(terminal) = &terminal {
+                    content.push(acp::ToolCallContent::Terminal(acp::Terminal::new(terminal.clone())));
+                }
                 content.push(summary.clone().into());
                 if let Some(check) = check {
                     content.push(diagnostics_report(check).into());
                 }
-                if let Some(output) = output.as_ref().filter(|o| !o.trim().is_empty()) {
+                // a command that ran in the client's terminal shows its output there
+                if let Some(output) = output.as_ref().filter(|o| terminal.is_none() && !o.trim().is_empty()) {
                     content.push(format!("```\n{}\n```", output.trim_end()).into());
                 }
                 let fields = acp::ToolCallUpdateFields::new().status(status).content(content);
@@ -335,6 +371,13 @@ impl Editor for AcpEditor {
             }
             RunEvent::Thought(thought) => self.think(thought),
             RunEvent::Said(text) => self.say(&format!("{}\n", text.trim_end())),
+            // ACP's usage is the context's fill against its size: sent only once the size is known
+            RunEvent::ContextUsed(tokens) => {
+                if let Some(size) = *lock(&self.window) {
+                    let used = acp::UsageUpdate::new(u64::from(*tokens), u64::from(size));
+                    self.send(acp::SessionUpdate::UsageUpdate(used));
+                }
+            }
             RunEvent::Checked(check) => self.checked(run_id, check),
             RunEvent::Finished(report) => self.finished(report),
         }
@@ -342,8 +385,92 @@ impl Editor for AcpEditor {
 }
 
 impl AcpEditor {
+    async fn terminal(
+        &self,
+        command: TerminalCommand<'_>,
+        cancel: &CancellationToken,
+    ) -> Result<TerminalOutcome, String> {
+        let create = acp::CreateTerminalRequest::new(self.session_id.clone(), command.program)
+            .args(command.args.to_vec())
+            .cwd(command.cwd.to_path_buf())
+            .output_byte_limit(command.output_limit as u64);
+        let created = self
+            .connection
+            .request::<acp::CreateTerminalResponse>("terminal/create", &create, Some(FILE_TIMEOUT))
+            .await
+            .map_err(|err| err.to_string())?;
+        let terminal = created.terminal_id;
+        if let Some(call) = self.current_call() {
+            lock(&self.terminals).insert(call.clone(), terminal.clone());
+            let shown = acp::ToolCallContent::Terminal(acp::Terminal::new(terminal.clone()));
+            let fields = acp::ToolCallUpdateFields::new().content(vec![shown]);
+            self.update(acp::SessionUpdate::ToolCallUpdate(acp::ToolCallUpdate::new(call, fields)));
+        }
+        let wait = acp::WaitForTerminalExitRequest::new(self.session_id.clone(), terminal.clone());
+        let (mut timed_out, mut cancelled) = (false, false);
+        let exited = tokio::select! {
+            exited = self.connection.request::<acp::WaitForTerminalExitResponse>(
+                "terminal/wait_for_exit", &wait, Some(command.timeout)
+            ) => match exited {
+                Ok(exited) => Ok(Some(exited.exit_status)),
+                Err(ClientError::Timeout { .. }) => {
+                    timed_out = true;
+                    Ok(None)
+                }
+                Err(err) => Err(err.to_string()),
+            },
+            () = cancel.cancelled() => {
+                cancelled = true;
+                Ok(None)
+            }
+        };
+        let id = || (self.session_id.clone(), terminal.clone());
+        if !matches!(exited, Ok(Some(_))) {
+            let (session, terminal) = id();
+            let kill = acp::KillTerminalRequest::new(session, terminal);
+            if let Err(err) =
+                self.connection.request::<serde_json::Value>("terminal/kill", &kill, Some(FILE_TIMEOUT)).await
+            {
+                tracing::warn!("acp: a command in the editor's terminal may still run: {err}");
+            }
+        }
+        let (session, terminal_id) = id();
+        let read = acp::TerminalOutputRequest::new(session, terminal_id);
+        let output = self
+            .connection
+            .request::<acp::TerminalOutputResponse>("terminal/output", &read, Some(FILE_TIMEOUT))
+            .await;
+        let (session, terminal_id) = id();
+        let release = acp::ReleaseTerminalRequest::new(session, terminal_id);
+        if let Err(err) = self
+            .connection
+            .request::<serde_json::Value>("terminal/release", &release, Some(FILE_TIMEOUT))
+            .await
+        {
+            tracing::debug!("acp: the editor's terminal was not released: {err}");
+        }
+        let exited = exited?;
+        let output = output.map_err(|err| err.to_string())?;
+        let status = exited
+            .as_ref()
+            .or(output.exit_status.as_ref())
+            .filter(|_| !timed_out && !cancelled)
+            .and_then(|status| status.exit_code)
+            .and_then(|code| i32::try_from(code).ok());
+        let mut text = output.output;
+        if output.truncated {
+            text.insert_str(0, "[the editor's terminal kept only the end of the output]\n");
+        }
+        Ok(TerminalOutcome { status, timed_out, cancelled, output: text })
+    }
+
     fn finished(&self, report: &RunReport) {
         self.say(&report.summary);
+    }
+
+    /// The model's context window for the prompt's run (`None`: unknown, so no usage is sent).
+    pub fn set_context_window(&self, window: Option<u32>) {
+        *lock(&self.window) = window;
     }
 
     /// The tool call a question is about (the one going on), if any.

@@ -270,6 +270,7 @@ pub async fn act(
             }),
         );
         tokens.add(crate::run::Tokens::of(&reply.usage));
+        report(RunEvent::ContextUsed(reply.usage.total())).await;
         // what the model thought, and what it said beside its tool calls (or as its answer);
         // a text-protocol reply's text is its action, not words for the user
         if !reply.reasoning.trim().is_empty() {

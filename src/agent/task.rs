@@ -150,7 +150,13 @@ pub async fn run_task(context: &TaskContext, request: TaskRequest, run: RunHandl
     };
     timer.abort();
     let stop = if run.cancel.is_cancelled() {
-        Stop { reason: ExitReason::Cancelled, summary: format!("Cancelled. {}", stop.summary) }
+        // said once, however deep the cancel was seen ("Cancelled", "Cancelled while planning")
+        let summary = if stop.summary.starts_with("Cancelled") {
+            stop.summary
+        } else {
+            format!("Cancelled. {}", stop.summary)
+        };
+        Stop { reason: ExitReason::Cancelled, summary }
     } else if engine.cancel.is_cancelled() && stop.reason != ExitReason::Done {
         Stop {
             reason: ExitReason::TimeLimit,
@@ -693,7 +699,7 @@ impl Runner<'_> {
                     summary: format!("it left errors: {}", left.join("; ")),
                 });
             }
-            if let Some(TestOutcome { passed: false, output }) = &observation.tests {
+            if let Some(TestOutcome { passed: false, ran: true, output }) = &observation.tests {
                 self.iterations += 1;
                 if self.iterations > self.context.limits.iterations {
                     return Err(Stop {
@@ -713,6 +719,13 @@ impl Runner<'_> {
                     let step = &mut plan.steps[index];
                     step.status = StepStatus::Done;
                     step.note = match (&observation.tests, self.executor.commands_ran()) {
+                        (Some(TestOutcome { ran: false, output, .. }), _) => {
+                            format!(
+                                "{} (the tests did not run: {})",
+                                outcome.summary.trim_end_matches('.'),
+                                crate::text::cut(output, 300).trim_end()
+                            )
+                        }
                         (Some(_), Some(place)) => {
                             format!(
                                 "{} (the tests passed, run {place})",
@@ -794,22 +807,22 @@ impl Runner<'_> {
         if let Some(focused) = focused {
             let count = focused.len() - command.len();
             self.report(format!("running the {count} test(s) that reach the change")).await;
-            let (passed, text) = self.run_command(focused).await;
+            let (passed, ran, text) = self.run_command(focused).await;
             output.push_str(&format!("The tests that reach the change ({count}):\n{text}\n"));
             if !passed || !settings.test_then_all {
-                return TestOutcome { passed, output: crate::text::cut(&output, 6 * 1024) };
+                return TestOutcome { passed, ran, output: crate::text::cut(&output, 6 * 1024) };
             }
             output.push_str("They pass. The whole test command:\n");
         }
         self.report("running the tests".to_string()).await;
-        let (passed, text) = self.run_command(command).await;
+        let (passed, ran, text) = self.run_command(command).await;
         output.push_str(&text);
-        TestOutcome { passed, output: crate::text::cut(&output, 6 * 1024) }
+        TestOutcome { passed, ran, output: crate::text::cut(&output, 6 * 1024) }
     }
 
     /// Runs a test command, told to the user as a tool call of the run's own: whether it
-    /// passed, and its output.
-    async fn run_command(&self, command: Vec<String>) -> (bool, String) {
+    /// passed, whether it ran at all (a refused command did not), and its output.
+    async fn run_command(&self, command: Vec<String>) -> (bool, bool, String) {
         let action = Action::Run { command, timeout: None };
         let editor = &self.executor.context().editor;
         let number = self.test_runs.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
@@ -821,14 +834,19 @@ impl Runner<'_> {
             paths: Vec::new(),
         };
         editor.run_event(&self.run.run_id, &call).await;
-        let (passed, text, summary) = match self.executor.execute(&action).await {
+        let (passed, ran, text, summary) = match self.executor.execute(&action).await {
             Ok(result) => {
                 let passed = result.exit_status == Some(0);
-                (passed, crate::text::cut(&result.text, 4 * 1024), result.summary)
+                (passed, result.ok, crate::text::cut(&result.text, 4 * 1024), result.summary)
             }
-            Err(hit) => (false, hit.to_string(), hit.to_string()),
+            Err(hit) => (false, false, hit.to_string(), hit.to_string()),
         };
-        let summary = format!("the tests {} ({summary})", if passed { "passed" } else { "failed" });
+        let verdict = match (ran, passed) {
+            (false, _) => "did not run",
+            (true, true) => "passed",
+            (true, false) => "failed",
+        };
+        let summary = format!("the tests {verdict} ({summary})");
         let result = RunEvent::ToolResult {
             id,
             ok: passed,
@@ -839,7 +857,7 @@ impl Runner<'_> {
             output: Some(text.clone()),
         };
         editor.run_event(&self.run.run_id, &result).await;
-        (passed, text)
+        (passed, ran, text)
     }
 
     /// A file's settled diagnostics: the open document's, else the file's on disk checked by

@@ -22,7 +22,7 @@ use std::sync::atomic::Ordering;
 use super::{Executor, Origin, Placement, Request, ShadowCopy, placement, policy};
 use crate::action::ActionResult;
 use crate::config::ApprovalLevel;
-use crate::editor::MessageLevel;
+use crate::editor::{MessageLevel, TerminalCommand};
 use crate::sync::lock;
 
 /// Output read from a command before the rest is drained unread (per stream).
@@ -86,11 +86,8 @@ pub async fn run(spec: CommandSpec<'_>, cancel: &CancellationToken) -> std::io::
             command
         }
     };
-    for (name, _) in std::env::vars_os() {
-        let text = name.to_string_lossy();
-        if is_secret_name(&text) || spec.key_variables.iter().any(|k| k.as_str() == text) {
-            command.env_remove(&name);
-        }
+    for name in secret_variables(spec.key_variables) {
+        command.env_remove(name);
     }
     command
         .stdin(Stdio::null())
@@ -146,6 +143,29 @@ pub async fn run(spec: CommandSpec<'_>, cancel: &CancellationToken) -> std::io::
         stderr: cut(&clean_output(&stderr), half),
         elapsed,
     })
+}
+
+/// The variables of this process's environment that hold keys or tokens (by their names, or
+/// named as the configured `api_key_env`): a command never sees them.
+fn secret_variables(key_variables: &[String]) -> Vec<String> {
+    std::env::vars_os()
+        .map(|(name, _)| name.to_string_lossy().into_owned())
+        .filter(|name| is_secret_name(name) || key_variables.iter().any(|k| k == name))
+        .collect()
+}
+
+/// `program args` as the editor's terminal runs it: through `env -u` for each variable that
+/// holds a key, since the editor starts it with its own environment (the one Tokamak was
+/// started with).
+fn without_secrets(program: &str, args: &[String], key_variables: &[String]) -> (String, Vec<String>) {
+    let secrets = secret_variables(key_variables);
+    if secrets.is_empty() {
+        return (program.to_string(), args.to_vec());
+    }
+    let mut wrapped: Vec<String> = secrets.into_iter().flat_map(|name| ["-u".to_string(), name]).collect();
+    wrapped.push(program.to_string());
+    wrapped.extend(args.iter().cloned());
+    ("env".to_string(), wrapped)
 }
 
 async fn read_capped(stream: Option<impl AsyncRead + Unpin>) -> Vec<u8> {
@@ -257,9 +277,45 @@ impl Executor {
             key_variables: &settings.key_variables,
             bwrap: bwrap.as_ref().map(|(path, args)| (path.as_path(), args.clone())),
         };
-        let mut outcome = match run(spec, &self.cancel).await {
-            Ok(outcome) => outcome,
-            Err(err) => return ActionResult::refused(format!("`{}` could not be started: {err}", argv[0])),
+        // in the editor's terminal when it offers one (the user watches it there), placed the
+        // same way; else here
+        let (program, args) = match &spec.bwrap {
+            Some((bwrap, args)) => (bwrap.to_string_lossy().into_owned(), args.clone()),
+            None => (argv_run[0].clone(), argv_run[1..].to_vec()),
+        };
+        let (program, args) = without_secrets(&program, &args, &settings.key_variables);
+        let in_terminal = TerminalCommand {
+            program: &program,
+            args: &args,
+            cwd: &cwd,
+            output_limit: settings.commands.max_output_bytes,
+            timeout,
+        };
+        let started = Instant::now();
+        let terminal = self.context.editor.run_in_terminal(&self.run_id, in_terminal, &self.cancel).await;
+        let where_ran = if terminal.is_some() { " in the editor's terminal" } else { "" };
+        let mut outcome = match terminal {
+            Some(Ok(ran)) => CommandOutcome {
+                status: ran.status,
+                timed_out: ran.timed_out,
+                cancelled: ran.cancelled,
+                stdout: cut(&clean_output(ran.output.as_bytes()), settings.commands.max_output_bytes),
+                stderr: String::new(),
+                elapsed: started.elapsed(),
+            },
+            // the editor refused it (its user said no) or could not run it: it did not run
+            Some(Err(reason)) => {
+                return ActionResult::refused(format!(
+                    "the editor did not run `{}` in its terminal: {reason}",
+                    argv.join(" ")
+                ));
+            }
+            None => match run(spec, &self.cancel).await {
+                Ok(outcome) => outcome,
+                Err(err) => {
+                    return ActionResult::refused(format!("`{}` could not be started: {err}", argv[0]));
+                }
+            },
         };
         if bwrap.is_none() {
             let (from, to) = (copy.dir().to_string_lossy(), self.root().to_string_lossy());
@@ -278,7 +334,7 @@ impl Executor {
         drop(shadow);
         *lock(&self.commands_ran) = Some(placement.describe());
         let described = outcome.describe(timeout);
-        let mut text = format!("$ {}\n{described} ({})", argv.join(" "), placement.describe());
+        let mut text = format!("$ {}\n{described} ({}{where_ran})", argv.join(" "), placement.describe());
         text.push('\n');
         for (name, stream) in [("stdout", &outcome.stdout), ("stderr", &outcome.stderr)] {
             if !stream.is_empty() {
@@ -294,7 +350,7 @@ impl Executor {
         // it ran: whether it succeeded is in the text (a failing test is a result, not a refusal)
         ActionResult {
             exit_status: outcome.status,
-            ..ActionResult::done(text, format!("ran `{}`: {described}", argv.join(" ")))
+            ..ActionResult::done(text, format!("ran `{}`{where_ran}: {described}", argv.join(" ")))
         }
     }
 
@@ -313,6 +369,17 @@ mod tests {
     fn a_path_is_repointed_only_where_it_stands_whole() {
         let text = "/p/proj /p/proj/a.py /p/proj2/b.py '/p/proj' /p/proj.bak";
         assert_eq!(repoint(text, "/p/proj", "/c"), "/c /c/a.py /p/proj2/b.py '/c' /p/proj.bak");
+    }
+
+    #[test]
+    fn a_command_for_the_editors_terminal_goes_without_the_keys() {
+        // HOME stands in for a key variable (setting one in a threaded test is not safe)
+        let keys = argv(&["HOME"]);
+        let (program, args) = without_secrets("sh", &argv(&["-c", "echo ${HOME:-gone}"]), &keys);
+        assert_eq!(program, "env");
+        assert!(args.windows(2).any(|w| w == ["-u", "HOME"]), "{args:?}");
+        let ran = std::process::Command::new(&program).args(&args).output().unwrap();
+        assert_eq!(String::from_utf8_lossy(&ran.stdout), "gone\n");
     }
 
     fn spec<'a>(argv: &'a [String], cwd: &'a Path, timeout: Duration) -> CommandSpec<'a> {

@@ -50,6 +50,9 @@ pub enum RunEvent {
     Thought(String),
     /// What the model said to the user, beside its tool calls or as its answer.
     Said(String),
+    /// The tokens in the model's context after its latest reply (the prompt it was sent and
+    /// what it wrote), as the server counted them or estimated.
+    ContextUsed(u32),
     /// What the checks found once a step's changes were in: the errors they introduced
     /// (measured on the text the editor holds) and the tests' outcome.
     Checked(Check),
@@ -77,6 +80,9 @@ pub struct Check {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TestOutcome {
     pub passed: bool,
+    /// Whether the command ran at all: one refused (by a person, the editor, the policy) did
+    /// not, and says nothing of the code; `output` then says why.
+    pub ran: bool,
     /// Its output, cut to what a prompt or a report can carry.
     pub output: String,
 }
@@ -89,7 +95,7 @@ impl Check {
 
     /// Whether the step may be taken as done: nothing introduced, and the tests (if any) pass.
     pub fn clean(&self) -> bool {
-        self.introduced.is_empty() && self.tests.as_ref().is_none_or(|t| t.passed)
+        self.introduced.is_empty() && self.tests.as_ref().is_none_or(|t| t.passed || !t.ran)
     }
 
     /// One line: "2 error(s) introduced; the tests fail".
@@ -97,6 +103,7 @@ impl Check {
         let tests = match &self.tests {
             None => "",
             Some(TestOutcome { passed: true, .. }) => "; the tests pass",
+            Some(TestOutcome { ran: false, .. }) => "; the tests did not run",
             Some(TestOutcome { passed: false, .. }) => "; the tests fail",
         };
         format!("{} error(s) introduced{tests}", self.errors())
