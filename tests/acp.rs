@@ -19,7 +19,7 @@ use agent_client_protocol_schema::ProtocolVersion;
 use agent_client_protocol_schema::v1 as acp;
 use serde_json::{Value, json};
 use support::UserDirs;
-use support::model_server::{ModelServer, openai_chat, openai_tool_calls};
+use support::model_server::{ModelServer, json_reply, openai_chat, openai_tool_calls};
 use support::scenario::{GOAL, Language, PYTHON, block, call};
 
 /// How the test's client answers a permission request.
@@ -572,6 +572,33 @@ fn the_editors_terminal_stops_at_the_timeout_and_the_cancel() {
     assert_eq!(answer["result"]["stopReason"], "cancelled", "{answer}");
     assert_eq!(client.requests("terminal/kill").len(), 2, "killed at the cancel");
     assert!(client.terminals.is_empty(), "every terminal released");
+    assert!(client.end().is_some());
+}
+
+/// A model that refuses (OpenAI's `content_filter`) ends the turn `refusal`, with its words,
+/// and nothing changed.
+#[test]
+fn a_model_that_refuses_ends_the_turn_with_refusal() {
+    let (_dir, root) = python_project();
+    let before = std::fs::read_to_string(root.join(PYTHON.source)).unwrap();
+    let refusal = json_reply(
+        200,
+        json!({
+            "id": "chatcmpl-1", "object": "chat.completion", "created": 1_700_000_000, "model": "scripted-model",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "I cannot help with that."}, "finish_reason": "content_filter"}],
+            "usage": {"prompt_tokens": 40, "completion_tokens": 6, "total_tokens": 46}
+        }),
+    );
+    let model = ModelServer::start(vec![openai_chat(PYTHON.plan), refusal]);
+    let mut client = Client::start(user_for(&PYTHON, &root, &model), &[]);
+    client.initialize(true);
+    let session = client.new_session(&root);
+    let answer = client.request("session/prompt", Client::prompt_request(&session, GOAL));
+    assert_eq!(answer["result"]["stopReason"], "refusal", "{answer}");
+    let said = text_of(&client.updates("agent_message_chunk"));
+    assert!(said.contains("the model refused to go on: I cannot help with that."), "{said}");
+    assert_eq!(model.requests().len(), 2, "not asked again after its refusal");
+    assert_eq!(std::fs::read_to_string(root.join(PYTHON.source)).unwrap(), before);
     assert!(client.end().is_some());
 }
 

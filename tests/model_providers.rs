@@ -681,3 +681,25 @@ async fn the_context_window_is_the_settings_or_the_servers() {
     assert_eq!(model::connect(configured).unwrap().context_window().await, Some(1000));
     assert!(server.gets().is_empty(), "nothing asked: {:?}", server.gets());
 }
+
+/// A refusal is read as one: Anthropic's `refusal` stop reason and OpenAI's `content_filter`.
+#[tokio::test]
+async fn a_refusal_is_a_finish_reason_of_its_own() {
+    let refusal = json_reply(
+        200,
+        json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-scripted",
+               "content": [{"type": "text", "text": "No."}], "stop_reason": "refusal",
+               "usage": {"input_tokens": 25, "output_tokens": 1}}),
+    );
+    let server = ModelServer::start(vec![refusal]);
+    let reply = connect(&server, "anthropic").send(&chat(), &CallOptions::default()).await.unwrap();
+    assert_eq!((reply.text.as_str(), reply.finish), ("No.", FinishReason::Refused));
+    let filtered = json_reply(
+        200,
+        json!({"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "m",
+               "choices": [{"index": 0, "message": {"role": "assistant", "content": ""}, "finish_reason": "content_filter"}]}),
+    );
+    let server = ModelServer::start(vec![filtered]);
+    let reply = connect(&server, "openai").send(&chat(), &CallOptions::default()).await.unwrap();
+    assert_eq!(reply.finish, FinishReason::Refused);
+}

@@ -440,6 +440,7 @@ fn stop_reason(reason: ExitReason) -> acp::StopReason {
     match reason {
         ExitReason::Cancelled => acp::StopReason::Cancelled,
         ExitReason::TokenLimit => acp::StopReason::MaxTokens,
+        ExitReason::Refused => acp::StopReason::Refusal,
         ExitReason::ToolCallLimit | ExitReason::IterationLimit | ExitReason::MaxAttempts => {
             acp::StopReason::MaxTurnRequests
         }

@@ -281,6 +281,13 @@ pub async fn act(
             report(RunEvent::Said(reply.text.clone())).await;
         }
 
+        // a refusal is the model's last word on the run, not a reply to read an action from
+        if reply.finish == FinishReason::Refused && reply.tool_calls.is_empty() {
+            let words = reply.text.trim();
+            let said =
+                if words.is_empty() { String::new() } else { format!(": {}", crate::text::cut(words, 300)) };
+            return end(ExitReason::Refused, format!("the model refused to go on{said}"), tokens, turns);
+        }
         let cut = reply.finish == FinishReason::Length;
         // a cut action gets twice the room, a few times; cut prose only a sentence
         let acting = !reply.tool_calls.is_empty() || looks_like_an_action(&reply.text);

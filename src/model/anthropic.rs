@@ -156,6 +156,7 @@ fn finish(reason: Option<&str>) -> FinishReason {
         Some("end_turn") | Some("stop_sequence") | None => FinishReason::Stop,
         Some("max_tokens") => FinishReason::Length,
         Some("tool_use") => FinishReason::ToolCalls,
+        Some("refusal") => FinishReason::Refused,
         Some(other) => FinishReason::Other(other.to_string()),
     }
 }

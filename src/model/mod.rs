@@ -170,6 +170,9 @@ pub enum FinishReason {
     Length,
     /// The model called tools and waits for their results.
     ToolCalls,
+    /// The model (or its provider's filter) would not answer: Anthropic's `refusal`, OpenAI's
+    /// `content_filter`.
+    Refused,
     Other(String),
 }
 
@@ -179,6 +182,7 @@ impl FinishReason {
             Some("stop") | Some("eos") | None => FinishReason::Stop,
             Some("length") => FinishReason::Length,
             Some("tool_calls") | Some("function_call") => FinishReason::ToolCalls,
+            Some("content_filter") => FinishReason::Refused,
             Some(other) => FinishReason::Other(other.to_string()),
         }
     }

@@ -38,6 +38,8 @@ pub enum ExitReason {
     IterationLimit,
     /// The same action on the same state came back three times: the model is in a loop.
     RepeatedState,
+    /// The model would not go on (its provider's refusal or content filter).
+    Refused,
 }
 
 impl ExitReason {
@@ -57,6 +59,7 @@ impl ExitReason {
             ExitReason::FileLimit => "file_limit",
             ExitReason::IterationLimit => "iteration_limit",
             ExitReason::RepeatedState => "repeated_state",
+            ExitReason::Refused => "refused",
         }
     }
 }
