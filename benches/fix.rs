@@ -95,7 +95,7 @@ fn bench_fix_iteration(c: &mut Criterion) {
         approver: None,
     };
     let runs = Runs::default();
-    for functions in [100, 1_000] {
+    for functions in [100, 1_000, 5_000] {
         let text = file(functions);
         let lines = text.lines().count();
         // what a run adds is the difference between these two

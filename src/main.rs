@@ -194,6 +194,22 @@ impl BenchModel {
 
 #[derive(Subcommand)]
 enum BenchWhat {
+    /// How long a user waits: `didOpen` → first diagnostics, and keystrokes (typed into a
+    /// comment at the top, in the middle of the longest class and at the end) → diagnostics,
+    /// median, p90 and p99, for `tokamak lsp` and, side by side, another language server.
+    Latency {
+        /// The file to open and type into (Python, TypeScript or JavaScript); each server gets
+        /// a copy of it in a folder of its own.
+        file: PathBuf,
+        /// Another server's command line, split at spaces (e.g. "ruff server").
+        #[arg(long)]
+        against: Option<String>,
+        /// Keystrokes typed at each of the three places.
+        #[arg(long, default_value_t = 60)]
+        keystrokes: usize,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
     /// The workspace index on a real tree: built cold, one file updated, symbol searches and
     /// the callers and importers of each best hit, with the times and the memory it took.
     Context {
@@ -276,6 +292,22 @@ enum ModelAction {
     },
 }
 
+/// `tokamak lsp` (this very binary), then the other server, on the same file.
+fn bench_latency(
+    file: &std::path::Path,
+    against: Option<&str>,
+    keystrokes: usize,
+) -> anyhow::Result<Vec<tokamak::server::latency::ServerLatency>> {
+    use tokamak::server::latency::{LatencyOptions, measure};
+    let options = LatencyOptions { keystrokes, ..LatencyOptions::default() };
+    let me = std::env::current_exe()?.display().to_string();
+    let mut servers = vec![vec![me, "lsp".to_string()]];
+    if let Some(other) = against {
+        servers.push(other.split_whitespace().map(str::to_string).collect());
+    }
+    servers.iter().map(|command| Ok(measure(command, file, &options)?)).collect()
+}
+
 /// A benchmark's result as a table or JSON; its error as one line and the usage status.
 fn print_bench<T: serde::Serialize>(
     result: anyhow::Result<T>,
@@ -348,6 +380,11 @@ fn main() -> ExitCode {
                 trusted: None,
             };
             runtime.block_on(run_fix(&paths, format, &options))
+        }
+        Command::Bench { what: BenchWhat::Latency { file, against, keystrokes, format } } => {
+            tokamak::logging::init_cli();
+            let result = bench_latency(&file, against.as_deref(), keystrokes);
+            print_bench(result, format, |results| tokamak::server::latency::table(results))
         }
         Command::Bench { what: BenchWhat::Fix { dir, filter, max_attempts, model, format } } => {
             tokamak::logging::init_cli();

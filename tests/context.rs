@@ -397,3 +397,81 @@ fn a_model_can_expand_the_question_and_rank_by_meaning() {
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
     assert_eq!(model.requests().len(), 3);
 }
+
+/// One parse per version of an open document, shared by everything that reads its tree: the
+/// Observer's syntax check, the symbols, the code actions and the live index (which takes the
+/// Observer's tree and reads again only the pieces an edit changed) — typed into a comment,
+/// into code, with and without pauses, in a document large enough to be parsed in the
+/// background.
+#[test]
+fn one_version_of_an_open_document_is_parsed_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::from("class Shapes:\n    \"\"\"Many shapes.\"\"\"\n");
+    for n in 0..300 {
+        text.push_str(&format!(
+            "\n    def area_{n}(self, side):\n        # the area of shape {n}\n        return side * {n}\n"
+        ));
+    }
+    std::fs::write(dir.path().join("shapes.py"), &text).unwrap();
+    let mut client = support::LspClient::for_project(dir.path(), serde_json::json!({}));
+    let status = |client: &mut support::LspClient| {
+        let status = client.request(
+            "workspace/executeCommand",
+            serde_json::json!({"command": "tokamak.status", "arguments": [{}]}),
+        );
+        status["result"].clone()
+    };
+    let ask = |client: &mut support::LspClient, uri: &str| {
+        let response = client.request(
+            "workspace/executeCommand",
+            serde_json::json!({"command": "tokamak.context", "arguments": [{"query": "area of a shape", "uri": uri}]}),
+        );
+        assert!(response.get("error").is_none(), "{response}");
+        response["result"].clone()
+    };
+    let uri = client.open_file(&dir.path().join("shapes.py"), "python");
+    client.diagnostics(&uri);
+    let mut version = 1;
+    let mut type_at = |client: &mut support::LspClient, line: u32, col: u32, typed: &str| {
+        version += 1;
+        let at = serde_json::json!({"line": line, "character": col});
+        client.change(&uri, version, serde_json::json!([{"range": {"start": at, "end": at}, "text": typed}]));
+        client.diagnostics(&uri);
+        version
+    };
+    // typing in a comment, then in code (renaming a method), each with a query between
+    for (n, letter) in ["a", "b", "c"].iter().enumerate() {
+        type_at(&mut client, 4, 33 + n as u32, letter);
+    }
+    ask(&mut client, &uri);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    for (n, letter) in ["x", "y"].iter().enumerate() {
+        type_at(&mut client, 3, 14 + n as u32, letter);
+        client.request("textDocument/documentSymbol", serde_json::json!({"textDocument": {"uri": uri}}));
+    }
+    let last = type_at(&mut client, 6, 0, "\n");
+    let symbols =
+        client.request("textDocument/documentSymbol", serde_json::json!({"textDocument": {"uri": uri}}));
+    assert_eq!(
+        symbols["result"][0]["children"][0]["name"], "area_0xy",
+        "{}",
+        symbols["result"][0]["children"][0]
+    );
+    client.request(
+        "textDocument/codeAction",
+        serde_json::json!({"textDocument": {"uri": uri}, "range": support::range((3, 0), (3, 1)), "context": {"diagnostics": []}}),
+    );
+    let ranked = ask(&mut client, &uri);
+    assert_eq!(ranked[0]["path"], "shapes.py", "{ranked}");
+    assert!(ranked[0]["symbols"].as_array().unwrap().iter().any(|s| s["name"] == "area_0xy"), "{ranked}");
+
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let status = status(&mut client);
+    let counts = status["parses"].as_array().unwrap();
+    assert_eq!(counts.len(), 1, "{status}");
+    let parses = counts[0]["parses"].as_u64().unwrap();
+    assert_eq!(counts[0]["version"], last, "{status}");
+    assert!(parses >= 1 && parses <= last as u64, "no more parses than versions: {status}");
+    assert_eq!(counts[0]["parsedTwice"], 0, "{status}");
+    assert_eq!(status["context"]["index"]["documentsParsedAgain"], 0, "the index took the tree: {status}");
+}

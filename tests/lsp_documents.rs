@@ -264,3 +264,52 @@ fn what_the_language_rejects_is_an_error_though_tree_sitter_accepts_it() {
     let settled = client.observer_diagnostics(&file, true);
     assert_eq!(settled["diagnostics"], json!([]), "{settled}");
 }
+
+/// A large document is first shown what the language's own parser finds (the few
+/// milliseconds of ruff's parser, not the tens of tree-sitter's first parse), then what
+/// tree-sitter finds once its tree is made in the background — one account of each error at
+/// a time; what needs the tree (symbols) waits for that parse rather than parsing again.
+#[test]
+fn a_large_document_shows_the_languages_verdict_first_then_its_tree() {
+    let mut client = LspClient::initialized(&[]);
+    let file = uri("large.py");
+    let mut text = String::new();
+    for n in 0..400 {
+        text.push_str(&format!("def helper_{n}(value):\n    return value * {n}\n\n"));
+    }
+    assert!(text.len() > 16 * 1024, "larger than documents parsed on opening");
+    text.push_str("def broken(:\n    pass\n");
+    let last = text.lines().count() as u64 - 2;
+    client.open(&file, "python", 1, &text);
+    let first = client.diagnostics(&file);
+    assert_eq!(first["version"], 1);
+    let errors = summarize(&first);
+    assert!(!errors.is_empty() && errors.iter().all(|e| e.0 == last), "the language's own parser: {first}");
+    // tree-sitter's account of the same error replaces it, never beside it
+    let placed = client.wait_for("tree-sitter's diagnostics", |m| {
+        m["method"] == "textDocument/publishDiagnostics"
+            && m["params"]["uri"] == file.as_str()
+            && summarize(&m["params"]) != errors
+    });
+    let placed = summarize(&placed["params"]);
+    assert_eq!(placed.len(), 1, "{placed:?}");
+    assert_eq!(placed[0].0, last);
+    assert!(!errors.iter().any(|e| e.2 == placed[0].2), "{errors:?} then {placed:?}");
+    let symbols = client.request("textDocument/documentSymbol", json!({"textDocument": {"uri": file}}));
+    assert_eq!(symbols["result"].as_array().map(Vec::len), Some(401), "the broken def too");
+
+    // a clean large document: nothing to show at once, and nothing flickers after
+    let clean = uri("clean.py");
+    client.open(&clean, "python", 1, &text.replace("def broken(:", "def broken():"));
+    assert_eq!(summarize(&client.diagnostics(&clean)), vec![]);
+    let symbols = client.request("textDocument/documentSymbol", json!({"textDocument": {"uri": clean}}));
+    assert_eq!(symbols["result"].as_array().map(Vec::len), Some(401));
+    assert!(
+        client
+            .seen(|m| m["method"] == "textDocument/publishDiagnostics"
+                && m["params"]["uri"] == clean.as_str()
+                && !summarize(&m["params"]).is_empty())
+            .is_empty(),
+        "never an error on the clean document"
+    );
+}

@@ -5,8 +5,8 @@
 use ropey::Rope;
 use tree_sitter::{Node, Parser, Tree};
 
-use crate::syntax::{Symbol, SymbolKind, document_symbols, grammar};
-use crate::text::Language;
+use crate::syntax::{Symbol, SymbolKind, grammar, node_symbols, own_symbol};
+use crate::text::{Language, TextRange};
 
 /// Deeper than this the tree is not searched (bounded recursion on pathological input).
 const MAX_DEPTH: usize = 200;
@@ -59,15 +59,173 @@ pub fn facts(language: Language, text: &str) -> Option<FileFacts> {
     Some(facts_of_tree(&tree, text, language))
 }
 
-/// The facts of a parsed text.
+/// The facts of a parsed text: its pieces' facts, one after another (what an update after an
+/// edit recomputes only where the text changed: `pieces.rs`).
 pub fn facts_of_tree(tree: &Tree, text: &str, language: Language) -> FileFacts {
     let rope = Rope::from_str(text);
-    let symbols = document_symbols(tree, &rope, language);
     let mut out = FileFacts::default();
-    flatten(&symbols, None, &rope, &mut out.definitions);
-    let mut walk = Walk { text, language, out: &mut out, definitions: Vec::new() };
-    walk.tree(tree.root_node());
+    for piece in pieces(tree, text) {
+        piece.facts_into(text, &rope, language, &mut out);
+    }
     out
+}
+
+/// A top-level statement or definition longer than this many lines is read as its header and
+/// each statement of its body, so that an edit inside it reads one statement again.
+const SPLIT_LINES: usize = 50;
+
+/// A piece of a file that the index reads on its own: a top-level statement; or, of a long
+/// top-level class or function, its header or one statement of its body. The pieces cover the
+/// text from start to end, each from its node's start to the next one's.
+pub struct Piece<'t> {
+    pub start: usize,
+    pub end: usize,
+    /// The line its node starts on.
+    pub row: usize,
+    node: Node<'t>,
+    role: Role<'t>,
+}
+
+enum Role<'t> {
+    Whole,
+    /// A long definition but its body (what the members say is theirs).
+    Header {
+        body: Node<'t>,
+    },
+    /// One statement of a long definition's body, and that definition.
+    Member {
+        container: String,
+        kind: SymbolKind,
+    },
+}
+
+/// The pieces of a parsed text, in order.
+pub fn pieces<'t>(tree: &'t Tree, text: &str) -> Vec<Piece<'t>> {
+    let mut nodes: Vec<(Node<'t>, Role<'t>)> = Vec::new();
+    let root = tree.root_node();
+    let mut cursor = root.walk();
+    for node in root.named_children(&mut cursor) {
+        match split(node, text) {
+            Some((body, container, kind)) => {
+                nodes.push((node, Role::Header { body }));
+                let mut members = body.walk();
+                for member in body.named_children(&mut members) {
+                    nodes.push((member, Role::Member { container: container.clone(), kind }));
+                }
+            }
+            None => nodes.push((node, Role::Whole)),
+        }
+    }
+    let mut pieces: Vec<Piece<'t>> = Vec::with_capacity(nodes.len());
+    for (node, role) in nodes {
+        let start = if pieces.is_empty() { 0 } else { node.start_byte().min(text.len()) };
+        if let Some(last) = pieces.last_mut() {
+            last.end = start.max(last.start);
+        }
+        pieces.push(Piece { start, end: text.len(), row: node.start_position().row, node, role });
+    }
+    pieces
+}
+
+/// The body, name and kind of a long top-level definition whose body holds statements.
+fn split<'t>(node: Node<'t>, text: &str) -> Option<(Node<'t>, String, SymbolKind)> {
+    if node.end_position().row - node.start_position().row < SPLIT_LINES {
+        return None;
+    }
+    let definition = match node.kind() {
+        "decorated_definition" => node.child_by_field_name("definition")?,
+        "export_statement" => node.child_by_field_name("declaration")?,
+        _ => node,
+    };
+    let kind = match definition.kind() {
+        "class_definition" | "class_declaration" | "abstract_class_declaration" => SymbolKind::Class,
+        "function_definition" | "function_declaration" | "generator_function_declaration" => {
+            SymbolKind::Function
+        }
+        _ => return None,
+    };
+    let body = definition.child_by_field_name("body")?;
+    let name = definition.child_by_field_name("name")?;
+    let name = text.get(name.byte_range())?.to_string();
+    (body.named_child_count() > 0 && !name.is_empty()).then_some((body, name, kind))
+}
+
+impl Piece<'_> {
+    /// What tells this piece from another: what it is, what it is inside, the shape of its
+    /// tree and its text. A piece with a syntax error is never the same as another: how
+    /// tree-sitter recovers from an error depends on what is around it, not only on the
+    /// piece's own text.
+    pub fn key(&self, text: &str) -> u64 {
+        use std::hash::{Hash, Hasher};
+        static UNIQUE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        if self.node.has_error() || self.node.is_error() {
+            UNIQUE.fetch_add(1, std::sync::atomic::Ordering::Relaxed).hash(&mut hasher);
+        }
+        self.node.kind_id().hash(&mut hasher);
+        self.node.descendant_count().hash(&mut hasher);
+        match &self.role {
+            Role::Whole => 0u8.hash(&mut hasher),
+            Role::Header { .. } => 1u8.hash(&mut hasher),
+            Role::Member { container, kind } => {
+                2u8.hash(&mut hasher);
+                container.hash(&mut hasher);
+                kind.hash(&mut hasher);
+            }
+        }
+        text.get(self.start..self.end).unwrap_or_default().hash(&mut hasher);
+        hasher.finish()
+    }
+
+    /// For a long definition's header, the last line of the definition, which is its last
+    /// member's (`pieces.rs` sets it after moving the members); `None` for other pieces.
+    pub fn header_end_row(&self, rope: &Rope) -> Option<usize> {
+        let Role::Header { .. } = self.role else { return None };
+        let node = match self.node.kind() {
+            "export_statement" => self.node.child_by_field_name("declaration")?,
+            _ => self.node,
+        };
+        let end = node.end_byte().min(rope.len_bytes());
+        Some(rope.byte_to_line(end.saturating_sub(1)))
+    }
+
+    /// Appends this piece's facts to `out`, with lines counted from the start of the file.
+    pub fn facts_into(&self, text: &str, rope: &Rope, language: Language, out: &mut FileFacts) {
+        match &self.role {
+            Role::Whole => {
+                let symbols = node_symbols(self.node, rope, language, None);
+                flatten(&symbols, None, rope, &mut out.definitions);
+                Walk { text, language, out, definitions: Vec::new() }.tree(self.node, None);
+            }
+            Role::Header { body } => {
+                let symbol = match self.node.kind() {
+                    // a Python definition's decorators are part of it, as in the whole tree
+                    "decorated_definition" => self
+                        .node
+                        .child_by_field_name("definition")
+                        .and_then(|d| own_symbol(d, rope, language))
+                        .map(|mut symbol| {
+                            symbol.range = TextRange::new(self.node.start_byte(), self.node.end_byte());
+                            symbol
+                        }),
+                    "export_statement" => self
+                        .node
+                        .child_by_field_name("declaration")
+                        .and_then(|d| own_symbol(d, rope, language)),
+                    _ => own_symbol(self.node, rope, language),
+                };
+                if let Some(symbol) = symbol {
+                    flatten(std::slice::from_ref(&symbol), None, rope, &mut out.definitions);
+                }
+                Walk { text, language, out, definitions: Vec::new() }.tree(self.node, Some(body.id()));
+            }
+            Role::Member { container, kind } => {
+                let symbols = node_symbols(self.node, rope, language, Some(*kind));
+                flatten(&symbols, Some(container), rope, &mut out.definitions);
+                Walk { text, language, out, definitions: vec![container.clone()] }.tree(self.node, None);
+            }
+        }
+    }
 }
 
 fn flatten(symbols: &[Symbol], container: Option<&str>, rope: &Rope, out: &mut Vec<Definition>) {
@@ -94,25 +252,28 @@ struct Walk<'a> {
 
 impl Walk<'_> {
     /// Visits every node once in document order with one cursor (a cursor per node costs
-    /// more than the visit), keeping the enclosing definitions' names.
-    fn tree(&mut self, root: Node<'_>) {
+    /// more than the visit), keeping the enclosing definitions' names; `skip` and what it
+    /// holds are left out.
+    fn tree(&mut self, root: Node<'_>, skip: Option<usize>) {
         let mut cursor = root.walk();
         let mut depth = 0usize;
         // the depth at which each name in `definitions` was entered
         let mut entered: Vec<usize> = Vec::new();
         loop {
             let node = cursor.node();
+            let skipped = skip == Some(node.id());
             match node.kind() {
+                _ if skipped => {}
                 "import_statement" | "import_from_statement" | "future_import_statement" => self.import(node),
                 "call" | "call_expression" => self.call(node, "function"),
                 "new_expression" => self.call(node, "constructor"),
                 _ => {}
             }
-            if let Some(name) = self.defines(node) {
+            if let Some(name) = self.defines(node).filter(|_| !skipped) {
                 self.definitions.push(name);
                 entered.push(depth);
             }
-            if depth < MAX_DEPTH && cursor.goto_first_child() {
+            if !skipped && depth < MAX_DEPTH && cursor.goto_first_child() {
                 depth += 1;
                 continue;
             }
@@ -259,6 +420,20 @@ impl Walk<'_> {
         }
         names.sort();
         self.out.imports.push(Import { module, names, line });
+    }
+}
+
+/// The whole-tree reading the pieces must agree with, for tests.
+#[cfg(test)]
+pub(super) mod tests_support {
+    use super::*;
+
+    pub fn flatten(symbols: &[Symbol], rope: &Rope, facts: &mut FileFacts) {
+        super::flatten(symbols, None, rope, &mut facts.definitions);
+    }
+
+    pub fn walk(tree: &Tree, text: &str, language: Language, facts: &mut FileFacts) {
+        Walk { text, language, out: facts, definitions: Vec::new() }.tree(tree.root_node(), None);
     }
 }
 

@@ -9,7 +9,10 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
+use ropey::Rope;
+
 use super::extract::{Definition, FileFacts, facts, facts_of_tree};
+use super::pieces::{self, PieceRecord};
 use crate::text::Language;
 
 /// Files larger than this are skipped and counted (generated bundles, data).
@@ -21,9 +24,9 @@ pub const MAX_CALLER_DEPTH: usize = 5;
 
 /// One indexed file.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-struct Entry {
+pub(super) struct Entry {
     hash: [u8; 32],
-    facts: FileFacts,
+    pub(super) facts: FileFacts,
     /// Each identifier word of the text (lowercase) and how often it occurs.
     words: std::collections::HashMap<String, u32>,
     /// All the words counted.
@@ -32,30 +35,51 @@ struct Entry {
 
 impl Entry {
     fn new(text: &str, hash: [u8; 32], facts: FileFacts) -> Entry {
-        let mut words: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
-        let mut length = 0u32;
-        let mut count = |word: &str| {
-            if word.len() > 1 {
-                match words.get_mut(word) {
-                    Some(n) => *n += 1,
-                    None => {
-                        words.insert(word.to_string(), 1);
-                    }
-                }
-                length += 1;
+        let mut entry = Entry { hash, facts, words: HashMap::new(), length: 0 };
+        count_words(text, |word| entry.add_word(word, 1));
+        entry
+    }
+
+    /// Counts `word` `n` more times.
+    pub(super) fn add_word(&mut self, word: &str, n: u32) {
+        match self.words.get_mut(word) {
+            Some(count) => *count += n,
+            None => {
+                self.words.insert(word.to_string(), n);
             }
-        };
-        for token in text.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|t| !t.is_empty()) {
-            // most identifiers are one lowercase word: counted without splitting or copying
-            if token.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()) {
-                count(token);
-            } else {
-                for word in split_words(token) {
-                    count(&word);
+        }
+        self.length += n;
+    }
+
+    /// Counts `word` `n` times less (text that went away).
+    pub(super) fn forget_word(&mut self, word: &str, n: u32) {
+        if let Some(count) = self.words.get_mut(word) {
+            let gone = n.min(*count);
+            *count -= gone;
+            self.length -= gone;
+            if *count == 0 {
+                self.words.remove(word);
+            }
+        }
+    }
+}
+
+/// Calls `found` with each identifier word of `text` (lowercase, longer than one character):
+/// most identifiers are one lowercase word, counted without splitting or copying; the others
+/// split at case changes and underscores.
+pub(super) fn count_words(text: &str, mut found: impl FnMut(&str)) {
+    for token in text.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|t| !t.is_empty()) {
+        if token.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()) {
+            if token.len() > 1 {
+                found(token);
+            }
+        } else {
+            for word in split_words(token) {
+                if word.len() > 1 {
+                    found(&word);
                 }
             }
         }
-        Entry { hash, facts, words, length }
     }
 }
 
@@ -71,6 +95,9 @@ pub struct Index {
     root: PathBuf,
     files: BTreeMap<PathBuf, Entry>,
     pub skipped: Vec<Skipped>,
+    /// The pieces of the files last brought up to date from an open document's tree, so the
+    /// next update reads only what changed.
+    pieces: HashMap<PathBuf, Vec<PieceRecord>>,
 }
 
 /// A definition found, with where.
@@ -161,13 +188,16 @@ impl Index {
                 .chunks(chunk)
                 .map(|part| {
                     scope.spawn(move || {
+                        // the editor's keystrokes go first
+                        crate::background::lower_this_thread();
                         part.iter().map(|p| (p.clone(), read_entry(p, known))).collect::<Vec<_>>()
                     })
                 })
                 .collect();
             handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
         });
-        let mut index = Index { root: root.to_path_buf(), files: BTreeMap::new(), skipped };
+        let mut index =
+            Index { root: root.to_path_buf(), files: BTreeMap::new(), skipped, pieces: HashMap::new() };
         for (path, entry) in results {
             match entry {
                 Ok(entry) => {
@@ -202,20 +232,21 @@ impl Index {
         self.files.iter().max_by_key(|(_, e)| e.facts.definitions.len()).map(|(p, _)| p.clone())
     }
 
-    /// Brings one file up to date with `text` (an open document's, or the disk's); `false`
-    /// when it was already (same content hash) or is not a language the index reads.
+    /// Brings one file up to date with `text` (the disk's, or a document's without a tree);
+    /// `false` when it was already (same content hash) or is not a language the index reads.
     pub fn update(&mut self, path: &Path, text: &str) -> bool {
         self.update_parsed(path, text, None)
     }
 
-    /// [`Index::update`] with the text's tree when there is one already (an open document's,
-    /// kept by incremental parsing): the file is then not parsed again.
+    /// [`Index::update`] with the text's tree when there is one already: the file is then not
+    /// parsed again.
     pub fn update_parsed(
         &mut self,
         path: &Path,
         text: &str,
         tree: Option<(&tree_sitter::Tree, Language)>,
     ) -> bool {
+        self.pieces.remove(path);
         if !indexed_language(path) {
             return false;
         }
@@ -234,6 +265,47 @@ impl Index {
         true
     }
 
+    /// Brings an open document's file up to date from the tree the editor's document keeps:
+    /// after the first time, only the pieces of it that changed are read again (`pieces.rs`).
+    pub fn update_document(
+        &mut self,
+        path: &Path,
+        rope: &Rope,
+        tree: &tree_sitter::Tree,
+        language: Language,
+    ) -> bool {
+        if !indexed_language(path) || language != Language::from_path(path) {
+            self.pieces.remove(path);
+            return false;
+        }
+        let text = rope.to_string();
+        let hash: [u8; 32] = Sha256::digest(text.as_bytes()).into();
+        if self.files.get(path).is_some_and(|e| e.hash == hash) && self.pieces.contains_key(path) {
+            return false;
+        }
+        let records = match (self.files.get_mut(path), self.pieces.remove(path)) {
+            (Some(entry), Some(records)) => {
+                let records = pieces::update(entry, records, tree, &text, rope, language);
+                entry.hash = hash;
+                records
+            }
+            _ => {
+                let (facts, records) = pieces::read_all(tree, &text, rope, language);
+                let mut entry = Entry { hash, facts, words: HashMap::new(), length: 0 };
+                for record in &records {
+                    for (word, count) in record.words() {
+                        entry.add_word(word, *count);
+                    }
+                }
+                self.files.insert(path.to_path_buf(), entry);
+                records
+            }
+        };
+        self.pieces.insert(path.to_path_buf(), records);
+        self.skipped.retain(|s| s.path != path);
+        true
+    }
+
     /// The indexed files, in path order.
     pub fn paths(&self) -> impl Iterator<Item = &Path> {
         self.files.keys().map(PathBuf::as_path)
@@ -242,6 +314,14 @@ impl Index {
     /// A file's facts, if it is indexed.
     pub fn file_facts(&self, path: &Path) -> Option<&FileFacts> {
         self.files.get(path).map(|e| &e.facts)
+    }
+
+    /// A file's words and how often each occurs, in order (for tests and benchmarks).
+    pub fn words_of(&self, path: &Path) -> Option<(Vec<(&str, u32)>, u32)> {
+        let entry = self.files.get(path)?;
+        let mut words: Vec<(&str, u32)> = entry.words.iter().map(|(w, n)| (w.as_str(), *n)).collect();
+        words.sort();
+        Some((words, entry.length))
     }
 
     /// A file's definitions (empty when it is not indexed).
@@ -257,6 +337,7 @@ impl Index {
     /// Forgets a deleted file.
     pub fn remove(&mut self, path: &Path) -> bool {
         self.skipped.retain(|s| s.path != path);
+        self.pieces.remove(path);
         self.files.remove(path).is_some()
     }
 

@@ -48,6 +48,8 @@ pub struct LiveIndex {
     /// The root's `.gitignore`, for files that appear on disk after the build.
     ignore: Gitignore,
     report: Mutex<Option<BuildReport>>,
+    /// Open documents' texts the index had to parse itself, having been given no tree.
+    parsed_documents: std::sync::atomic::AtomicU64,
 }
 
 impl LiveIndex {
@@ -67,6 +69,7 @@ impl LiveIndex {
             pending: Mutex::new(BTreeMap::new()),
             ignore,
             report: Mutex::new(None),
+            parsed_documents: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
@@ -89,6 +92,12 @@ impl LiveIndex {
         }
     }
 
+    /// How many open documents' texts the index parsed itself because it was given no tree
+    /// (the Observer hands it each document's tree: never, unless something is wrong).
+    pub fn parsed_documents(&self) -> u64 {
+        self.parsed_documents.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// How the build went, once it is done.
     pub fn report(&self) -> Option<BuildReport> {
         lock(&self.report).clone()
@@ -102,7 +111,7 @@ impl LiveIndex {
         let cell = self
             .cell
             .get_or_init(|| async move {
-                let built = tokio::task::spawn_blocking(move || this.build()).await;
+                let built = crate::background::run(move || this.build()).await;
                 Mutex::new(built.unwrap_or_default())
             })
             .await;
@@ -173,9 +182,15 @@ impl LiveIndex {
         let mut changed = 0;
         for (path, change) in pending {
             changed += usize::from(match change {
-                Pending::Text { rope, tree } => {
-                    let text = rope.to_string();
-                    index.update_parsed(&path, &text, tree.as_ref().map(|(t, l)| (t, *l)))
+                Pending::Text { rope, tree: Some((tree, language)) } => {
+                    index.update_document(&path, &rope, &tree, language)
+                }
+                Pending::Text { rope, tree: None } => {
+                    let parsed = index.update(&path, &rope.to_string());
+                    if parsed && crate::text::Language::from_path(&path).is_parsed() {
+                        self.parsed_documents.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    parsed
                 }
                 Pending::Disk if !index.contains(&path) && self.ignored(&path) => false,
                 Pending::Disk => index.refresh(&path),

@@ -9,6 +9,7 @@ mod extract;
 mod impact;
 mod index;
 mod live;
+mod pieces;
 mod rank;
 mod rules;
 mod semantic;

@@ -263,6 +263,8 @@ impl Executor {
             let path = self.root().join(relative);
             let snapshot = file_uri(&path).ok().and_then(|uri| self.context.observer.snapshot(&uri));
             match snapshot {
+                // the Observer hands the index an open document's tree once it is parsed
+                Some(s) if s.syntax_pending => {}
                 Some(s) => {
                     index.document_changed(&path, s.rope.clone(), s.tree.clone().map(|t| (t, s.language)))
                 }

@@ -172,13 +172,13 @@ impl Observer {
     /// every active source's name.
     pub(super) fn start_missing_runs(self: &Arc<Self>, snapshot: &DocumentSnapshot) -> Vec<String> {
         let mut active = vec![SOURCE.to_string()];
-        if parses_strictly(snapshot.language) && snapshot.tree.is_some() {
+        // a document whose tree is owed gets its strict look once it is parsed
+        if parses_strictly(snapshot.language) && (snapshot.tree.is_some() || snapshot.syntax_pending) {
             active.push(STRICT_KEY.to_string());
             let reported = lock(&self.state)
                 .files
                 .get(&snapshot.uri)
                 .is_some_and(|f| f.reported(STRICT_KEY, snapshot.version));
-            // a document being parsed in the background gets its strict look after the parse
             if !reported && !snapshot.syntax_pending {
                 self.schedule_strict(snapshot, None);
             }

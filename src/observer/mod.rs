@@ -39,7 +39,7 @@ use crate::editor::Editor;
 use crate::sync::lock;
 use crate::syntax::{MAX_SYNTAX_PROBLEMS, diagnose, parses_strictly, strict_errors_as};
 use crate::text::{PositionEncoding, TextChange, TextRange};
-use crate::workspace::{ChangeError, ChangeReport, DocumentSnapshot, Workspace};
+use crate::workspace::{ChangeError, ChangeReport, DocumentSnapshot, SyntaxAfter, Workspace};
 use checkers::Checkers;
 
 /// The `source` of Tokamak's own diagnostics.
@@ -125,7 +125,13 @@ pub struct Observer {
     /// Woken whenever a source reports or a document changes (for `settled`).
     changed: Notify,
     permits: Arc<Semaphore>,
+    /// Told of every document whose tree is up to date after it opened or changed (the live
+    /// index takes its facts from that tree instead of parsing the text again).
+    parsed: Mutex<Vec<ParsedListener>>,
 }
+
+/// What [`Observer::on_parsed`] calls.
+pub type ParsedListener = Box<dyn Fn(&DocumentSnapshot) + Send + Sync>;
 
 impl Observer {
     pub fn new(
@@ -144,10 +150,31 @@ impl Observer {
             publishing: tokio::sync::Mutex::new(()),
             changed: Notify::new(),
             permits,
+            parsed: Mutex::new(Vec::new()),
         })
     }
 
-    /// Opens a document, publishes its syntax diagnostics and starts its checkers.
+    /// Calls `listener` with every document whose tree is up to date after it opened,
+    /// changed or was saved — on the keystroke, or when its background parse is done — and
+    /// with documents of languages Tokamak does not parse; never with one whose tree is still
+    /// owed (`syntax_pending`).
+    pub fn on_parsed(&self, listener: ParsedListener) {
+        lock(&self.parsed).push(listener);
+    }
+
+    fn tell_parsed(&self, snapshot: &DocumentSnapshot) {
+        if snapshot.syntax_pending {
+            return;
+        }
+        for listener in lock(&self.parsed).iter() {
+            listener(snapshot);
+        }
+    }
+
+    /// Opens a document, publishes its syntax diagnostics and starts its checkers. A large
+    /// document is first shown what the language's own parser finds (a few milliseconds where
+    /// tree-sitter's first parse takes tens), and its tree, with what tree-sitter finds,
+    /// follows from the background.
     pub async fn open(
         self: &Arc<Self>,
         uri: Url,
@@ -157,17 +184,35 @@ impl Observer {
     ) -> DocumentSnapshot {
         let publishing = self.publishing.lock().await;
         let snapshot = lock(&self.workspace).open(uri, language_id, version, text);
-        let repair_later = {
+        {
             let mut state = lock(&self.state);
             forget_runs(&mut state, &snapshot.uri);
+            state.files.insert(snapshot.uri.clone(), FileDiagnostics::default());
+        }
+        let repair_later = if snapshot.syntax_pending {
+            let first = snapshot.clone();
+            let strict = tokio::task::spawn_blocking(move || strict_entry(&first)).await;
+            match strict {
+                Ok(entry) => {
+                    lock(&self.state).files.entry(snapshot.uri.clone()).or_default().set(STRICT_KEY, entry)
+                }
+                Err(err) => tracing::error!("{}: the language's own parse failed: {err}", snapshot.uri),
+            }
+            (false, false)
+        } else {
+            let mut state = lock(&self.state);
             let file = state.files.entry(snapshot.uri.clone()).or_default();
-            *file = FileDiagnostics::default();
             (set_syntax(file, &snapshot), set_strict(file, &snapshot))
         };
         self.after_change(&snapshot).await;
         drop(publishing);
-        self.schedule_syntax(&snapshot, repair_later, None);
+        if snapshot.syntax_pending {
+            self.schedule_parse(&snapshot, None);
+        } else {
+            self.schedule_syntax(&snapshot, repair_later, None);
+        }
         self.check(&snapshot, Trigger::Open);
+        self.tell_parsed(&snapshot);
         snapshot
     }
 
@@ -186,23 +231,30 @@ impl Observer {
             let mut state = lock(&self.state);
             let file = state.files.entry(uri.clone()).or_default();
             file.shift(&report.applied);
-            // a large document's syntax waits for its background parse (and a large
-            // document's syntax errors for their repair); until then its earlier syntax
-            // diagnostics stay, moved along with the edit
-            if snapshot.syntax_pending {
-                (false, false)
-            } else {
-                (set_syntax(file, &snapshot), set_strict(file, &snapshot))
+            match report.syntax {
+                // typed inside a comment: what the syntax checks found on the version before
+                // holds for this one
+                SyntaxAfter::Unchanged => {
+                    file.carry(SOURCE, report.previous_version, snapshot.version);
+                    file.carry(STRICT_KEY, report.previous_version, snapshot.version);
+                    (false, false)
+                }
+                // a large document's syntax waits for its background parse (and a large
+                // document's syntax errors for their repair); until then its earlier syntax
+                // diagnostics stay, moved along with the edit
+                SyntaxAfter::Pending => (false, false),
+                SyntaxAfter::Parsed => (set_syntax(file, &snapshot), set_strict(file, &snapshot)),
             }
         };
         self.after_change(&snapshot).await;
         drop(publishing);
         if snapshot.syntax_pending {
-            self.schedule_parse(&snapshot);
+            self.schedule_parse(&snapshot, Some(PARSE_PAUSE));
         } else {
             self.schedule_syntax(&snapshot, repair_later, Some(PARSE_PAUSE));
         }
         self.check(&snapshot, Trigger::Change);
+        self.tell_parsed(&snapshot);
         Ok((snapshot, report))
     }
 
@@ -232,8 +284,15 @@ impl Observer {
         };
         self.after_change(&snapshot).await;
         drop(publishing);
-        self.schedule_syntax(&snapshot, repair_later, None);
+        if snapshot.syntax_pending {
+            self.schedule_parse(&snapshot, None);
+        } else {
+            self.schedule_syntax(&snapshot, repair_later, None);
+        }
         self.check(&snapshot, Trigger::Save);
+        if replaced {
+            self.tell_parsed(&snapshot);
+        }
         Ok(snapshot)
     }
 
@@ -315,24 +374,44 @@ impl Observer {
         Observer::new(workspace, editor, self.checkers.clone(), self.root.clone())
     }
 
-    /// The document with its tree up to date (parsed now if its background parse is still
-    /// pending): for what needs the tree at once.
-    pub async fn parsed_snapshot(&self, uri: &Url) -> Option<DocumentSnapshot> {
-        let Some(job) = lock(&self.workspace).parse_job(uri) else {
+    /// The document with its tree up to date, for what needs the tree at once: parsed now if
+    /// its tree is owed a parse — or, when a background parse of it is under way, that one
+    /// waited for (a version is never parsed twice).
+    pub async fn parsed_snapshot(self: &Arc<Self>, uri: &Url) -> Option<DocumentSnapshot> {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let notified = self.changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let (snapshot, job, parsing) = {
+                let workspace = lock(&self.workspace);
+                (workspace.snapshot(uri)?, workspace.parse_job(uri), workspace.parsing(uri))
+            };
+            let Some(job) = job else { return Some(snapshot) };
+            if parsing && tokio::time::Instant::now() < deadline {
+                tokio::select! {
+                    _ = &mut notified => {}
+                    _ = tokio::time::sleep_until(deadline) => {}
+                }
+                continue;
+            }
+            let parsed = tokio::task::spawn_blocking(move || {
+                let tree = job.parse();
+                (job, tree)
+            })
+            .await;
+            if let Ok((job, Ok(tree))) = parsed {
+                let publishing = self.publishing.lock().await;
+                let installed = lock(&self.workspace).finish_parse(&job, tree);
+                if let Some(snapshot) = installed.filter(|s| !s.syntax_pending) {
+                    self.parsed_now(&snapshot).await;
+                    drop(publishing);
+                    return Some(snapshot);
+                }
+            }
+            // the document changed meanwhile (or the parse failed): what there is now
             return self.snapshot(uri);
-        };
-        let parsed = tokio::task::spawn_blocking(move || {
-            let tree = job.parse();
-            (job, tree)
-        })
-        .await;
-        if let Ok((job, Ok(tree))) = parsed
-            && let Some(snapshot) = lock(&self.workspace).finish_parse(&job, tree)
-        {
-            return Some(snapshot);
         }
-        // the document changed meanwhile (or the parse failed): what there is now
-        self.snapshot(uri)
     }
 
     /// Every open document's current snapshot.
@@ -455,39 +534,79 @@ impl Observer {
 
     /// Publishes the document's merged diagnostics and wakes `settled` waiters. Called with
     /// `publishing` held.
-    /// Reparses a large document off the keystroke once typing pauses, then publishes its
-    /// syntax diagnostics for that version. A version the document has left is not parsed:
-    /// the newer change scheduled its own.
-    fn schedule_parse(self: &Arc<Self>, snapshot: &DocumentSnapshot) {
+    /// Parses a document whose tree is owed a parse off the keystroke — once typing pauses
+    /// (`pause`), or at once (a large document just opened) — one parse of a document at a
+    /// time. The tree is installed even when the text moved on meanwhile: it is told of the
+    /// edits since, and owes only a quick reparse, scheduled in turn.
+    fn schedule_parse(self: &Arc<Self>, snapshot: &DocumentSnapshot, pause: Option<Duration>) {
         let observer = Arc::clone(self);
         let (uri, version) = (snapshot.uri.clone(), snapshot.version);
         tokio::spawn(async move {
-            tokio::time::sleep(PARSE_PAUSE).await;
-            let Some(job) = lock(&observer.workspace).parse_job(&uri) else { return };
-            if job.version != version {
-                return;
+            if let Some(pause) = pause {
+                tokio::time::sleep(pause).await;
             }
-            let parsed = tokio::task::spawn_blocking(move || {
+            let job = {
+                let mut workspace = lock(&observer.workspace);
+                // only the version typing paused at is parsed
+                if workspace.snapshot(&uri).is_none_or(|s| s.version != version) {
+                    return;
+                }
+                workspace.background_parse_job(&uri)
+            };
+            let Some(job) = job else { return };
+            // the document is marked as being parsed until this is dropped, whatever happens
+            let ended = ParseEnded {
+                workspace: Arc::clone(&observer.workspace),
+                uri: uri.clone(),
+                generation: job.generation(),
+            };
+            let parsed = crate::background::run(move || {
+                let started = std::time::Instant::now();
                 let tree = job.parse();
-                (job, tree)
+                (job, tree, started.elapsed())
             })
             .await;
-            let (job, tree) = match parsed {
-                Ok((job, Ok(tree))) => (job, tree),
-                Ok((_, Err(err))) => return tracing::warn!("{uri}: {err}"),
+            let (job, tree, took) = match parsed {
+                Ok((job, Ok(tree), took)) => (job, tree, took),
+                Ok((_, Err(err), _)) => return tracing::warn!("{uri}: {err}"),
                 Err(err) => return tracing::error!("{uri}: the background parse failed: {err}"),
             };
             let publishing = observer.publishing.lock().await;
-            let Some(snapshot) = lock(&observer.workspace).finish_parse(&job, tree) else { return };
-            let later = {
-                let mut state = lock(&observer.state);
-                let file = state.files.entry(uri).or_default();
-                (set_syntax(file, &snapshot), set_strict(file, &snapshot))
-            };
-            observer.after_change(&snapshot).await;
+            let installed = lock(&observer.workspace).finish_parse_timed(&job, tree, Some(took));
+            drop(ended);
+            let Some(snapshot) = installed else { return };
+            if snapshot.syntax_pending {
+                // typed meanwhile: the tree caught up with the edits and owes a quick reparse
+                drop(publishing);
+                observer.schedule_parse(&snapshot, Some(PARSE_PAUSE));
+                return;
+            }
+            let later = observer.parsed_now(&snapshot).await;
             drop(publishing);
             observer.schedule_syntax(&snapshot, later, None);
         });
+    }
+
+    /// A document's tree has just come up to date (off the keystroke): its syntax entries are
+    /// set from it, published when that changes what is shown, and those listening are told.
+    /// Returns what is left for later, as [`set_syntax`] and [`set_strict`] say. Called with
+    /// `publishing` held.
+    async fn parsed_now(&self, snapshot: &DocumentSnapshot) -> (bool, bool) {
+        let (later, changed) = {
+            let mut state = lock(&self.state);
+            let file = state.files.entry(snapshot.uri.clone()).or_default();
+            let before = (entry_of(file, SOURCE), entry_of(file, STRICT_KEY));
+            let strict_known = file.reported(STRICT_KEY, snapshot.version);
+            let later = (set_syntax(file, snapshot), set_strict(file, snapshot) && !strict_known);
+            (later, before != (entry_of(file, SOURCE), entry_of(file, STRICT_KEY)))
+        };
+        if changed {
+            self.after_change(snapshot).await;
+        } else {
+            self.changed.notify_waiters();
+        }
+        self.tell_parsed(snapshot);
+        later
     }
 
     /// After a document's syntax entry is set: places a large document's syntax errors in the
@@ -553,7 +672,7 @@ impl Observer {
                     return;
                 }
             }
-            let entry = match tokio::task::spawn_blocking(move || compute(&snapshot)).await {
+            let entry = match crate::background::run(move || compute(&snapshot)).await {
                 Ok(entry) => entry,
                 Err(err) => return tracing::error!("{uri}: {} failed: {err}", job.what),
             };
@@ -569,6 +688,10 @@ impl Observer {
                     .get(job.key)
                     .map_or(entry.diagnostics.is_empty(), |old| old.diagnostics == entry.diagnostics);
                 file.set(job.key, entry);
+                if job.key == SOURCE {
+                    // the errors are placed: one account of them, not the language's as well
+                    set_strict(file, &snapshot);
+                }
                 unchanged
             };
             if unchanged && !job.publish_unchanged {
@@ -618,6 +741,25 @@ impl Observer {
     }
 }
 
+/// Clears a document's mark of a background parse under way when the parse's task ends —
+/// installed, refused, failed or aborted alike.
+struct ParseEnded {
+    workspace: Arc<Mutex<Workspace>>,
+    uri: Url,
+    generation: u64,
+}
+
+impl Drop for ParseEnded {
+    fn drop(&mut self) {
+        lock(&self.workspace).parse_ended(&self.uri, self.generation);
+    }
+}
+
+/// A source's entry as it matters to what is published: its version and diagnostics.
+fn entry_of(file: &FileDiagnostics, key: &str) -> Option<(Option<i32>, Vec<Diagnostic>)> {
+    file.get(key).map(|e| (e.version, e.diagnostics.clone()))
+}
+
 /// Documents up to this size get their syntax errors placed on the keystroke; a larger
 /// document with errors gets them from [`Observer::schedule_repair`] (SPEC §5: a keystroke's
 /// publish stays well under 5 ms). Placing costs about 3 ms at 16 KiB, 9 ms at 60 KB and
@@ -660,6 +802,11 @@ fn set_strict(file: &mut FileDiagnostics, snapshot: &DocumentSnapshot) -> bool {
         return false;
     }
     if tree.root_node().has_error() {
+        // until tree-sitter's errors are placed (a large document's, in the background), the
+        // language's own account of them stays shown
+        if !file.reported(SOURCE, snapshot.version) {
+            return false;
+        }
         let entry = SourceEntry {
             origin: Origin::Server,
             version: snapshot.version,
@@ -681,7 +828,8 @@ fn strict_entry(snapshot: &DocumentSnapshot) -> SourceEntry {
         diagnostics: Vec::new(),
         failure: None,
     };
-    if snapshot.tree.as_ref().is_none_or(|tree| tree.root_node().has_error()) {
+    // (a document just opened, whose tree is still to come, is judged by this alone)
+    if snapshot.tree.as_ref().is_some_and(|tree| tree.root_node().has_error()) {
         return empty;
     }
     let text = snapshot.rope.to_string();

@@ -49,6 +49,14 @@ impl FileDiagnostics {
         self.sources.get(source).is_some_and(|e| e.version == version)
     }
 
+    /// Says that `source`'s report on version `from` holds for version `to` (an edit that
+    /// cannot have changed what it found: typing inside a comment, for the syntax).
+    pub fn carry(&mut self, source: &str, from: Option<i32>, to: Option<i32>) {
+        if let Some(entry) = self.sources.get_mut(source).filter(|e| e.version == from) {
+            entry.version = to;
+        }
+    }
+
     /// Moves every diagnostic along with edits just made to the text. A range that overlapped
     /// replaced text shrinks to what is left of it. After a whole-document replacement
     /// nothing can be placed, so every source starts over.

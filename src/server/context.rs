@@ -16,7 +16,6 @@ use url::Url;
 use super::Backend;
 use crate::context::rank;
 use crate::editor::{Editor, Progress};
-use crate::workspace::DocumentSnapshot;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -86,14 +85,6 @@ pub fn start_index(backend: &Backend) {
     }
 }
 
-/// An open document changed: the index takes its text (and tree) before its next query.
-pub fn document_changed(backend: &Backend, snapshot: &DocumentSnapshot) {
-    if let (Some(index), Some(path)) = (backend.index.get(), snapshot.path()) {
-        let tree = snapshot.tree.clone().map(|tree| (tree, snapshot.language));
-        index.document_changed(&path, snapshot.rope.clone(), tree);
-    }
-}
-
 /// A document was closed: what is on disk counts again.
 pub fn document_closed(backend: &Backend, uri: &Url) {
     if let (Some(index), Ok(path)) = (backend.index.get(), uri.to_file_path()) {
@@ -129,6 +120,7 @@ pub fn status(backend: &Backend) -> Value {
             "skipped": report.skipped,
             "parsed": report.parsed,
             "buildMs": report.millis as u64,
+            "documentsParsedAgain": live.parsed_documents(),
         })
     });
     json!({"index": index, "rules": rules})

@@ -161,6 +161,7 @@ fn status(backend: &Backend) -> Value {
         "version": env!("CARGO_PKG_VERSION"),
         "positionEncoding": backend.encoding().lsp_name(),
         "openDocuments": backend.workspace().open_documents(),
+        "parses": backend.workspace().parse_counts(),
         "runs": super::runs::list(backend),
         "trusted": trust.is_some_and(|t| t.trusted),
         "trust": trust.map(|t| t.source.clone()),

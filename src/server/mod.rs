@@ -22,6 +22,7 @@ mod error;
 mod execute_command;
 mod guard;
 mod initialize;
+pub mod latency;
 mod log_message;
 mod runs;
 mod tasks;

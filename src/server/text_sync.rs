@@ -1,5 +1,6 @@
 //! `textDocument/didOpen`, `didChange`, `didSave`, `didClose`: keep the workspace's ropes and
-//! trees in step with the editor; the Observer publishes what it finds and runs checkers.
+//! trees in step with the editor; the Observer publishes what it finds, runs checkers and
+//! hands each document's tree to the live index (`session/`).
 
 use tower_lsp::lsp_types::*;
 
@@ -13,7 +14,6 @@ pub async fn did_open(backend: &Backend, params: DidOpenTextDocumentParams) {
     };
     let item = params.text_document;
     let snapshot = observer.open(item.uri, &item.language_id, item.version, &item.text).await;
-    super::context::document_changed(backend, &snapshot);
     tracing::debug!("opened {} ({}, version {})", snapshot.uri, snapshot.language, item.version);
     if let Some(reason) = &snapshot.syntax_skipped {
         let message = format!("Tokamak does not parse {}: {reason}.", file_name(&snapshot));
@@ -30,8 +30,7 @@ pub async fn did_change(backend: &Backend, params: DidChangeTextDocumentParams) 
     let version = params.text_document.version;
     let changes: Vec<_> = params.content_changes.into_iter().map(convert::text_change).collect();
     match observer.change(&uri, version, &changes, backend.encoding()).await {
-        Ok((snapshot, report)) => {
-            super::context::document_changed(backend, &snapshot);
+        Ok((_, report)) => {
             if report.clamped_edits > 0 {
                 tracing::warn!(
                     "{uri} version {version}: {} edit(s) had positions out of range; clamped them",
@@ -48,9 +47,8 @@ pub async fn did_save(backend: &Backend, params: DidSaveTextDocumentParams) {
     let Some(observer) = backend.observer() else {
         return;
     };
-    match observer.save(&params.text_document.uri, params.text.as_deref()).await {
-        Ok(snapshot) => super::context::document_changed(backend, &snapshot),
-        Err(err) => tracing::warn!("ignored a save: {err}"),
+    if let Err(err) = observer.save(&params.text_document.uri, params.text.as_deref()).await {
+        tracing::warn!("ignored a save: {err}");
     }
 }
 

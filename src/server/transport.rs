@@ -384,7 +384,7 @@ fn route(body: Vec<u8>, outbox: &Outbox, lifecycle: &Lifecycle) -> Option<Vec<u8
             return None;
         }
     };
-    if let Some(problem) = shape_problem(&value).or_else(|| decodes(&body)) {
+    if let Some(problem) = shape_problem(&value).or_else(|| decodes(&body, &value)) {
         tracing::warn!("malformed message from the editor: {problem}");
         // a malformed *response* gets a null id: its own could be one of the client's
         let id = value
@@ -426,10 +426,41 @@ fn route(body: Vec<u8>, outbox: &Outbox, lifecycle: &Lifecycle) -> Option<Vec<u8
 
 /// Whether tower-lsp itself can decode the message (it stops reading at the first it cannot):
 /// ids beyond `i64`, fractional ids and duplicate keys pass [`shape_problem`] but not this.
-fn decodes(body: &[u8]) -> Option<&'static str> {
-    let request = serde_json::from_slice::<Request>(body).is_ok();
-    let response = || serde_json::from_slice::<Response>(body).is_ok();
-    (!request && !response()).then_some("the message is not a JSON-RPC request, notification or response")
+fn decodes(body: &[u8], value: &Value) -> Option<&'static str> {
+    let decodes = if body.len() <= REPARSED_BYTES {
+        serde_json::from_slice::<Request>(body).is_ok() || serde_json::from_slice::<Response>(body).is_ok()
+    } else {
+        // a large message (a document opened) is not parsed whole again: its members are
+        // checked once each without copying them, then decoded from the parsed value
+        use serde::Deserialize;
+        serde_json::from_slice::<Members>(body).is_ok()
+            && (Request::deserialize(value).is_ok() || Response::deserialize(value).is_ok())
+    };
+    (!decodes).then_some("the message is not a JSON-RPC request, notification or response")
+}
+
+/// Messages up to this size are decoded from their bytes as tower-lsp will; larger ones from
+/// the value already parsed, after a check that no member of theirs is given twice (which the
+/// value would hide and tower-lsp refuses).
+const REPARSED_BYTES: usize = 64 * 1024;
+
+/// A message's members, each skipped without being copied; reading fails when one is given
+/// twice.
+#[derive(serde::Deserialize)]
+#[allow(dead_code)] // read only to be checked
+struct Members {
+    #[serde(default)]
+    jsonrpc: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    method: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    params: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    id: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    result: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    error: Option<serde::de::IgnoredAny>,
 }
 
 /// What keeps `value` from being a JSON-RPC 2.0 request, notification or response that
@@ -618,6 +649,18 @@ mod tests {
             assert!(route(body.as_bytes().to_vec(), &outbox, &lifecycle).is_none(), "{body}");
             assert_eq!(answered()["error"]["code"], -32600);
         }
+        // the same for a message too large to be parsed twice
+        let long = "x".repeat(REPARSED_BYTES);
+        let large = format!(r#"{{"jsonrpc":"2.0","id":1,"id":2,"method":"x","params":{{"text":"{long}"}}}}"#);
+        assert!(route(large.into_bytes(), &outbox, &lifecycle).is_none());
+        assert_eq!(answered()["error"]["code"], -32600);
+        let large = format!(
+            r#"{{"jsonrpc":"2.0","method":"x","params":{{"text":"{long}","text":"twice is JSON"}}}}"#
+        );
+        assert!(
+            route(large.into_bytes(), &outbox, &lifecycle).is_some(),
+            "a large, well-formed message passes"
+        );
         assert!(route(b"{nope".to_vec(), &outbox, &lifecycle).is_none());
         assert_eq!(answered()["error"]["code"], -32700);
         // a `$/` request

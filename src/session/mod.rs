@@ -111,6 +111,16 @@ impl Session {
             .as_deref()
             .filter(|_| options.agent)
             .map(|root| LiveIndex::new(root, Some(LiveIndex::cache_file(root))));
+        if let Some(index) = &index {
+            // the index takes an open document's facts from the tree the Observer keeps
+            let index = Arc::clone(index);
+            observer.on_parsed(Box::new(move |snapshot| {
+                if let Some(path) = snapshot.path() {
+                    let tree = snapshot.tree.clone().map(|tree| (tree, snapshot.language));
+                    index.document_changed(&path, snapshot.rope.clone(), tree);
+                }
+            }));
+        }
         let executor = match (root.as_deref(), options.agent) {
             (Some(root), true) => match Confinement::new(root) {
                 Ok(confinement) => Some(ExecutorContext::new(

@@ -4,6 +4,7 @@
 mod comments;
 mod errors;
 mod grammar;
+mod neutral;
 mod repair;
 mod strict;
 mod symbols;
@@ -12,7 +13,10 @@ mod tree;
 pub use comments::{TodoComment, todo_comment};
 pub use errors::{MAX_SYNTAX_PROBLEMS, SyntaxErrorKind, SyntaxProblem, syntax_problems};
 pub use grammar::grammar;
+pub use neutral::{CommentSpan, comment_edit};
 pub use repair::diagnose;
 pub use strict::{StrictError, parses_strictly, strict_errors, strict_errors_as};
-pub use symbols::{Symbol, SymbolKind, document_symbols, enclosing_symbol, outline};
-pub use tree::{SyntaxError, SyntaxTree, reparse_detached};
+pub use symbols::{
+    Symbol, SymbolKind, document_symbols, enclosing_symbol, node_symbols, outline, own_symbol,
+};
+pub use tree::{SyntaxError, SyntaxTree, input_edit, parse_detached, reparse_detached};

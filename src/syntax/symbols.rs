@@ -43,6 +43,25 @@ pub fn document_symbols(tree: &Tree, rope: &Rope, language: Language) -> Vec<Sym
     walker.collect(tree.root_node(), None, 0)
 }
 
+/// The symbols one node of a document's tree defines, as [`document_symbols`] finds them
+/// when it meets the node among its parent's children (`parent`: the kind of the symbol it
+/// is inside, which makes a function a method).
+pub fn node_symbols(
+    node: Node<'_>,
+    rope: &Rope,
+    language: Language,
+    parent: Option<SymbolKind>,
+) -> Vec<Symbol> {
+    let walker = Walker { rope, language };
+    walker.child(node, parent, 0)
+}
+
+/// The symbol a definition node itself stands for, without what its body holds.
+pub fn own_symbol(node: Node<'_>, rope: &Rope, language: Language) -> Option<Symbol> {
+    let walker = Walker { rope, language };
+    walker.symbol(node, None).map(|(symbol, _)| symbol)
+}
+
 /// The innermost symbol whose range contains `offset`, with the chain of its ancestors
 /// (outermost first). Empty when `offset` is at top level.
 pub fn enclosing_symbol(symbols: &[Symbol], offset: usize) -> Vec<&Symbol> {
@@ -84,18 +103,23 @@ impl Walker<'_> {
         }
         let mut cursor = node.walk();
         for child in node.named_children(&mut cursor) {
-            match self.symbol(child, parent) {
-                Some((mut symbol, body)) => {
-                    if let Some(body) = body {
-                        symbol.children = self.collect(body, Some(symbol.kind), depth + 1);
-                    }
-                    symbols.push(symbol);
-                }
-                None if self.may_define(child) => symbols.extend(self.collect(child, parent, depth + 1)),
-                None => {}
-            }
+            symbols.extend(self.child(child, parent, depth));
         }
         symbols
+    }
+
+    /// What one child of a node `collect` looks in defines.
+    fn child(&self, child: Node<'_>, parent: Option<SymbolKind>, depth: usize) -> Vec<Symbol> {
+        match self.symbol(child, parent) {
+            Some((mut symbol, body)) => {
+                if let Some(body) = body {
+                    symbol.children = self.collect(body, Some(symbol.kind), depth + 1);
+                }
+                vec![symbol]
+            }
+            None if self.may_define(child) => self.collect(child, parent, depth + 1),
+            None => Vec::new(),
+        }
     }
 
     /// Whether a definition can be inside `node`: in Python only statements hold them (an

@@ -43,6 +43,12 @@ impl SyntaxTree {
         Ok(Some(SyntaxTree { parser, tree, language }))
     }
 
+    /// Takes a tree parsed elsewhere (in the background), with a parser of its own for the
+    /// reparses to come.
+    pub fn from_tree(language: Language, tree: Tree) -> Result<SyntaxTree, SyntaxError> {
+        Ok(SyntaxTree { parser: parser(language)?, tree, language })
+    }
+
     pub fn tree(&self) -> &Tree {
         &self.tree
     }
@@ -54,14 +60,7 @@ impl SyntaxTree {
     /// Tells the tree about one edit already made to the text. Call [`SyntaxTree::reparse`]
     /// once after the last edit of a change.
     pub fn edit(&mut self, edit: &ByteEdit) {
-        self.tree.edit(&InputEdit {
-            start_byte: edit.start,
-            old_end_byte: edit.old_end,
-            new_end_byte: edit.new_end,
-            start_position: point(edit.start_point),
-            old_end_position: point(edit.old_end_point),
-            new_end_position: point(edit.new_end_point),
-        });
+        self.tree.edit(&input_edit(edit));
     }
 
     /// Takes a tree parsed elsewhere (in the background) for the text as it is now.
@@ -88,12 +87,22 @@ impl SyntaxTree {
 /// which must have been told of every edit between its text and `rope` (often several: the
 /// keystrokes of a pause in typing; see [`reparse_rope`]).
 pub fn reparse_detached(language: Language, rope: &Rope, old_tree: &Tree) -> Result<Tree, SyntaxError> {
+    reparse_rope(&mut parser(language)?, rope, old_tree).ok_or(SyntaxError::ParseFailed { language })
+}
+
+/// Parses `rope` from scratch with a parser of its own (a large document's first parse, off
+/// the editor's way).
+pub fn parse_detached(language: Language, rope: &Rope) -> Result<Tree, SyntaxError> {
+    parse_rope(&mut parser(language)?, rope, None).ok_or(SyntaxError::ParseFailed { language })
+}
+
+fn parser(language: Language) -> Result<Parser, SyntaxError> {
     let grammar = grammar(language).ok_or(SyntaxError::ParseFailed { language })?;
     let mut parser = Parser::new();
     parser
         .set_language(&grammar)
         .map_err(|err| SyntaxError::Grammar { language, reason: err.to_string() })?;
-    reparse_rope(&mut parser, rope, old_tree).ok_or(SyntaxError::ParseFailed { language })
+    Ok(parser)
 }
 
 /// On the keystroke, a document this small with syntax errors is parsed from scratch (0.9 ms
@@ -114,6 +123,18 @@ fn reparse_rope(parser: &mut Parser, rope: &Rope, old_tree: &Tree) -> Option<Tre
         return Some(tree);
     }
     parse_rope(parser, rope, None)
+}
+
+/// An edit as tree-sitter is told of it.
+pub fn input_edit(edit: &ByteEdit) -> InputEdit {
+    InputEdit {
+        start_byte: edit.start,
+        old_end_byte: edit.old_end,
+        new_end_byte: edit.new_end,
+        start_position: point(edit.start_point),
+        old_end_position: point(edit.old_end_point),
+        new_end_position: point(edit.new_end_point),
+    }
 }
 
 /// Tree-sitter counts rows by `\n` and columns in bytes; our `(line, byte column)` points

@@ -2,6 +2,7 @@
 //! cheap immutable snapshots of them for readers; files that are not open come from disk.
 
 mod disk;
+mod document;
 mod write;
 
 use std::collections::HashMap;
@@ -12,10 +13,11 @@ use tree_sitter::Tree;
 use url::Url;
 
 pub use disk::{ReadError, read_text, source_files};
+use document::OpenDocument;
+pub use document::{OPEN_PARSE_BYTES, ParseJob, SyntaxAfter};
 pub use write::{WriteError, write_bytes_if_unchanged, write_if_unchanged};
 
 use crate::config::SyntaxSettings;
-use crate::syntax::SyntaxTree;
 use crate::text::{AppliedChange, Language, PositionEncoding, TextChange, TextDocument};
 
 /// An immutable view of one version of a document. Cloning is cheap (the rope and the tree
@@ -41,7 +43,7 @@ impl DocumentSnapshot {
     pub fn detached(uri: Url, text: &str, settings: &SyntaxSettings) -> DocumentSnapshot {
         let language = language_of(&uri, "");
         let mut document = OpenDocument::new(TextDocument::new(text, None, language));
-        document.refresh_syntax(settings, &[], true);
+        document.parse_whole(settings, true);
         document.snapshot(uri)
     }
 
@@ -51,21 +53,16 @@ impl DocumentSnapshot {
     }
 }
 
-/// A pending reparse of a large document, done off the workspace's lock.
-pub struct ParseJob {
+/// How often an open document's text was parsed.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ParseCount {
     pub uri: Url,
     pub version: Option<i32>,
-    pub language: Language,
-    pub rope: Rope,
-    /// The document's tree, told of every edit since it was parsed.
-    pub old_tree: Tree,
-}
-
-impl ParseJob {
-    /// Parses (tens of milliseconds for a large file: run it off the async threads).
-    pub fn parse(&self) -> Result<Tree, crate::syntax::SyntaxError> {
-        crate::syntax::reparse_detached(self.language, &self.rope, &self.old_tree)
-    }
+    /// Tree-sitter parses of its versions, whole or incremental.
+    pub parses: u64,
+    /// Parses of a text that had been parsed already.
+    pub parsed_twice: u64,
 }
 
 /// Why a change could not be applied.
@@ -78,127 +75,16 @@ pub enum ChangeError {
 }
 
 /// What a successful change did.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChangeReport {
     /// How many of the edits had positions out of range (clamped) or reversed.
     pub clamped_edits: usize,
     /// The edits as applied, in order, for whatever must move along with the text.
     pub applied: Vec<AppliedChange>,
-}
-
-struct OpenDocument {
-    text: TextDocument,
-    syntax: Option<SyntaxTree>,
-    syntax_skipped: Option<String>,
-    /// The tree has been told of the latest edits but not reparsed yet (a large document,
-    /// reparsed in the background).
-    parse_pending: bool,
-    /// A reparse on a keystroke took too long once: this document is reparsed in the
-    /// background from now on.
-    slow_to_parse: bool,
-}
-
-/// A reparse on a keystroke may take this long before the document's later ones are done in
-/// the background.
-const KEYSTROKE_PARSE_BUDGET: std::time::Duration = std::time::Duration::from_millis(4);
-
-impl OpenDocument {
-    fn new(text: TextDocument) -> OpenDocument {
-        OpenDocument { text, syntax: None, syntax_skipped: None, parse_pending: false, slow_to_parse: false }
-    }
-
-    fn snapshot(&self, uri: Url) -> DocumentSnapshot {
-        DocumentSnapshot {
-            uri,
-            version: self.text.version(),
-            language: self.text.language(),
-            rope: self.text.rope().clone(),
-            tree: self.syntax.as_ref().filter(|_| !self.parse_pending).map(|s| s.tree().clone()),
-            syntax_skipped: self.syntax_skipped.clone(),
-            syntax_pending: self.parse_pending,
-        }
-    }
-
-    /// Brings the syntax tree up to date after `edits` (already applied to the text):
-    /// incrementally when there is a tree and every edit was incremental, from scratch
-    /// otherwise; no tree at all for documents that are too large or binary.
-    ///
-    /// `inserted_nul` says whether the edits inserted a NUL byte; when they are all
-    /// incremental and did not, the (otherwise whole-document) binary check is skipped — it
-    /// is the one part of a keystroke that would cost time linear in the file's size.
-    fn refresh_syntax(&mut self, settings: &SyntaxSettings, edits: &[AppliedChange], inserted_nul: bool) {
-        let language = self.text.language();
-        if !language.is_parsed() {
-            return;
-        }
-        let rope = self.text.rope();
-        let incremental =
-            !edits.is_empty() && edits.iter().all(|e| matches!(e, AppliedChange::Incremental(_)));
-        let scan_for_nul = inserted_nul || !incremental || self.syntax_skipped.is_some();
-        self.syntax_skipped = skip_reason(rope, settings, scan_for_nul);
-        if self.syntax_skipped.is_some() {
-            self.syntax = None;
-            self.parse_pending = false;
-            return;
-        }
-        let full = edits.iter().any(|e| matches!(e, AppliedChange::Full));
-        if let (Some(syntax), false) = (&mut self.syntax, full) {
-            for edit in edits {
-                if let AppliedChange::Incremental(edit) = edit {
-                    syntax.edit(edit);
-                }
-            }
-            // a keystroke must not wait for tree-sitter's reparse of a large file: the edited
-            // tree waits for a background parse (`Workspace::parse_job`)
-            if incremental && (self.slow_to_parse || rope.len_bytes() > settings.background_parse_bytes) {
-                self.parse_pending = true;
-                return;
-            }
-            let started = std::time::Instant::now();
-            match syntax.reparse(rope) {
-                Ok(()) => {
-                    self.parse_pending = false;
-                    if incremental && started.elapsed() > KEYSTROKE_PARSE_BUDGET {
-                        tracing::debug!(
-                            "a reparse took {:?}: reparsing in the background from now on",
-                            started.elapsed()
-                        );
-                        self.slow_to_parse = true;
-                    }
-                    return;
-                }
-                Err(err) => tracing::warn!("incremental reparse failed, parsing afresh: {err}"),
-            }
-        }
-        self.parse_pending = false;
-        self.syntax = match SyntaxTree::parse(language, rope) {
-            Ok(tree) => tree,
-            Err(err) => {
-                tracing::error!("{err}");
-                self.syntax_skipped = Some(err.to_string());
-                None
-            }
-        };
-    }
-}
-
-fn skip_reason(rope: &Rope, settings: &SyntaxSettings, scan_for_nul: bool) -> Option<String> {
-    let len = rope.len_bytes();
-    if len > settings.max_file_bytes {
-        return Some(format!(
-            "it is {:.1} MB, more than syntax.max_file_bytes ({:.1} MB)",
-            megabytes(len),
-            megabytes(settings.max_file_bytes)
-        ));
-    }
-    if scan_for_nul && rope.chunks().any(|chunk| chunk.as_bytes().contains(&0)) {
-        return Some("it contains NUL bytes, so it is not source text".to_string());
-    }
-    None
-}
-
-fn megabytes(bytes: usize) -> f64 {
-    bytes as f64 / (1024.0 * 1024.0)
+    /// The version the change was made to.
+    pub previous_version: Option<i32>,
+    /// What became of the syntax tree.
+    pub syntax: SyntaxAfter,
 }
 
 /// The language of a document from its `languageId` and its URI's file name.
@@ -228,11 +114,13 @@ impl Workspace {
         self.settings = settings;
     }
 
-    /// Opens (or re-opens, replacing) a document.
+    /// Opens (or re-opens, replacing) a document. A large document's tree is owed to the
+    /// background ([`DocumentSnapshot::syntax_pending`]): its first parse is what opening it
+    /// costs most.
     pub fn open(&mut self, uri: Url, language_id: &str, version: i32, text: &str) -> DocumentSnapshot {
         let language = language_of(&uri, language_id);
         let mut document = OpenDocument::new(TextDocument::new(text, Some(version), language));
-        document.refresh_syntax(&self.settings, &[], true);
+        document.parse_whole(&self.settings, false);
         let snapshot = document.snapshot(uri.clone());
         self.documents.insert(uri, document);
         snapshot
@@ -254,7 +142,12 @@ impl Workspace {
         {
             return Err(ChangeError::StaleVersion { uri: uri.clone(), current, got: version });
         }
-        let mut report = ChangeReport { clamped_edits: 0, applied: Vec::with_capacity(changes.len()) };
+        let mut report = ChangeReport {
+            clamped_edits: 0,
+            applied: Vec::with_capacity(changes.len()),
+            previous_version: document.text.version(),
+            syntax: SyntaxAfter::Parsed,
+        };
         for change in changes {
             let outcome = document.text.apply_change(change, encoding);
             report.clamped_edits += usize::from(outcome.clamped);
@@ -262,7 +155,7 @@ impl Workspace {
         }
         document.text.set_version(Some(version));
         let inserted_nul = changes.iter().any(|c| c.text.contains('\0'));
-        document.refresh_syntax(&self.settings, &report.applied, inserted_nul);
+        report.syntax = document.refresh_syntax(&self.settings, &report.applied, inserted_nul);
         Ok((document.snapshot(uri.clone()), report))
     }
 
@@ -308,32 +201,69 @@ impl Workspace {
         Ok(DocumentSnapshot::detached(uri.clone(), &text, &self.settings))
     }
 
-    /// What a background reparse of `uri` needs, when its tree waits for one.
+    /// What a parse of `uri` needs when its tree is owed one, for a request that needs the
+    /// tree now (whether or not a background parse is under way).
     pub fn parse_job(&self, uri: &Url) -> Option<ParseJob> {
-        let document = self.documents.get(uri).filter(|d| d.parse_pending)?;
-        let syntax = document.syntax.as_ref()?;
-        Some(ParseJob {
-            uri: uri.clone(),
-            version: document.text.version(),
-            language: document.text.language(),
-            rope: document.text.rope().clone(),
-            old_tree: syntax.tree().clone(),
-        })
+        self.documents.get(uri)?.parse_job(uri)
     }
 
-    /// Installs the tree a background parse made for `job`, unless the document changed
-    /// since (then a newer job will come). Returns the document's snapshot when installed.
+    /// What a background parse of `uri` needs, when its tree is owed one and no background
+    /// parse of it is under way; the document is marked as being parsed until
+    /// [`Workspace::parse_ended`].
+    pub fn background_parse_job(&mut self, uri: &Url) -> Option<ParseJob> {
+        let document = self.documents.get_mut(uri).filter(|d| !d.parsing)?;
+        let job = document.parse_job(uri)?;
+        document.parsing = true;
+        Some(job)
+    }
+
+    /// A background parse of `uri`'s text `generation` ([`ParseJob::generation`]) ended,
+    /// installed or not.
+    pub fn parse_ended(&mut self, uri: &Url, generation: u64) {
+        if let Some(document) = self.documents.get_mut(uri).filter(|d| d.generation == generation) {
+            document.parsing = false;
+        }
+    }
+
+    /// Whether a background parse of `uri` is under way.
+    pub fn parsing(&self, uri: &Url) -> bool {
+        self.documents.get(uri).is_some_and(|d| d.parsing)
+    }
+
+    /// Installs the tree a parse made for `job`, told of the edits made since (the text moved
+    /// on while it ran: the tree then still owes a reparse, which is quick). Returns the
+    /// document's snapshot when the tree was of use.
     pub fn finish_parse(&mut self, job: &ParseJob, tree: Tree) -> Option<DocumentSnapshot> {
+        self.finish_parse_timed(job, tree, None)
+    }
+
+    /// [`Workspace::finish_parse`] with how long the parse took, which decides whether the
+    /// document's later reparses are done on the keystroke or in the background.
+    pub fn finish_parse_timed(
+        &mut self,
+        job: &ParseJob,
+        tree: Tree,
+        took: Option<std::time::Duration>,
+    ) -> Option<DocumentSnapshot> {
         let document = self.documents.get_mut(&job.uri)?;
-        if document.text.version() != job.version {
-            return None;
-        }
-        // (parsed meanwhile by a request that needed the tree at once: that tree is as good)
-        if document.parse_pending {
-            document.syntax.as_mut()?.set_tree(tree);
-            document.parse_pending = false;
-        }
-        Some(document.snapshot(job.uri.clone()))
+        document.finish_parse(job, tree, took).then(|| document.snapshot(job.uri.clone()))
+    }
+
+    /// How many times each open document's text was parsed (tree-sitter, whole or
+    /// incremental), for `tokamak.status`: one version is never parsed twice.
+    pub fn parse_counts(&self) -> Vec<ParseCount> {
+        let mut counts: Vec<ParseCount> = self
+            .documents
+            .iter()
+            .map(|(uri, d)| ParseCount {
+                uri: uri.clone(),
+                version: d.text.version(),
+                parses: d.parses,
+                parsed_twice: d.parsed_twice,
+            })
+            .collect();
+        counts.sort_by(|a, b| a.uri.cmp(&b.uri));
+        counts
     }
 
     pub fn open_documents(&self) -> usize {
@@ -397,5 +327,86 @@ mod tests {
             TextChange { range: Some((LineCol::new(0, 0), LineCol::new(0, 1))), text: String::new() };
         let (snapshot, _) = workspace.change(&file, 3, &[delete], PositionEncoding::Utf8).unwrap();
         assert!(snapshot.tree.is_some() && snapshot.syntax_skipped.is_none());
+    }
+
+    fn insert_at(line: u32, col: u32, text: &str) -> TextChange {
+        TextChange { range: Some((LineCol::new(line, col), LineCol::new(line, col))), text: text.into() }
+    }
+
+    fn fresh_sexp(snapshot: &DocumentSnapshot) -> String {
+        let tree = crate::syntax::SyntaxTree::parse(snapshot.language, &snapshot.rope).unwrap().unwrap();
+        tree.tree().root_node().to_sexp()
+    }
+
+    #[test]
+    fn a_large_document_is_parsed_in_the_background_and_catches_up_with_typing() {
+        let mut workspace = Workspace::default();
+        let file = uri("large.py");
+        let text = "def f(x):\n    return x  # twice\n\n".repeat(OPEN_PARSE_BYTES / 30 + 1);
+        let opened = workspace.open(file.clone(), "python", 1, &text);
+        assert!(opened.syntax_pending && opened.tree.is_none(), "its first parse is owed");
+
+        // the first parse starts; two changes come while it runs
+        let job = workspace.background_parse_job(&file).unwrap();
+        assert!(job.old_tree.is_none());
+        assert!(workspace.background_parse_job(&file).is_none(), "one background parse at a time");
+        let (_, report) =
+            workspace.change(&file, 2, &[insert_at(0, 0, "y = 1\n")], PositionEncoding::Utf8).unwrap();
+        assert_eq!(report.syntax, SyntaxAfter::Pending);
+        workspace.change(&file, 3, &[insert_at(1, 9, "z, ")], PositionEncoding::Utf8).unwrap();
+
+        // its tree is installed, told of both edits, and owes a quick reparse
+        let tree = job.parse().unwrap();
+        let snapshot = workspace.finish_parse(&job, tree).expect("installed");
+        workspace.parse_ended(&file, job.generation());
+        assert!(snapshot.syntax_pending && snapshot.tree.is_none());
+        let job = workspace.background_parse_job(&file).unwrap();
+        assert!(job.old_tree.is_some(), "an incremental reparse");
+        let tree = job.parse().unwrap();
+        let snapshot = workspace.finish_parse(&job, tree).unwrap();
+        assert!(!snapshot.syntax_pending);
+        assert_eq!(snapshot.tree.as_ref().unwrap().root_node().to_sexp(), fresh_sexp(&snapshot));
+
+        // a parse of a text that was replaced since is of no use
+        workspace.change(&file, 4, &[insert_at(0, 0, "(")], PositionEncoding::Utf8).unwrap();
+        let stale = workspace.parse_job(&file);
+        let whole = TextChange { range: None, text: "x = 1\n".into() };
+        workspace.change(&file, 5, &[whole], PositionEncoding::Utf8).unwrap();
+        if let Some(stale) = stale {
+            let tree = stale.parse().unwrap();
+            assert!(workspace.finish_parse(&stale, tree).is_none());
+        }
+        // two background parses, one on the keystroke, one of the new text
+        assert_eq!(workspace.parse_counts()[0].parses, 4, "each parse of the text counted");
+        assert_eq!(workspace.parse_counts()[0].parsed_twice, 0);
+    }
+
+    #[test]
+    fn typing_in_a_comment_leaves_the_syntax_and_the_tree_follows() {
+        let mut workspace = Workspace::default();
+        let file = uri("note.py");
+        workspace.open(file.clone(), "python", 1, "def f(:\n    pass  # a note\n");
+        let (snapshot, report) =
+            workspace.change(&file, 2, &[insert_at(1, 18, "s")], PositionEncoding::Utf8).unwrap();
+        assert_eq!(report.syntax, SyntaxAfter::Unchanged);
+        assert_eq!(report.previous_version, Some(1));
+        assert!(snapshot.syntax_pending, "the tree follows in the background");
+        // more typing in the same comment, then a parse brings the tree up to date
+        let (_, report) =
+            workspace.change(&file, 3, &[insert_at(1, 19, " here")], PositionEncoding::Utf8).unwrap();
+        assert_eq!(report.syntax, SyntaxAfter::Unchanged);
+        let job = workspace.parse_job(&file).unwrap();
+        let tree = job.parse().unwrap();
+        let snapshot = workspace.finish_parse(&job, tree).unwrap();
+        assert_eq!(snapshot.rope.to_string(), "def f(:\n    pass  # a notes here\n");
+        assert_eq!(snapshot.tree.as_ref().unwrap().root_node().to_sexp(), fresh_sexp(&snapshot));
+
+        // code typed after comment typing is parsed at once, comment edits and all
+        workspace.change(&file, 4, &[insert_at(1, 24, "!")], PositionEncoding::Utf8).unwrap();
+        let (snapshot, report) =
+            workspace.change(&file, 5, &[insert_at(0, 6, "x")], PositionEncoding::Utf8).unwrap();
+        assert_eq!(report.syntax, SyntaxAfter::Parsed);
+        assert!(!snapshot.syntax_pending);
+        assert_eq!(snapshot.tree.as_ref().unwrap().root_node().to_sexp(), fresh_sexp(&snapshot));
     }
 }

@@ -1,0 +1,77 @@
+//! Work off the editor's way — the workspace index's build, a document's background parse,
+//! the language's own parse after a pause, the placement of syntax errors — on threads at a
+//! lower scheduling priority, so that on a machine with few cores a keystroke's handler gets
+//! a core first instead of waiting behind them (on two cores, the index of a large workspace
+//! would otherwise hold both for seconds after the editor starts).
+
+/// Why background work gave no result.
+#[derive(Debug, thiserror::Error)]
+pub enum BackgroundError {
+    #[error("cannot start a background thread: {0}")]
+    Spawn(std::io::Error),
+    #[error("the background work panicked")]
+    Panicked,
+}
+
+/// Runs `work` on a thread of its own at a lower priority and waits for its result without
+/// holding an async thread.
+pub async fn run<T, F>(work: F) -> Result<T, BackgroundError>
+where
+    T: Send + 'static,
+    F: FnOnce() -> T + Send + 'static,
+{
+    let (tell, result) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("tokamak-background".to_string())
+        .spawn(move || {
+            lower_this_thread();
+            let _ = tell.send(work());
+        })
+        .map_err(BackgroundError::Spawn)?;
+    result.await.map_err(|_| BackgroundError::Panicked)
+}
+
+/// Lowers the calling thread's scheduling priority for good (a thread cannot raise it back
+/// without privileges, so only threads of their own call this): nice 10 on Linux, where
+/// niceness is per thread; the utility quality of service on macOS.
+pub fn lower_this_thread() {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: gettid and setpriority only read their arguments; a failure (a sandbox that
+        // forbids it) leaves the priority as it was, which is harmless.
+        unsafe {
+            let thread = libc::gettid();
+            libc::setpriority(libc::PRIO_PROCESS, thread as libc::id_t, 10);
+        }
+    }
+    #[cfg(target_os = "macos")]
+    {
+        // SAFETY: sets the calling thread's own class; a failure leaves it as it was.
+        unsafe {
+            libc::pthread_set_qos_class_self_np(libc::qos_class_t::QOS_CLASS_UTILITY, 0);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn runs_the_work_at_a_lower_priority() {
+        let (value, nice) = run(|| {
+            #[cfg(target_os = "linux")]
+            // SAFETY: reads the calling thread's own priority.
+            let nice = unsafe { libc::getpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t) };
+            #[cfg(not(target_os = "linux"))]
+            let nice = 10;
+            (6 * 7, nice)
+        })
+        .await
+        .unwrap();
+        assert_eq!(value, 42);
+        assert!(nice >= 10, "nice {nice}");
+        let panicked = run(|| -> i32 { panic!("on purpose") }).await;
+        assert!(matches!(panicked, Err(BackgroundError::Panicked)));
+    }
+}
