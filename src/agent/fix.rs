@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use url::Url;
 
-use super::ladder::{DeterministicFix, apply_fixes, checker_fixes, missing_token_fixes, verified_repair};
+use super::ladder::{DeterministicFix, Rung, apply_fixes, checker_fixes};
 use super::prompt::FixPrompt;
 use super::runs::RunHandle;
 use super::targets::{Comparison, Problems, Scope, compare, problems, select};
@@ -64,6 +64,8 @@ struct Tally {
     targets_after: usize,
     /// The time spent waiting for the user's approvals (not counted against the limit).
     waits: Arc<crate::executor::WaitClock>,
+    /// The time spent waiting for the model, and for the editor and the checks.
+    waited: crate::run::Waited,
 }
 
 /// Why the loop ended, and the sentence that says so.
@@ -144,6 +146,7 @@ async fn fix_inner(
         steps: 0,
         tool_calls: 0,
         endings: Default::default(),
+        waited: tally.waited,
     }
 }
 
@@ -190,7 +193,7 @@ async fn fix_loop(
 ) -> Result<Stop, Stop> {
     let uri = &request.uri;
     let settings = &context.settings;
-    let (mut snapshot, now) = observe(context, uri).await?;
+    let (mut snapshot, now) = observe(context, uri, tally).await?;
     if let Some(journal) = journal {
         journal.record("diagnostics", serde_json::json!({"version": snapshot.version, "total": now.len()}));
     }
@@ -207,12 +210,17 @@ async fn fix_loop(
 
     // the first rung: fixes that need no model
     for _ in 0..DETERMINISTIC_ROUNDS {
-        let mut fixes = deterministic_fixes(&snapshot, &focus);
+        let placement = context.observer.placement(uri, snapshot.version);
+        let mut rung = Rung::new(&snapshot, placement.as_deref());
+        let mut fixes = deterministic_fixes(&mut rung, &focus);
         if fixes.is_empty() && focus.iter().any(is_syntax) {
             fixes.extend(
-                verified_repair(&snapshot, &SyntaxSettings::default())
+                rung.verified_repair(&SyntaxSettings::default())
                     .filter(|fix| fix.edits.iter().all(|(range, _)| near_focus(&snapshot, &focus, *range))),
             );
+        }
+        if fixes.is_empty() {
+            break;
         }
         let text = snapshot.rope.to_string();
         let (new_text, applied) = apply_fixes(&text, &fixes);
@@ -226,7 +234,7 @@ async fn fix_loop(
             .await?;
         lock(tally).deterministic += applied.len() as u32;
         history.push(format!("Before the model, Tokamak itself applied: {}.", described.join("; ")));
-        let (after, now) = observe(context, uri).await?;
+        let (after, now) = observe(context, uri, tally).await?;
         snapshot = after;
         let comparison = compare(&targets, &baseline, &now);
         lock(tally).targets_after = comparison.remaining.len();
@@ -286,7 +294,10 @@ async fn fix_loop(
             rules: &rules,
         };
         let options = CallOptions { deltas: None, cancel: run.cancel.child_token() };
-        let reply = match model.send(&Request::chat(prompt.messages()), &options).await {
+        let asked = std::time::Instant::now();
+        let reply = model.send(&Request::chat(prompt.messages()), &options).await;
+        lock(tally).waited.model_ms += asked.elapsed().as_secs_f64() * 1000.0;
+        let reply = match reply {
             Ok(reply) => reply,
             Err(ModelError::Cancelled { .. }) => return Err(Stop::new(ExitReason::Cancelled, "Cancelled")),
             Err(err) => return Err(Stop::failed(format!("the model could not be used: {err}"))),
@@ -340,7 +351,7 @@ async fn fix_loop(
         .await;
         let label = format!("Tokamak: fix attempt {attempt}");
         apply_counted(context, journal, &run.run_id, &snapshot, &edits, &label, tally).await?;
-        let (after, now) = observe(context, uri).await?;
+        let (after, now) = observe(context, uri, tally).await?;
         let comparison = compare(&targets, &baseline, &now);
         lock(tally).targets_after = comparison.remaining.len() + comparison.introduced.len();
         if let Some(journal) = journal {
@@ -423,10 +434,11 @@ async fn report(context: &FixContext, run: &RunHandle, message: String, percenta
 
 /// The deterministic fixes for the diagnostics in focus: missing tokens at them, and the
 /// checkers' own safe fixes for them.
-fn deterministic_fixes(snapshot: &DocumentSnapshot, focus: &[Diagnostic]) -> Vec<DeterministicFix> {
+fn deterministic_fixes(rung: &mut Rung<'_>, focus: &[Diagnostic]) -> Vec<DeterministicFix> {
     let near =
         |range: TextRange| focus.iter().any(|d| d.range.start <= range.end && range.start <= d.range.end);
-    let mut fixes: Vec<DeterministicFix> = missing_token_fixes(snapshot)
+    let mut fixes: Vec<DeterministicFix> = rung
+        .missing_token_fixes()
         .into_iter()
         .filter(|fix| fix.edits.iter().all(|(range, _)| near(*range)))
         .collect();
@@ -561,7 +573,19 @@ fn describe_outcome(after: &DocumentSnapshot, lines: &str, comparison: &Comparis
 
 /// The document's current snapshot and what every source found on exactly that text,
 /// waiting for the checkers. The user typing meanwhile starts the wait over.
-async fn observe(context: &FixContext, uri: &Url) -> Result<(DocumentSnapshot, Vec<Diagnostic>), Stop> {
+/// [`observe_now`], its time counted as waited for the checks.
+async fn observe(
+    context: &FixContext,
+    uri: &Url,
+    tally: &Mutex<Tally>,
+) -> Result<(DocumentSnapshot, Vec<Diagnostic>), Stop> {
+    let started = std::time::Instant::now();
+    let observed = observe_now(context, uri).await;
+    lock(tally).waited.checks_ms += started.elapsed().as_secs_f64() * 1000.0;
+    observed
+}
+
+async fn observe_now(context: &FixContext, uri: &Url) -> Result<(DocumentSnapshot, Vec<Diagnostic>), Stop> {
     let timeout = Duration::from_millis(context.settings.settle_timeout_ms.max(1));
     for _ in 0..OBSERVE_TRIES {
         let snapshot = context.observer.snapshot(uri).ok_or_else(|| closed(uri))?;
@@ -604,7 +628,12 @@ async fn apply_counted(
 ) -> Result<DocumentSnapshot, Stop> {
     let before = std::mem::replace(&mut lock(tally).changed, true);
     let waits = Arc::clone(&lock(tally).waits);
+    // the editor taking the edit and the Observer's syntax check of the new text (a person
+    // approving it is not counted)
+    let (started, asked) = (std::time::Instant::now(), waits.waited());
     let result = apply(context, journal, (run_id, &waits), base, edits, label).await;
+    let person = waits.waited().saturating_sub(asked);
+    lock(tally).waited.checks_ms += started.elapsed().saturating_sub(person).as_secs_f64() * 1000.0;
     if result.is_err() {
         lock(tally).changed = before;
     }

@@ -7,7 +7,7 @@
 use crate::config::SyntaxSettings;
 use crate::edit::apply_edits;
 use crate::observer::Diagnostic;
-use crate::syntax::{SyntaxErrorKind, diagnose, strict_errors, syntax_problems};
+use crate::syntax::{Placement, SyntaxErrorKind, SyntaxProblem, diagnose, strict_errors, syntax_problems};
 use crate::text::TextRange;
 use crate::workspace::DocumentSnapshot;
 
@@ -27,21 +27,99 @@ fn insertable(token: &str) -> bool {
 /// Inserting each insertable `MISSING` token where tree-sitter says it belongs, each kept
 /// only if the language's own parser agrees (see [`strictly_repairs`]).
 pub fn missing_token_fixes(snapshot: &DocumentSnapshot) -> Vec<DeterministicFix> {
-    let Some(tree) = &snapshot.tree else {
-        return Vec::new();
-    };
-    let text = snapshot.rope.to_string();
-    syntax_problems(tree, &snapshot.rope, snapshot.language)
-        .into_iter()
-        .filter_map(|problem| match problem.kind {
-            SyntaxErrorKind::Missing(token) if insertable(&token) => Some(DeterministicFix {
-                description: format!("insert the missing \"{token}\""),
-                edits: vec![(TextRange::empty(problem.range.start), token)],
-            }),
-            _ => None,
+    Rung::new(snapshot, None).missing_token_fixes()
+}
+
+/// One round of the first rung on a snapshot: its syntax problems found once, the language's
+/// own verdict on its text parsed once (and only if a fix is to be checked), for every fix
+/// tried on it.
+pub struct Rung<'a> {
+    snapshot: &'a DocumentSnapshot,
+    /// The problems as the Observer placed them for this version, when it did.
+    placed: Option<&'a [SyntaxProblem]>,
+    /// The tree's problems, where tree-sitter found them (found when first asked).
+    problems: Option<Vec<SyntaxProblem>>,
+    strict: Strict<'a>,
+}
+
+impl<'a> Rung<'a> {
+    /// `placement`: the snapshot's syntax problems as the Observer found and placed them,
+    /// when it did for this version (else they are found and placed again as needed).
+    pub fn new(snapshot: &'a DocumentSnapshot, placement: Option<&'a Placement>) -> Rung<'a> {
+        Rung {
+            snapshot,
+            placed: placement.map(|p| p.placed.as_slice()),
+            problems: placement.map(|p| p.found.clone()),
+            strict: Strict::new(snapshot),
+        }
+    }
+
+    fn problems(&mut self) -> &[SyntaxProblem] {
+        let snapshot = self.snapshot;
+        self.problems.get_or_insert_with(|| match &snapshot.tree {
+            Some(tree) => syntax_problems(tree, &snapshot.rope, snapshot.language),
+            None => Vec::new(),
         })
-        .filter(|fix| strictly_repairs(snapshot, &text, fix))
-        .collect()
+    }
+
+    /// See [`missing_token_fixes`].
+    pub fn missing_token_fixes(&mut self) -> Vec<DeterministicFix> {
+        let candidates: Vec<DeterministicFix> = self
+            .problems()
+            .iter()
+            .filter_map(|problem| match &problem.kind {
+                SyntaxErrorKind::Missing(token) if insertable(token) => Some(DeterministicFix {
+                    description: format!("insert the missing \"{token}\""),
+                    edits: vec![(TextRange::empty(problem.range.start), token.clone())],
+                }),
+                _ => None,
+            })
+            .collect();
+        candidates.into_iter().filter(|fix| self.strict.repairs(fix)).collect()
+    }
+
+    /// See [`verified_repair`].
+    pub fn verified_repair(&mut self, settings: &SyntaxSettings) -> Option<DeterministicFix> {
+        let snapshot = self.snapshot;
+        if let Some(fix) = placed_repair(snapshot, self.placed, &mut self.strict) {
+            return Some(fix);
+        }
+        snapshot.tree.as_ref()?;
+        let problems = self.problems().to_vec();
+        repair_at_line_ends(snapshot, settings, &problems, &mut self.strict)
+    }
+}
+
+/// The language's own verdict on a snapshot's text, parsed once for all the fixes tried on
+/// it (a whole-file parse each), and only when one is tried.
+pub struct Strict<'a> {
+    snapshot: &'a DocumentSnapshot,
+    text: Option<String>,
+    before: Option<Option<Vec<crate::syntax::StrictError>>>,
+}
+
+impl<'a> Strict<'a> {
+    pub fn new(snapshot: &'a DocumentSnapshot) -> Strict<'a> {
+        Strict { snapshot, text: None, before: None }
+    }
+
+    /// The snapshot's text (copied out of its rope once).
+    fn text(&mut self) -> &str {
+        let snapshot = self.snapshot;
+        self.text.get_or_insert_with(|| snapshot.rope.to_string())
+    }
+
+    /// See [`strictly_repairs`].
+    pub fn repairs(&mut self, fix: &DeterministicFix) -> bool {
+        let snapshot = self.snapshot;
+        self.text();
+        let text = self.text.as_deref().unwrap_or_default();
+        let before = self.before.get_or_insert_with(|| strict_errors(snapshot.language, text));
+        match before {
+            Some(before) => repairs_given(snapshot, text, before, fix),
+            None => false,
+        }
+    }
 }
 
 /// Whether `fix` makes the problem it targets go away under the language's own parser: on
@@ -51,6 +129,16 @@ pub fn strictly_repairs(snapshot: &DocumentSnapshot, text: &str, fix: &Determini
     let Some(before) = strict_errors(snapshot.language, text) else {
         return false;
     };
+    repairs_given(snapshot, text, &before, fix)
+}
+
+/// [`strictly_repairs`], with the strict errors of the text before the fix known.
+fn repairs_given(
+    snapshot: &DocumentSnapshot,
+    text: &str,
+    before: &[crate::syntax::StrictError],
+    fix: &DeterministicFix,
+) -> bool {
     let (after_text, applied) = apply_fixes(text, std::slice::from_ref(fix));
     if applied.is_empty() {
         return false;
@@ -93,17 +181,25 @@ pub fn strictly_repairs(snapshot: &DocumentSnapshot, text: &str, fix: &Determini
 }
 
 /// The repair the published syntax diagnostic names (SPEC S2: "expected `:`" placed where
-/// it goes), when it is one insertable token and the language's parser agrees.
-pub fn placed_repair(snapshot: &DocumentSnapshot) -> Option<DeterministicFix> {
+/// it goes), when it is one insertable token and the language's parser agrees. `placed`:
+/// the problems as the Observer placed them for this version, when it did (else placed now).
+pub fn placed_repair(
+    snapshot: &DocumentSnapshot,
+    placed: Option<&[SyntaxProblem]>,
+    strict: &mut Strict<'_>,
+) -> Option<DeterministicFix> {
     let tree = snapshot.tree.as_ref()?;
-    let text = snapshot.rope.to_string();
-    let first = diagnose(tree, &snapshot.rope, snapshot.language).into_iter().next()?;
+    let first = match placed {
+        Some(placed) => placed.first()?.clone(),
+        None => diagnose(tree, &snapshot.rope, snapshot.language).into_iter().next()?,
+    };
     let SyntaxErrorKind::Missing(token) = &first.kind else {
         return None;
     };
     if !insertable(token) {
         return None;
     }
+    let text = strict.text().to_string();
     // the diagnostic shows on the character before the insertion point, or on the one after
     // it when the point starts a line
     let mut points = vec![first.range.end, first.range.start];
@@ -114,7 +210,7 @@ pub fn placed_repair(snapshot: &DocumentSnapshot) -> Option<DeterministicFix> {
             description: format!("insert the missing \"{token}\" on line {line} (where the syntax error is placed; checked by the language's parser)"),
             edits: vec![(TextRange::empty(at), token.clone())],
         };
-        strictly_repairs(snapshot, &text, &fix).then_some(fix)
+        strict.repairs(&fix).then_some(fix)
     })
 }
 
@@ -126,17 +222,27 @@ const MAX_REPAIR_CANDIDATES: usize = 16;
 /// A token the syntax check says is missing without tree-sitter naming it (`"(" is never
 /// closed`, a Python header without its `:`), tried at the end of the lines around each
 /// problem: a candidate is kept only if parsing the result leaves fewer syntax problems, and
-/// the one leaving fewest wins. Returns at most one fix.
-pub fn verified_repair(snapshot: &DocumentSnapshot, settings: &SyntaxSettings) -> Option<DeterministicFix> {
-    if let Some(fix) = placed_repair(snapshot) {
-        return Some(fix);
-    }
-    let tree = snapshot.tree.as_ref()?;
-    let problems = syntax_problems(tree, &snapshot.rope, snapshot.language);
+/// the one leaving fewest wins. Returns at most one fix. `placed`: as [`placed_repair`].
+pub fn verified_repair(
+    snapshot: &DocumentSnapshot,
+    settings: &SyntaxSettings,
+    placement: Option<&Placement>,
+) -> Option<DeterministicFix> {
+    Rung::new(snapshot, placement).verified_repair(settings)
+}
+
+/// A token that closes a bracket or a block header tried at the ends of the lines around the
+/// problems (see [`verified_repair`]).
+fn repair_at_line_ends(
+    snapshot: &DocumentSnapshot,
+    settings: &SyntaxSettings,
+    problems: &[SyntaxProblem],
+    strict: &mut Strict<'_>,
+) -> Option<DeterministicFix> {
     if problems.is_empty() {
         return None;
     }
-    let text = snapshot.rope.to_string();
+    let len = snapshot.rope.len_bytes();
     let mut candidates: Vec<(usize, String)> = Vec::new();
     for problem in problems.iter().take(3) {
         let token = if let Some(open) = never_closed(&problem.message) {
@@ -146,7 +252,7 @@ pub fn verified_repair(snapshot: &DocumentSnapshot, settings: &SyntaxSettings) -
         } else {
             continue;
         };
-        let first = snapshot.rope.byte_to_line(problem.range.start.min(text.len()));
+        let first = snapshot.rope.byte_to_line(problem.range.start.min(len));
         let lines = first.saturating_sub(1)..(first + REPAIR_LINES).min(snapshot.rope.len_lines());
         for line in lines {
             if let Some(at) = end_of_code(&snapshot.rope, line) {
@@ -155,6 +261,10 @@ pub fn verified_repair(snapshot: &DocumentSnapshot, settings: &SyntaxSettings) -
         }
     }
     candidates.dedup();
+    if candidates.is_empty() {
+        return None;
+    }
+    let text = strict.text().to_string();
     let mut best: Option<(usize, usize, String)> = None;
     for (at, token) in candidates.into_iter().take(MAX_REPAIR_CANDIDATES) {
         let mut candidate = text.clone();
@@ -175,7 +285,7 @@ pub fn verified_repair(snapshot: &DocumentSnapshot, settings: &SyntaxSettings) -
             ),
             edits: vec![(TextRange::empty(at), token.clone())],
         };
-        if strictly_repairs(snapshot, &text, &fix) {
+        if strict.repairs(&fix) {
             best = Some((left, at, token));
         }
     }
@@ -306,14 +416,19 @@ mod tests {
                 "def leap(y):\n    return y % 4 == 0 and (y % 100 != 0 or y % 400 == 0)\n",
             ),
         ] {
-            let fix = verified_repair(&snapshot(name, broken), &SyntaxSettings::default()).expect(name);
+            let snap = snapshot(name, broken);
+            let fix = verified_repair(&snap, &SyntaxSettings::default(), None).expect(name);
+            // the problems as the Observer found and placed them give the same repair
+            let placement = crate::syntax::place(snap.tree.as_ref().unwrap(), &snap.rope, snap.language);
+            let given = verified_repair(&snap, &SyntaxSettings::default(), Some(&placement));
+            assert_eq!(given.as_ref(), Some(&fix), "{name}");
             let (text, _) = apply_fixes(broken, &[fix]);
             assert_eq!(text, fixed, "{name}");
         }
         // whatever is tried for an unterminated string must leave the parse better than it was
         let broken = "s = s.replace(\"<, \"&lt;\")\nt = 1\n";
         let before = syntax_diagnostics(&snapshot("d.py", broken)).len();
-        if let Some(fix) = verified_repair(&snapshot("d.py", broken), &SyntaxSettings::default()) {
+        if let Some(fix) = verified_repair(&snapshot("d.py", broken), &SyntaxSettings::default(), None) {
             let (text, _) = apply_fixes(broken, &[fix]);
             assert!(syntax_diagnostics(&snapshot("d.py", &text)).len() < before, "{text}");
         }
@@ -360,7 +475,7 @@ mod tests {
                     );
                     assert!(first.message.contains("\":\""), "{text:?}: {placed:?}");
                     // repaired there, and Python's rules accept it
-                    let fix = verified_repair(&snap, &SyntaxSettings::default())
+                    let fix = verified_repair(&snap, &SyntaxSettings::default(), None)
                         .unwrap_or_else(|| panic!("no repair for {text}"));
                     let (fixed, _) = apply_fixes(&text, &[fix]);
                     let expected = text.replacen(&format!("{header}\n"), &format!("{header}:\n"), 1);

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use crate::model::Message;
 use crate::observer::{Diagnostic, about_names, error_summary};
-use crate::syntax::{SymbolKind, document_symbols, enclosing_symbol, outline};
+use crate::syntax::{SymbolKind, enclosing_symbol, node_symbols, outline};
 use crate::workspace::DocumentSnapshot;
 
 /// How a reply must be written; the parser also reads diffs and whole files, but one format
@@ -63,10 +63,12 @@ impl FixPrompt<'_> {
         let _ = writeln!(out, "Fix these problems in {} ({}):\n", self.path, snapshot.language.name());
         out.push_str(&error_summary(snapshot, self.targets, self.path, budget / 3));
         let fence = snapshot.language.name().to_ascii_lowercase();
-        let symbols = symbols_of(snapshot);
+        let statements = top_level(snapshot);
+        let symbols = symbols_around(snapshot, &statements, self.targets);
         let _ = writeln!(out, "\nThe code around them in {}:\n", self.path);
-        let _ = writeln!(out, "```{fence}\n{}```", context_of(snapshot, &symbols, self.targets, budget));
-        let outline = outline(&symbols);
+        let code = context_of(snapshot, &statements, &symbols, self.targets, budget);
+        let _ = writeln!(out, "```{fence}\n{code}```");
+        let outline = outline_near(snapshot, &statements, self.targets, budget / 4);
         if !outline.trim().is_empty() {
             let _ = writeln!(out, "\nOutline of {}:\n{outline}", self.path);
         }
@@ -92,26 +94,142 @@ impl FixPrompt<'_> {
 /// or a window around it, merged, in file order, with `…` where lines are left out; cut to
 /// `token_budget`.
 pub fn focused_context(snapshot: &DocumentSnapshot, targets: &[Diagnostic], token_budget: usize) -> String {
-    context_of(snapshot, &symbols_of(snapshot), targets, token_budget)
+    let statements = top_level(snapshot);
+    let symbols = symbols_around(snapshot, &statements, targets);
+    context_of(snapshot, &statements, &symbols, targets, token_budget)
 }
 
-fn symbols_of(snapshot: &DocumentSnapshot) -> Vec<crate::syntax::Symbol> {
-    snapshot
-        .tree
-        .as_ref()
-        .map(|tree| document_symbols(tree, &snapshot.rope, snapshot.language))
-        .unwrap_or_default()
+/// The top-level statements of the snapshot's tree, in order.
+fn top_level(snapshot: &DocumentSnapshot) -> Vec<tree_sitter::Node<'_>> {
+    let Some(tree) = &snapshot.tree else { return Vec::new() };
+    let root = tree.root_node();
+    let mut cursor = root.walk();
+    root.named_children(&mut cursor).collect()
+}
+
+/// Which of `statements` holds `offset` (or the last one starting before it).
+fn holding(statements: &[tree_sitter::Node<'_>], offset: usize) -> usize {
+    statements.partition_point(|n| n.start_byte() <= offset).saturating_sub(1)
+}
+
+/// The symbols of the top-level statements the targets are in: what their enclosing scopes
+/// are found in, read from those statements alone (not the whole file).
+fn symbols_around(
+    snapshot: &DocumentSnapshot,
+    statements: &[tree_sitter::Node<'_>],
+    targets: &[Diagnostic],
+) -> Vec<crate::syntax::Symbol> {
+    if statements.is_empty() {
+        return Vec::new();
+    }
+    let mut held: Vec<usize> = targets.iter().map(|t| holding(statements, t.range.start)).collect();
+    held.sort_unstable();
+    held.dedup();
+    held.into_iter()
+        .flat_map(|i| node_symbols(statements[i], &snapshot.rope, snapshot.language, None))
+        .collect()
+}
+
+/// An outline of the definitions nearest the targets within `token_budget`: the top-level
+/// statement of the first target, then those above and below it in turn, until the budget
+/// is spent (in a long class, its members nearest the target first); `…` where some are left
+/// out. A file's whole outline when it fits.
+fn outline_near(
+    snapshot: &DocumentSnapshot,
+    statements: &[tree_sitter::Node<'_>],
+    targets: &[Diagnostic],
+    token_budget: usize,
+) -> String {
+    let Some(first) = targets.iter().map(|t| t.range.start).min() else { return String::new() };
+    if statements.is_empty() {
+        return String::new();
+    }
+    let budget = token_budget.saturating_mul(crate::text::CHARS_PER_TOKEN);
+    let focus = holding(statements, first);
+    let outline_of =
+        |i: usize| outline(&node_symbols(statements[i], &snapshot.rope, snapshot.language, None));
+    // the statement of the target, its members nearest the target first when it is long
+    let own = outline_of(focus);
+    let mut shown: std::collections::BTreeMap<usize, String> = std::collections::BTreeMap::new();
+    let mut used = own.len();
+    if own.len() > budget {
+        let symbols = node_symbols(statements[focus], &snapshot.rope, snapshot.language, None);
+        shown.insert(focus, nearest_members(&symbols, first, budget));
+        used = budget;
+    } else {
+        shown.insert(focus, own);
+    }
+    let (mut above, mut below) = (focus.checked_sub(1), focus + 1);
+    let (mut cut_above, mut cut_below) = (false, false);
+    while above.is_some() || below < statements.len() {
+        for side in [true, false] {
+            let index = if side { above } else { Some(below).filter(|&b| b < statements.len()) };
+            let Some(index) = index else { continue };
+            let text = outline_of(index);
+            if used + text.len() > budget {
+                if side {
+                    cut_above = true;
+                    above = None;
+                } else {
+                    cut_below = true;
+                    below = statements.len();
+                }
+                continue;
+            }
+            used += text.len();
+            shown.insert(index, text);
+            if side {
+                above = index.checked_sub(1);
+            } else {
+                below += 1;
+            }
+        }
+    }
+    let mut out = String::new();
+    if cut_above {
+        out.push_str("…\n");
+    }
+    for text in shown.values() {
+        out.push_str(text);
+    }
+    if cut_below {
+        out.push_str("…\n");
+    }
+    out
+}
+
+/// A long definition's signature and its members nearest `offset`, in order, within `budget`
+/// characters.
+fn nearest_members(symbols: &[crate::syntax::Symbol], offset: usize, budget: usize) -> String {
+    let Some(outer) = symbols.first() else { return String::new() };
+    let mut members: Vec<&crate::syntax::Symbol> = outer.children.iter().collect();
+    members.sort_by_key(|m| m.range.start.abs_diff(offset));
+    let mut used = outer.signature.len() + 1;
+    let mut kept: Vec<&crate::syntax::Symbol> = Vec::new();
+    for member in members {
+        let size = member.signature.len() + 3;
+        if used + size > budget {
+            break;
+        }
+        used += size;
+        kept.push(member);
+    }
+    kept.sort_by_key(|m| m.range.start);
+    let mut out = format!("{}\n", outer.signature);
+    if kept.len() < outer.children.len() {
+        out.push_str("  …\n");
+    }
+    for member in kept {
+        let _ = writeln!(out, "  {}", member.signature);
+    }
+    out
 }
 
 /// The lines from the file's first top-level import to its last (`import`, `from … import`,
 /// an ES `import`); without imports, the top of the file up to its first statement, where
 /// one would go.
-fn import_block(snapshot: &DocumentSnapshot) -> Option<(usize, usize)> {
-    let tree = snapshot.tree.as_ref()?;
-    let root = tree.root_node();
-    let mut cursor = root.walk();
-    let statements: Vec<tree_sitter::Node<'_>> =
-        root.children(&mut cursor).filter(|n| !n.is_extra()).collect();
+fn import_block(statements: &[tree_sitter::Node<'_>]) -> Option<(usize, usize)> {
+    let statements: Vec<&tree_sitter::Node<'_>> = statements.iter().filter(|n| !n.is_extra()).collect();
     let is_import = |n: &tree_sitter::Node<'_>| {
         matches!(n.kind(), "import_statement" | "import_from_statement" | "future_import_statement")
     };
@@ -135,6 +253,7 @@ fn import_block(snapshot: &DocumentSnapshot) -> Option<(usize, usize)> {
 
 fn context_of(
     snapshot: &DocumentSnapshot,
+    statements: &[tree_sitter::Node<'_>],
     symbols: &[crate::syntax::Symbol],
     targets: &[Diagnostic],
     token_budget: usize,
@@ -158,7 +277,7 @@ fn context_of(
     // a name that is undefined or unused, or an import that does not resolve, is fixed in the
     // imports as often as where it is reported: they are shown too, however far above
     if targets.iter().any(about_names)
-        && let Some(imports) = import_block(snapshot)
+        && let Some(imports) = import_block(statements)
     {
         spans.push(imports);
     }
@@ -247,6 +366,48 @@ mod tests {
         assert!(user.contains("Attempt 1: your SEARCH block 1 matched nothing"));
         assert!(!user.contains("return x + "), "no other body is sent");
         assert!(user.len() < text.len(), "{} vs {}", user.len(), text.len());
+    }
+
+    /// In a long file the outline is the definitions nearest the error, within its share of
+    /// the budget, not all of them; in a long class, the members nearest the error.
+    #[test]
+    fn a_long_files_outline_is_the_part_around_the_error() {
+        let mut text = String::new();
+        for i in 0..3000 {
+            let _ = write!(text, "def helper_{i}(x):\n    return x + {i}\n\n");
+        }
+        text.push_str("class Big:\n");
+        for i in 0..400 {
+            let _ = write!(text, "    def method_{i}(self):\n        return {i}\n\n");
+        }
+        let at = text.find("return 250\n").unwrap();
+        let snapshot = snapshot(&text);
+        let target =
+            Diagnostic::new(TextRange::new(at, at + 6), Severity::Error, "tokamak", None, "x".to_string());
+        let prompt = FixPrompt {
+            snapshot: &snapshot,
+            path: "m.py",
+            targets: std::slice::from_ref(&target),
+            history: &[],
+            context_tokens: 3000,
+            rules: "",
+        };
+        let user = prompt.user();
+        assert!(user.len() < 3000 * crate::text::CHARS_PER_TOKEN * 2, "{} chars", user.len());
+        assert!(user.contains("def method_250(self)") && user.contains("def method_249(self)"), "{user}");
+        assert!(user.contains("class Big"), "its class's signature: {user}");
+        assert!(!user.contains("def helper_10(x)"), "far away: {user}");
+        assert!(!user.contains("def method_0(self)"), "far away in the class: {user}");
+
+        // a helper in the middle: its neighbours, not the file's ends
+        let at = text.find("return x + 1500\n").unwrap();
+        let target =
+            Diagnostic::new(TextRange::new(at, at + 6), Severity::Error, "tokamak", None, "x".to_string());
+        let prompt = FixPrompt { targets: std::slice::from_ref(&target), ..prompt };
+        let user = prompt.user();
+        assert!(user.contains("def helper_1499(x)\ndef helper_1500(x)\ndef helper_1501(x)"), "{user}");
+        assert!(!user.contains("def helper_0(x)") && !user.contains("class Big"), "{user}");
+        assert!(user.contains("Outline of m.py:\n…\n"), "{user}");
     }
 
     #[test]

@@ -202,6 +202,7 @@ pub async fn run_task(context: &TaskContext, request: TaskRequest, run: RunHandl
         steps: steps_done,
         tool_calls: executor.tool_calls(),
         endings: engine.endings,
+        waited: Default::default(),
     };
     tracing::info!("{}: {} — {}", run.run_id, report.exit_reason, report.summary);
     if let Some(journal) = &journal {

@@ -6,8 +6,40 @@ use similar::{ChangeTag, DiffOp, TextDiff};
 
 use crate::text::TextRange;
 
-/// Edits that turn `old` into `new`: byte ranges of `old`, sorted, not overlapping.
+/// Edits that turn `old` into `new`: byte ranges of `old`, sorted, not overlapping. The
+/// whole lines both texts begin and end with are left out of the diff: an edit of a few lines
+/// in a long file costs those lines, not the file.
 pub fn minimal_edits(old: &str, new: &str) -> Vec<(TextRange, String)> {
+    let (head, tail) = common_lines(old, new);
+    let edits = diff_edits(&old[head..old.len() - tail], &new[head..new.len() - tail]);
+    edits
+        .into_iter()
+        .map(|(range, text)| (TextRange::new(range.start + head, range.end + head), text))
+        .collect()
+}
+
+/// How many bytes of whole lines `old` and `new` begin with, and end with, in common (not
+/// overlapping).
+fn common_lines(old: &str, new: &str) -> (usize, usize) {
+    let (a, b) = (old.as_bytes(), new.as_bytes());
+    let same = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    // back to the start of the line the first difference is on
+    let head = if same == a.len() && same == b.len() {
+        same
+    } else {
+        a[..same].iter().rposition(|&c| c == b'\n').map_or(0, |n| n + 1)
+    };
+    let (a, b) = (&a[head..], &b[head..]);
+    let same = a.iter().rev().zip(b.iter().rev()).take_while(|(x, y)| x == y).count();
+    // forward to the start of a line in both, within what they end with
+    let starts_line = |text: &[u8], at: usize| at == 0 || text[at - 1] == b'\n';
+    let tail =
+        (0..=same).rev().find(|&n| starts_line(a, a.len() - n) && starts_line(b, b.len() - n)).unwrap_or(0);
+    (head, tail)
+}
+
+/// [`minimal_edits`] of two texts with no common whole lines at their ends.
+fn diff_edits(old: &str, new: &str) -> Vec<(TextRange, String)> {
     let old_lines: Vec<&str> = old.split_inclusive('\n').collect();
     let new_lines: Vec<&str> = new.split_inclusive('\n').collect();
     let mut old_starts = Vec::with_capacity(old_lines.len() + 1);

@@ -119,7 +119,7 @@ impl WaitClock {
     }
 
     /// All the time spent waiting so far, the wait going on included.
-    fn waited(&self) -> Duration {
+    pub fn waited(&self) -> Duration {
         let state = crate::sync::lock(&self.state);
         state.0 + state.1.map(|since| since.elapsed()).unwrap_or_default()
     }

@@ -172,6 +172,17 @@ impl Observer {
     /// every active source's name.
     pub(super) fn start_missing_runs(self: &Arc<Self>, snapshot: &DocumentSnapshot) -> Vec<String> {
         let mut active = vec![SOURCE.to_string()];
+        // someone waits for this version's syntax: what waits for a pause in typing is done now
+        if snapshot.syntax_pending {
+            self.schedule_parse(snapshot, None);
+        } else if snapshot.tree.as_ref().is_some_and(|t| t.root_node().has_error())
+            && !lock(&self.state)
+                .files
+                .get(&snapshot.uri)
+                .is_some_and(|f| f.reported(SOURCE, snapshot.version))
+        {
+            self.schedule_repair(snapshot, None);
+        }
         // a document whose tree is owed gets its strict look once it is parsed
         if parses_strictly(snapshot.language) && (snapshot.tree.is_some() || snapshot.syntax_pending) {
             active.push(STRICT_KEY.to_string());

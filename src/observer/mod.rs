@@ -37,7 +37,9 @@ pub use summary::error_summary;
 use crate::config::PublishMode;
 use crate::editor::Editor;
 use crate::sync::lock;
-use crate::syntax::{MAX_SYNTAX_PROBLEMS, diagnose, parses_strictly, strict_errors_as};
+use crate::syntax::{
+    MAX_SYNTAX_PROBLEMS, Placement, SyntaxProblem, parses_strictly, place, strict_errors_as,
+};
 use crate::text::{PositionEncoding, TextChange, TextRange};
 use crate::workspace::{ChangeError, ChangeReport, DocumentSnapshot, SyntaxAfter, Workspace};
 use checkers::Checkers;
@@ -111,6 +113,24 @@ struct State {
     told: HashSet<String>,
     /// The sources the editor has forwarded diagnostics from (lowercase): its own servers.
     forwarded: HashSet<String>,
+    /// Each document's syntax problems as placed for its syntax diagnostics, with the version
+    /// they were placed on (the fix ladder reads the token a problem says is missing from
+    /// them instead of placing them again).
+    placed: HashMap<Url, (Option<i32>, Arc<Placement>)>,
+}
+
+impl State {
+    /// Sets a document's syntax entries from its tree (see [`set_syntax`] and
+    /// [`set_strict`]) and keeps the problems placed; returns what is left for later.
+    fn set_syntax_of(&mut self, snapshot: &DocumentSnapshot) -> (bool, bool) {
+        let file = self.files.entry(snapshot.uri.clone()).or_default();
+        let (later, placed) = set_syntax(file, snapshot);
+        let strict = set_strict(file, snapshot);
+        if let Some(placed) = placed {
+            self.placed.insert(snapshot.uri.clone(), (snapshot.version, Arc::new(placed)));
+        }
+        (later, strict)
+    }
 }
 
 pub struct Observer {
@@ -200,9 +220,7 @@ impl Observer {
             }
             (false, false)
         } else {
-            let mut state = lock(&self.state);
-            let file = state.files.entry(snapshot.uri.clone()).or_default();
-            (set_syntax(file, &snapshot), set_strict(file, &snapshot))
+            lock(&self.state).set_syntax_of(&snapshot)
         };
         self.after_change(&snapshot).await;
         drop(publishing);
@@ -231,19 +249,22 @@ impl Observer {
             let mut state = lock(&self.state);
             let file = state.files.entry(uri.clone()).or_default();
             file.shift(&report.applied);
-            match report.syntax {
-                // typed inside a comment: what the syntax checks found on the version before
-                // holds for this one
-                SyntaxAfter::Unchanged => {
-                    file.carry(SOURCE, report.previous_version, snapshot.version);
-                    file.carry(STRICT_KEY, report.previous_version, snapshot.version);
-                    (false, false)
+            if report.syntax == SyntaxAfter::Parsed {
+                state.set_syntax_of(&snapshot)
+            } else {
+                match report.syntax {
+                    // typed inside a comment: what the syntax checks found on the version before
+                    // holds for this one
+                    SyntaxAfter::Unchanged => {
+                        file.carry(SOURCE, report.previous_version, snapshot.version);
+                        file.carry(STRICT_KEY, report.previous_version, snapshot.version);
+                        (false, false)
+                    }
+                    // a large document's syntax waits for its background parse (and a large
+                    // document's syntax errors for their repair); until then its earlier syntax
+                    // diagnostics stay, moved along with the edit
+                    SyntaxAfter::Pending | SyntaxAfter::Parsed => (false, false),
                 }
-                // a large document's syntax waits for its background parse (and a large
-                // document's syntax errors for their repair); until then its earlier syntax
-                // diagnostics stay, moved along with the edit
-                SyntaxAfter::Pending => (false, false),
-                SyntaxAfter::Parsed => (set_syntax(file, &snapshot), set_strict(file, &snapshot)),
             }
         };
         self.after_change(&snapshot).await;
@@ -274,13 +295,8 @@ impl Observer {
                 forget_runs(&mut state, uri);
                 state.files.insert(uri.clone(), FileDiagnostics::default());
             }
-            let file = state.files.entry(uri.clone()).or_default();
             // a large document being parsed keeps its syntax until the parse is done
-            if snapshot.syntax_pending {
-                (false, false)
-            } else {
-                (set_syntax(file, &snapshot), set_strict(file, &snapshot))
-            }
+            if snapshot.syntax_pending { (false, false) } else { state.set_syntax_of(&snapshot) }
         };
         self.after_change(&snapshot).await;
         drop(publishing);
@@ -303,6 +319,7 @@ impl Observer {
         {
             let mut state = lock(&self.state);
             state.files.remove(uri);
+            state.placed.remove(uri);
             forget_runs(&mut state, uri);
         }
         self.editor.clear_diagnostics(uri).await;
@@ -357,6 +374,17 @@ impl Observer {
         drop(state);
         self.changed.notify_waiters();
         new_sources
+    }
+
+    /// The syntax problems of `version` of a document as tree-sitter found them and as its
+    /// syntax diagnostics placed them, if they were placed on that version.
+    pub fn placement(&self, uri: &Url, version: Option<i32>) -> Option<Arc<Placement>> {
+        let state = lock(&self.state);
+        state
+            .placed
+            .get(uri)
+            .filter(|(placed_on, _)| *placed_on == version)
+            .map(|(_, problems)| Arc::clone(problems))
     }
 
     /// Everything known about a document now, from every source.
@@ -538,7 +566,7 @@ impl Observer {
     /// (`pause`), or at once (a large document just opened) — one parse of a document at a
     /// time. The tree is installed even when the text moved on meanwhile: it is told of the
     /// edits since, and owes only a quick reparse, scheduled in turn.
-    fn schedule_parse(self: &Arc<Self>, snapshot: &DocumentSnapshot, pause: Option<Duration>) {
+    pub(super) fn schedule_parse(self: &Arc<Self>, snapshot: &DocumentSnapshot, pause: Option<Duration>) {
         let observer = Arc::clone(self);
         let (uri, version) = (snapshot.uri.clone(), snapshot.version);
         tokio::spawn(async move {
@@ -597,8 +625,10 @@ impl Observer {
             let file = state.files.entry(snapshot.uri.clone()).or_default();
             let before = (entry_of(file, SOURCE), entry_of(file, STRICT_KEY));
             let strict_known = file.reported(STRICT_KEY, snapshot.version);
-            let later = (set_syntax(file, snapshot), set_strict(file, snapshot) && !strict_known);
-            (later, before != (entry_of(file, SOURCE), entry_of(file, STRICT_KEY)))
+            let (repair, strict) = state.set_syntax_of(snapshot);
+            let file = state.files.entry(snapshot.uri.clone()).or_default();
+            let after = (entry_of(file, SOURCE), entry_of(file, STRICT_KEY));
+            ((repair, strict && !strict_known), before != after)
         };
         if changed {
             self.after_change(snapshot).await;
@@ -619,7 +649,7 @@ impl Observer {
         pause: Option<Duration>,
     ) {
         if later.0 {
-            self.schedule_repair(snapshot);
+            self.schedule_repair(snapshot, pause);
         }
         if later.1 {
             self.schedule_strict(snapshot, pause);
@@ -641,16 +671,19 @@ impl Observer {
     /// case: a clean file stays clean) is not published again.
     fn schedule_strict(self: &Arc<Self>, snapshot: &DocumentSnapshot, pause: Option<Duration>) {
         let job = Background { key: STRICT_KEY, what: "the language's own parse", publish_unchanged: false };
-        self.in_background(snapshot, pause, job, strict_entry);
+        self.in_background(snapshot, pause, job, |snapshot| Computed {
+            entry: strict_entry(snapshot),
+            placed: None,
+        });
     }
 
     /// Places a large document's syntax errors (SPEC S2: a few re-parses per error, too many
     /// for the keystroke) off the keystroke, then publishes them for that version if the
-    /// document is still at it; a newer change scheduled its own. Typing goes on: only the
-    /// version it pauses at is worth the re-parses.
-    fn schedule_repair(self: &Arc<Self>, snapshot: &DocumentSnapshot) {
+    /// document is still at it; a newer change scheduled its own. While typing goes on
+    /// (`pause`) only the version it pauses at is worth the re-parses.
+    pub(super) fn schedule_repair(self: &Arc<Self>, snapshot: &DocumentSnapshot, pause: Option<Duration>) {
         let job = Background { key: SOURCE, what: "placing its syntax errors", publish_unchanged: true };
-        self.in_background(snapshot, Some(PARSE_PAUSE), job, syntax_entry);
+        self.in_background(snapshot, pause, job, syntax_entry);
     }
 
     /// Computes `job.key`'s entry for the snapshot on a blocking thread (after `pause`), and
@@ -660,7 +693,7 @@ impl Observer {
         snapshot: &DocumentSnapshot,
         pause: Option<Duration>,
         job: Background,
-        compute: fn(&DocumentSnapshot) -> SourceEntry,
+        compute: fn(&DocumentSnapshot) -> Computed,
     ) {
         let observer = Arc::clone(self);
         let snapshot = snapshot.clone();
@@ -672,8 +705,12 @@ impl Observer {
                     return;
                 }
             }
-            let entry = match crate::background::run(move || compute(&snapshot)).await {
-                Ok(entry) => entry,
+            // done meanwhile (asked for at once by someone waiting), or carried over
+            if lock(&observer.state).files.get(&uri).is_some_and(|f| f.reported(job.key, version)) {
+                return;
+            }
+            let Computed { entry, placed } = match crate::background::run(move || compute(&snapshot)).await {
+                Ok(computed) => computed,
                 Err(err) => return tracing::error!("{uri}: {} failed: {err}", job.what),
             };
             let publishing = observer.publishing.lock().await;
@@ -691,6 +728,9 @@ impl Observer {
                 if job.key == SOURCE {
                     // the errors are placed: one account of them, not the language's as well
                     set_strict(file, &snapshot);
+                }
+                if let Some(placed) = placed {
+                    state.placed.insert(snapshot.uri.clone(), (snapshot.version, Arc::new(placed)));
                 }
                 unchanged
             };
@@ -768,26 +808,33 @@ const INLINE_REPAIR_BYTES: usize = 16 * 1024;
 
 /// Sets the document's syntax entry when that is quick; `true` when it must be placed in the
 /// background (a large document with syntax errors), the entry left as it was meanwhile.
-fn set_syntax(file: &mut FileDiagnostics, snapshot: &DocumentSnapshot) -> bool {
-    match keystroke_syntax(snapshot) {
-        Some(diagnostics) => {
-            file.set(
-                SOURCE,
-                SourceEntry { origin: Origin::Server, version: snapshot.version, diagnostics, failure: None },
-            );
-            false
-        }
-        None => true,
+/// Also returns the problems placed, when it placed them.
+fn set_syntax(file: &mut FileDiagnostics, snapshot: &DocumentSnapshot) -> (bool, Option<Placement>) {
+    if placing_waits(snapshot) {
+        return (true, None);
     }
+    let placed = placement_of(snapshot);
+    let diagnostics = as_diagnostics(&placed.placed);
+    file.set(
+        SOURCE,
+        SourceEntry { origin: Origin::Server, version: snapshot.version, diagnostics, failure: None },
+    );
+    (false, Some(placed))
+}
+
+/// Whether a document's syntax errors are placed in the background (a document over 16 KiB
+/// with errors).
+fn placing_waits(snapshot: &DocumentSnapshot) -> bool {
+    snapshot
+        .tree
+        .as_ref()
+        .is_some_and(|tree| snapshot.rope.len_bytes() > INLINE_REPAIR_BYTES && tree.root_node().has_error())
 }
 
 /// What a change computes for a document's syntax before its publish: the diagnostics, or
 /// `None` when they are placed in the background (a document over 16 KiB with errors).
 pub fn keystroke_syntax(snapshot: &DocumentSnapshot) -> Option<Vec<Diagnostic>> {
-    if let Some(tree) = &snapshot.tree
-        && snapshot.rope.len_bytes() > INLINE_REPAIR_BYTES
-        && tree.root_node().has_error()
-    {
+    if placing_waits(snapshot) {
         return None;
     }
     Some(syntax_diagnostics(snapshot))
@@ -855,29 +902,47 @@ fn strict_entry(snapshot: &DocumentSnapshot) -> SourceEntry {
     SourceEntry { diagnostics, ..empty }
 }
 
-fn syntax_entry(snapshot: &DocumentSnapshot) -> SourceEntry {
-    SourceEntry {
+/// What a background computation of an entry gives: the entry, and the syntax problems it
+/// placed (for the placement).
+struct Computed {
+    entry: SourceEntry,
+    placed: Option<Placement>,
+}
+
+fn syntax_entry(snapshot: &DocumentSnapshot) -> Computed {
+    let placed = placement_of(snapshot);
+    let entry = SourceEntry {
         origin: Origin::Server,
         version: snapshot.version,
-        diagnostics: syntax_diagnostics(snapshot),
+        diagnostics: as_diagnostics(&placed.placed),
         failure: None,
-    }
+    };
+    Computed { entry, placed: Some(placed) }
 }
 
 /// Syntax diagnostics from the snapshot's tree; none for a language Tokamak does not parse.
 pub fn syntax_diagnostics(snapshot: &DocumentSnapshot) -> Vec<Diagnostic> {
-    let Some(tree) = &snapshot.tree else {
-        return Vec::new();
-    };
-    diagnose(tree, &snapshot.rope, snapshot.language)
-        .into_iter()
+    as_diagnostics(&placement_of(snapshot).placed)
+}
+
+/// The syntax problems of the snapshot's tree, found and placed where each repair goes.
+fn placement_of(snapshot: &DocumentSnapshot) -> Placement {
+    match &snapshot.tree {
+        Some(tree) => place(tree, &snapshot.rope, snapshot.language),
+        None => Placement::default(),
+    }
+}
+
+fn as_diagnostics(problems: &[SyntaxProblem]) -> Vec<Diagnostic> {
+    problems
+        .iter()
         .map(|problem| {
             Diagnostic::new(
                 problem.range,
                 Severity::Error,
                 SOURCE,
                 Some(SYNTAX_CODE.to_string()),
-                problem.message,
+                problem.message.clone(),
             )
         })
         .collect()

@@ -110,6 +110,14 @@ pub struct Endings {
     pub early: u32,
 }
 
+/// What a run waited on beside its own work: the model, and the editor and the Observer's
+/// sources (the syntax check, the checkers) taking its edits and reporting on the text.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Waited {
+    pub model_ms: f64,
+    pub checks_ms: f64,
+}
+
 /// Everything a run reports when it ends.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunReport {
@@ -133,6 +141,8 @@ pub struct RunReport {
     pub tool_calls: u32,
     /// How a task run's steps ended.
     pub endings: Endings,
+    /// What the run waited on (a fix run's; a task run's are not counted yet).
+    pub waited: Waited,
 }
 
 impl RunReport {
@@ -152,6 +162,7 @@ impl RunReport {
             steps: 0,
             tool_calls: 0,
             endings: Endings::default(),
+            waited: Waited::default(),
         }
     }
 }

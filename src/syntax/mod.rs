@@ -14,7 +14,7 @@ pub use comments::{TodoComment, todo_comment};
 pub use errors::{MAX_SYNTAX_PROBLEMS, SyntaxErrorKind, SyntaxProblem, syntax_problems};
 pub use grammar::grammar;
 pub use neutral::{CommentSpan, comment_edit};
-pub use repair::diagnose;
+pub use repair::{Placement, diagnose, place};
 pub use strict::{StrictError, parses_strictly, strict_errors, strict_errors_as};
 pub use symbols::{
     Symbol, SymbolKind, document_symbols, enclosing_symbol, node_symbols, outline, own_symbol,

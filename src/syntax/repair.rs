@@ -43,11 +43,26 @@ const MAX_WINDOW_LINES: usize = 120;
 /// The syntax problems Tokamak reports for a document: repairs placed where they go, then
 /// what is left as the tree explains it.
 pub fn diagnose(tree: &Tree, rope: &Rope, language: Language) -> Vec<SyntaxProblem> {
-    let problems = syntax_problems(tree, rope, language);
-    if problems.is_empty() || rope.len_bytes() > MAX_BYTES {
-        return problems;
+    place(tree, rope, language).placed
+}
+
+/// A tree's syntax problems as tree-sitter shows them (`found`) and as placed for its
+/// diagnostics (`placed`, what [`diagnose`] gives): the fix ladder reads both, and finding
+/// them again costs a walk of the tree and placing them a few parses.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Placement {
+    pub found: Vec<SyntaxProblem>,
+    pub placed: Vec<SyntaxProblem>,
+}
+
+/// [`diagnose`], keeping what tree-sitter found too.
+pub fn place(tree: &Tree, rope: &Rope, language: Language) -> Placement {
+    let found = syntax_problems(tree, rope, language);
+    if found.is_empty() || rope.len_bytes() > MAX_BYTES {
+        return Placement { placed: found.clone(), found };
     }
-    repaired(tree, rope, language).unwrap_or(problems)
+    let placed = repaired(tree, rope, language).unwrap_or_else(|| found.clone());
+    Placement { found, placed }
 }
 
 /// One token inserted or removed.
