@@ -37,16 +37,24 @@ pub struct SyntaxSettings {
     /// can take tens of milliseconds). Smaller documents are too once a reparse of theirs
     /// took more than a few milliseconds.
     pub background_parse_bytes: usize,
+    /// `syntax.tree_bytes`: how much open text keeps its syntax tree — the most recently
+    /// edited documents' (a tree takes some twenty times its text); the others' trees are let
+    /// go and parsed again, off the keystroke, when they are next edited or needed. The most
+    /// recent document always keeps its tree.
+    pub tree_bytes: usize,
 }
 
 /// Documents over this size are reparsed in the background (1 MiB).
 pub const DEFAULT_BACKGROUND_PARSE_BYTES: usize = 1024 * 1024;
+/// Open text whose trees are kept (4 MiB: some eighty megabytes of trees).
+pub const DEFAULT_TREE_BYTES: usize = 4 * 1024 * 1024;
 
 impl Default for SyntaxSettings {
     fn default() -> Self {
         SyntaxSettings {
             max_file_bytes: DEFAULT_MAX_PARSE_BYTES,
             background_parse_bytes: DEFAULT_BACKGROUND_PARSE_BYTES,
+            tree_bytes: DEFAULT_TREE_BYTES,
         }
     }
 }

@@ -210,6 +210,19 @@ enum BenchWhat {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
+    /// The language server's memory on a real workspace: started on DIR, its index built, then
+    /// documents of some ten thousand lines opened (made of DIR's own Python files).
+    Memory {
+        dir: PathBuf,
+        /// Documents opened.
+        #[arg(long, default_value_t = 20)]
+        open: usize,
+        /// Lines in each document, at least.
+        #[arg(long, default_value_t = 10_000)]
+        lines: usize,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
     /// The workspace index on a real tree: built cold, one file updated, symbol searches and
     /// the callers and importers of each best hit, with the times and the memory it took.
     Context {
@@ -380,6 +393,15 @@ fn main() -> ExitCode {
                 trusted: None,
             };
             runtime.block_on(run_fix(&paths, format, &options))
+        }
+        Command::Bench { what: BenchWhat::Memory { dir, open, lines, format } } => {
+            tokamak::logging::init_cli();
+            let options = tokamak::server::memory::MemoryOptions { open, lines, ..Default::default() };
+            let result = std::env::current_exe().map_err(anyhow::Error::from).and_then(|me| {
+                let command = [me.display().to_string(), "lsp".to_string()];
+                Ok(tokamak::server::memory::measure_memory(&command, &dir, &options)?)
+            });
+            print_bench(result, format, tokamak::server::memory::table)
         }
         Command::Bench { what: BenchWhat::Latency { file, against, keystrokes, format } } => {
             tokamak::logging::init_cli();

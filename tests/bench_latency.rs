@@ -84,3 +84,39 @@ fn latency_beside_ruffs_server() {
     assert!(table.contains("open → diagnostics") && table.contains("keystroke, middle"), "{table}");
     eprintln!("{table}");
 }
+
+/// `tokamak bench memory` on a small project: the server started on it, its index built,
+/// documents made of its files opened; the figures are printed, never asserted beyond their
+/// shape, since they are measurements.
+#[test]
+fn memory_of_a_project_with_large_documents_open() {
+    let dir = tempfile::tempdir().unwrap();
+    for n in 0..3 {
+        std::fs::write(dir.path().join(format!("module_{n}.py")), python_file(10 + n)).unwrap();
+    }
+    let user = UserDirs::new();
+    let output = Command::new(env!("CARGO_BIN_EXE_tokamak"))
+        .args(["bench", "memory", &dir.path().display().to_string()])
+        .args(["--open", "3", "--lines", "1500", "--format", "json"])
+        .envs(user.env())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    let figures: Value = serde_json::from_str(&stdout).unwrap_or_else(|err| panic!("{err}: {stdout}"));
+    assert_eq!(figures["files_indexed"], 3, "{figures}");
+    assert_eq!(figures["open_documents"], 3, "{figures}");
+    let mib = |key: &str| figures[key].as_f64().unwrap_or_else(|| panic!("{key}: {figures}"));
+    assert!(mib("started_mib") > 0.0 && mib("started_mib") <= mib("peak_mib"), "{figures}");
+    assert!(mib("opened_mib") <= mib("peak_mib"), "{figures}");
+    eprintln!("{figures}");
+    // a folder without Python files says so
+    let empty = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_tokamak"))
+        .args(["bench", "memory", &empty.path().display().to_string()])
+        .envs(user.env())
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("has no Python files"), "{output:?}");
+}

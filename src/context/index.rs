@@ -27,8 +27,9 @@ pub const MAX_CALLER_DEPTH: usize = 5;
 pub(super) struct Entry {
     hash: [u8; 32],
     pub(super) facts: FileFacts,
-    /// Each identifier word of the text (lowercase) and how often it occurs.
-    words: std::collections::HashMap<String, u32>,
+    /// Each identifier word of the text (lowercase, by its [`word_key`]) and how often it
+    /// occurs.
+    words: std::collections::HashMap<u64, u32>,
     /// All the words counted.
     length: u32,
 }
@@ -36,32 +37,35 @@ pub(super) struct Entry {
 impl Entry {
     fn new(text: &str, hash: [u8; 32], facts: FileFacts) -> Entry {
         let mut entry = Entry { hash, facts, words: HashMap::new(), length: 0 };
-        count_words(text, |word| entry.add_word(word, 1));
+        count_words(text, |word| entry.add_word(word_key(word), 1));
         entry
     }
 
-    /// Counts `word` `n` more times.
-    pub(super) fn add_word(&mut self, word: &str, n: u32) {
-        match self.words.get_mut(word) {
-            Some(count) => *count += n,
-            None => {
-                self.words.insert(word.to_string(), n);
-            }
-        }
+    /// Counts the word of `key` `n` more times.
+    pub(super) fn add_word(&mut self, key: u64, n: u32) {
+        *self.words.entry(key).or_insert(0) += n;
         self.length += n;
     }
 
-    /// Counts `word` `n` times less (text that went away).
-    pub(super) fn forget_word(&mut self, word: &str, n: u32) {
-        if let Some(count) = self.words.get_mut(word) {
+    /// Counts the word of `key` `n` times less (text that went away).
+    pub(super) fn forget_word(&mut self, key: u64, n: u32) {
+        if let Some(count) = self.words.get_mut(&key) {
             let gone = n.min(*count);
             *count -= gone;
             self.length -= gone;
             if *count == 0 {
-                self.words.remove(word);
+                self.words.remove(&key);
             }
         }
     }
+}
+
+/// A word as the index keeps it: a 64-bit FNV-1a hash of its text, the same in every run (the
+/// cache keeps them) — a file's words as numbers take a fraction of the memory their text
+/// would, and a question's words are looked up by the same hash.
+pub fn word_key(word: &str) -> u64 {
+    word.bytes()
+        .fold(0xcbf2_9ce4_8422_2325, |hash, byte| (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3))
 }
 
 /// Calls `found` with each identifier word of `text` (lowercase, longer than one character):
@@ -124,7 +128,7 @@ pub struct Caller {
 impl Index {
     /// Indexes every file under `root` the walk does not ignore.
     pub fn build(root: &Path) -> Index {
-        Index::build_reusing(root, &HashMap::new())
+        Index::build_reusing(root, HashMap::new())
     }
 
     /// Indexes `root` reusing what `cache` (a file [`Index::save`] wrote) knows: a file whose
@@ -133,9 +137,10 @@ impl Index {
     /// how many files were parsed.
     pub fn build_cached(root: &Path, cache: &Path) -> (Index, usize) {
         let known = load_cache(cache);
-        let index = Index::build_reusing(root, &known);
-        let parsed = index.files.values().filter(|e| !known.contains_key(&e.hash)).count();
-        if parsed > 0 || known.len() != index.files.len() {
+        let hashes: std::collections::HashSet<[u8; 32]> = known.keys().copied().collect();
+        let index = Index::build_reusing(root, known);
+        let parsed = index.files.values().filter(|e| !hashes.contains(&e.hash)).count();
+        if parsed > 0 || hashes.len() != index.files.len() {
             if let Err(err) = index.save(cache) {
                 tracing::warn!("could not save the index to {}: {err}", cache.display());
             }
@@ -145,9 +150,8 @@ impl Index {
 
     /// Writes every file's facts keyed by content hash (atomically: a temporary file renamed).
     pub fn save(&self, cache: &Path) -> std::io::Result<()> {
-        let entries: Vec<&Entry> = self.files.values().collect();
-        let file =
-            CacheFile { version: CACHE_VERSION.to_string(), entries: entries.into_iter().cloned().collect() };
+        // written from the entries as they are, not from a copy of them
+        let file = CacheFileOut { version: CACHE_VERSION, entries: self.files.values().collect() };
         let bytes = serde_json::to_vec(&file).map_err(std::io::Error::other)?;
         if let Some(dir) = cache.parent() {
             std::fs::create_dir_all(dir)?;
@@ -157,7 +161,7 @@ impl Index {
         std::fs::rename(&temporary, cache)
     }
 
-    fn build_reusing(root: &Path, known: &HashMap<[u8; 32], Entry>) -> Index {
+    fn build_reusing(root: &Path, known: HashMap<[u8; 32], Entry>) -> Index {
         let mut paths = Vec::new();
         let mut skipped = Vec::new();
         for entry in ignore::WalkBuilder::new(root).hidden(true).require_git(false).build().flatten() {
@@ -183,14 +187,15 @@ impl Index {
         }
         let workers = std::thread::available_parallelism().map_or(1, usize::from).clamp(1, 8);
         let chunk = paths.len().div_ceil(workers).max(1);
-        let results: Vec<(PathBuf, Result<Entry, String>)> = std::thread::scope(|scope| {
+        let shared = &known;
+        let results: Vec<(PathBuf, Result<Read, String>)> = std::thread::scope(|scope| {
             let handles: Vec<_> = paths
                 .chunks(chunk)
                 .map(|part| {
                     scope.spawn(move || {
                         // the editor's keystrokes go first
                         crate::background::lower_this_thread();
-                        part.iter().map(|p| (p.clone(), read_entry(p, known))).collect::<Vec<_>>()
+                        part.iter().map(|p| (p.clone(), read_entry(p, shared))).collect::<Vec<_>>()
                     })
                 })
                 .collect();
@@ -198,13 +203,29 @@ impl Index {
         });
         let mut index =
             Index { root: root.to_path_buf(), files: BTreeMap::new(), skipped, pieces: HashMap::new() };
+        // the cache's entries are moved into the index, not copied (a copy of a large
+        // workspace's cache is a hundred megabytes), but for files of the same content
+        let mut known = known;
+        let mut moved: HashMap<[u8; 32], PathBuf> = HashMap::new();
         for (path, entry) in results {
-            match entry {
-                Ok(entry) => {
-                    index.files.insert(path, entry);
+            let entry = match entry {
+                Ok(Read::Parsed(entry)) => entry,
+                Ok(Read::Known(hash)) => match known.remove(&hash) {
+                    Some(entry) => {
+                        moved.insert(hash, path.clone());
+                        entry
+                    }
+                    None => match moved.get(&hash).and_then(|first| index.files.get(first)) {
+                        Some(entry) => entry.clone(),
+                        None => continue,
+                    },
+                },
+                Err(reason) => {
+                    index.skipped.push(Skipped { path, reason });
+                    continue;
                 }
-                Err(reason) => index.skipped.push(Skipped { path, reason }),
-            }
+            };
+            index.files.insert(path, entry);
         }
         index
     }
@@ -294,7 +315,7 @@ impl Index {
                 let mut entry = Entry { hash, facts, words: HashMap::new(), length: 0 };
                 for record in &records {
                     for (word, count) in record.words() {
-                        entry.add_word(word, *count);
+                        entry.add_word(*word, *count);
                     }
                 }
                 self.files.insert(path.to_path_buf(), entry);
@@ -316,10 +337,11 @@ impl Index {
         self.files.get(path).map(|e| &e.facts)
     }
 
-    /// A file's words and how often each occurs, in order (for tests and benchmarks).
-    pub fn words_of(&self, path: &Path) -> Option<(Vec<(&str, u32)>, u32)> {
+    /// A file's words (by [`word_key`]) and how often each occurs, in order, and how many
+    /// were counted (for tests and benchmarks).
+    pub fn words_of(&self, path: &Path) -> Option<(Vec<(u64, u32)>, u32)> {
         let entry = self.files.get(path)?;
-        let mut words: Vec<(&str, u32)> = entry.words.iter().map(|(w, n)| (w.as_str(), *n)).collect();
+        let mut words: Vec<(u64, u32)> = entry.words.iter().map(|(w, n)| (*w, *n)).collect();
         words.sort();
         Some((words, entry.length))
     }
@@ -442,7 +464,7 @@ impl Index {
     /// Each file with its definitions, its word counts and its word total (for ranking).
     pub(super) fn files(
         &self,
-    ) -> impl Iterator<Item = (&Path, &[Definition], &std::collections::HashMap<String, u32>, u32)> {
+    ) -> impl Iterator<Item = (&Path, &[Definition], &std::collections::HashMap<u64, u32>, u32)> {
         self.files.iter().map(|(p, e)| (p.as_path(), e.facts.definitions.as_slice(), &e.words, e.length))
     }
 
@@ -531,14 +553,21 @@ fn indexed_language(path: &Path) -> bool {
 
 /// What the cache file holds: every entry (its content hash inside), for one version of the
 /// extraction.
-#[derive(serde::Serialize, serde::Deserialize)]
+#[derive(serde::Deserialize)]
 struct CacheFile {
     version: String,
     entries: Vec<Entry>,
 }
 
+/// [`CacheFile`] as it is written, borrowing the index's entries.
+#[derive(serde::Serialize)]
+struct CacheFileOut<'a> {
+    version: &'static str,
+    entries: Vec<&'a Entry>,
+}
+
 /// A cache written by another version of Tokamak is not read: what is extracted may differ.
-const CACHE_VERSION: &str = concat!("index-1-", env!("CARGO_PKG_VERSION"));
+const CACHE_VERSION: &str = concat!("index-2-", env!("CARGO_PKG_VERSION"));
 
 fn load_cache(cache: &Path) -> HashMap<[u8; 32], Entry> {
     let Ok(bytes) = std::fs::read(cache) else { return HashMap::new() };
@@ -565,15 +594,21 @@ fn read_file(path: &Path) -> Result<String, String> {
     String::from_utf8(bytes).map_err(|_| "not UTF-8".to_string())
 }
 
-/// A file's entry: parsed, or what `known` has for its content hash.
-fn read_entry(path: &Path, known: &HashMap<[u8; 32], Entry>) -> Result<Entry, String> {
+/// A file's entry as read: parsed, or known by its content hash.
+enum Read {
+    Parsed(Entry),
+    Known([u8; 32]),
+}
+
+/// A file's entry: parsed, or (its content hash) what `known` has.
+fn read_entry(path: &Path, known: &HashMap<[u8; 32], Entry>) -> Result<Read, String> {
     let text = read_file(path)?;
     let hash: [u8; 32] = Sha256::digest(text.as_bytes()).into();
-    if let Some(entry) = known.get(&hash) {
-        return Ok(entry.clone());
+    if known.contains_key(&hash) {
+        return Ok(Read::Known(hash));
     }
     let facts = facts(Language::from_path(path), &text).ok_or_else(|| "not parsed".to_string())?;
-    Ok(Entry::new(&text, hash, facts))
+    Ok(Read::Parsed(Entry::new(&text, hash, facts)))
 }
 
 /// How well `name` matches `query` (lowercase); `None`: not at all.

@@ -2,7 +2,8 @@
 //! under the project's cache folder by content hash; then brought up to date one file at a
 //! time — from open documents (their rope and incrementally parsed tree, on each change) and
 //! from files changed on disk (watched-file events, the agent's own writes) — never rebuilt
-//! whole. A change only marks its file; the marks are applied before the next query.
+//! whole. A change only marks its file; the marks are applied before the next query, or in
+//! the background once changes pause (so no tree is held here for long).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -50,7 +51,12 @@ pub struct LiveIndex {
     report: Mutex<Option<BuildReport>>,
     /// Open documents' texts the index had to parse itself, having been given no tree.
     parsed_documents: std::sync::atomic::AtomicU64,
+    /// A background application of the marked changes is waiting.
+    applying: std::sync::atomic::AtomicBool,
 }
+
+/// How long changes must pause before they are applied to the index in the background.
+const APPLY_PAUSE: std::time::Duration = std::time::Duration::from_millis(500);
 
 impl LiveIndex {
     /// An index of `root`, not built yet; saved in `cache` when given.
@@ -70,6 +76,7 @@ impl LiveIndex {
             ignore,
             report: Mutex::new(None),
             parsed_documents: std::sync::atomic::AtomicU64::new(0),
+            applying: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -130,12 +137,31 @@ impl LiveIndex {
     }
 
     /// An open document changed (or was opened): its text will be indexed, from its tree
-    /// when it has one. Cheap: the rope and tree are shared, not copied.
-    pub fn document_changed(&self, path: &Path, rope: Rope, tree: Option<(Tree, Language)>) {
+    /// when it has one. Cheap: the rope and tree are shared, not copied. The change is applied
+    /// before the next query, or in the background once changes pause ([`APPLY_PAUSE`]), so
+    /// the trees of documents whose trees are let go are not held here for long.
+    pub fn document_changed(self: &Arc<Self>, path: &Path, rope: Rope, tree: Option<(Tree, Language)>) {
         let path = self.normalize(path);
         if path.starts_with(&self.root) {
             lock(&self.pending).insert(path, Pending::Text { rope, tree });
+            self.apply_soon();
         }
+    }
+
+    /// Applies the marked changes in the background once changes pause, when the index is
+    /// built and there is a runtime to wait on (one waiting at a time).
+    fn apply_soon(self: &Arc<Self>) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        if self.cell.get().is_none() || self.applying.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
+        let this = Arc::clone(self);
+        runtime.spawn(async move {
+            tokio::time::sleep(APPLY_PAUSE).await;
+            this.applying.store(false, std::sync::atomic::Ordering::SeqCst);
+            let applying = Arc::clone(&this);
+            let _ = crate::background::run(move || applying.apply_pending()).await;
+        });
     }
 
     /// A file changed, appeared or went away on disk (or an open document was closed: the
@@ -171,11 +197,18 @@ impl LiveIndex {
             report.millis
         );
         *lock(&self.report) = Some(report);
+        crate::background::give_back_memory();
         index
     }
 
     /// Applies the marked changes; returns how many files changed in the index.
     fn apply_pending(&self) -> usize {
+        let changed = self.apply_pending_now();
+        crate::background::give_back_memory();
+        changed
+    }
+
+    fn apply_pending_now(&self) -> usize {
         let Some(cell) = self.cell.get() else { return 0 };
         let mut index = lock(cell);
         let pending = std::mem::take(&mut *lock(&self.pending));

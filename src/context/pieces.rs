@@ -8,7 +8,7 @@ use ropey::Rope;
 use tree_sitter::Tree;
 
 use super::extract::{FileFacts, Piece, pieces};
-use super::index::{Entry, count_words};
+use super::index::{Entry, count_words, word_key};
 use crate::text::Language;
 
 /// What the index remembers of one piece of an open document.
@@ -21,13 +21,13 @@ pub struct PieceRecord {
     definitions: usize,
     imports: usize,
     calls: usize,
-    /// Its words, each with how often it occurs.
-    words: Vec<(String, u32)>,
+    /// Its words (by `word_key`), each with how often it occurs.
+    words: Vec<(u64, u32)>,
 }
 
 impl PieceRecord {
-    /// The piece's words, each with how often it occurs.
-    pub fn words(&self) -> &[(String, u32)] {
+    /// The piece's words (by `word_key`), each with how often it occurs.
+    pub fn words(&self) -> &[(u64, u32)] {
         &self.words
     }
 }
@@ -77,12 +77,12 @@ pub fn update(
     }
     for record in &records[old_middle] {
         for (word, count) in &record.words {
-            entry.forget_word(word, *count);
+            entry.forget_word(*word, *count);
         }
     }
     for record in &fresh {
         for (word, count) in &record.words {
-            entry.add_word(word, *count);
+            entry.add_word(*word, *count);
         }
     }
     let shift: isize = match (old_after.start < records.len(), now.get(new_middle.end)) {
@@ -140,12 +140,9 @@ fn read(
 ) -> PieceRecord {
     let before = (facts.definitions.len(), facts.imports.len(), facts.calls.len());
     piece.facts_into(text, rope, language, facts);
-    let mut words = std::collections::HashMap::new();
-    count_words(text.get(piece.start..piece.end).unwrap_or_default(), |word| match words.get_mut(word) {
-        Some(n) => *n += 1,
-        None => {
-            words.insert(word.to_string(), 1);
-        }
+    let mut words: std::collections::HashMap<u64, u32> = std::collections::HashMap::new();
+    count_words(text.get(piece.start..piece.end).unwrap_or_default(), |word| {
+        *words.entry(word_key(word)).or_insert(0) += 1;
     });
     PieceRecord {
         key: piece.key(text),

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::index::{Index, split_words};
+use super::index::{Index, split_words, word_key};
 use super::terms::english_words;
 use crate::syntax::SymbolKind;
 
@@ -95,7 +95,7 @@ fn ranked(index: &Index, query: &str, active: Option<&Path>, limit: usize, plain
     let average = files.iter().map(|f| f.3 as f32).sum::<f32>() / count;
     let mut frequency: HashMap<&str, f32> = HashMap::new();
     for word in &words {
-        frequency.insert(word, files.iter().filter(|f| f.2.contains_key(word.as_str())).count() as f32);
+        frequency.insert(word, files.iter().filter(|f| f.2.contains_key(&word_key(word))).count() as f32);
     }
     let mut out = Vec::new();
     for (path, definitions, counts, length) in files {
@@ -103,7 +103,7 @@ fn ranked(index: &Index, query: &str, active: Option<&Path>, limit: usize, plain
         let mut reasons = Vec::new();
         let mut content: Vec<String> = Vec::new();
         for word in &words {
-            let Some(&tf) = counts.get(word.as_str()) else { continue };
+            let Some(&tf) = counts.get(&word_key(word)) else { continue };
             let df = frequency.get(word.as_str()).copied().unwrap_or(0.0);
             let idf = ((count - df + 0.5) / (df + 0.5) + 1.0).ln();
             let tf = tf as f32;

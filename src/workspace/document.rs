@@ -63,6 +63,9 @@ pub(super) struct OpenDocument {
     reparses: VecDeque<Duration>,
     /// Tree-sitter parses of this document's text (its versions), for `tokamak.status`.
     pub(super) parses: u64,
+    /// When it was last opened, edited or parsed (a workspace-wide count): the documents
+    /// touched longest ago let their trees go first.
+    pub(super) touched: u64,
     /// Parses of a text that had been parsed already (never, unless something is wrong).
     pub(super) parsed_twice: u64,
 }
@@ -111,6 +114,7 @@ impl OpenDocument {
             reparses: VecDeque::with_capacity(REPARSE_SAMPLES),
             parses: 0,
             parsed_twice: 0,
+            touched: 0,
         }
     }
 
@@ -276,6 +280,23 @@ impl OpenDocument {
         let mut times: Vec<Duration> = self.reparses.iter().copied().collect();
         times.sort();
         times[times.len() / 2] > KEYSTROKE_PARSE_BUDGET
+    }
+
+    /// Whether the document holds a tree that [`OpenDocument::let_tree_go`] could drop.
+    pub(super) fn holds_tree(&self) -> bool {
+        self.syntax.is_some() && self.text.rope().len_bytes() > OPEN_PARSE_BYTES
+    }
+
+    /// Drops the tree of a document nobody is editing (to keep the memory of many large open
+    /// documents bounded): it is owed a parse from scratch, done off the keystroke when the
+    /// document is next edited or something needs its tree. The syntax diagnostics of its
+    /// version stay what they were.
+    pub(super) fn let_tree_go(&mut self) {
+        self.syntax = None;
+        self.unparsed.clear();
+        self.comment = None;
+        self.parse_pending = true;
+        self.parsed_at = self.edits;
     }
 
     /// What a parse of the text as it is now needs, when one is owed.

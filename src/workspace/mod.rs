@@ -99,11 +99,49 @@ pub fn language_of(uri: &Url, language_id: &str) -> Language {
 pub struct Workspace {
     documents: HashMap<Url, OpenDocument>,
     settings: SyntaxSettings,
+    /// Counts openings, edits and parses, to know which document was touched last.
+    touches: u64,
 }
 
 impl Workspace {
     pub fn new(settings: SyntaxSettings) -> Workspace {
-        Workspace { documents: HashMap::new(), settings }
+        Workspace { documents: HashMap::new(), settings, touches: 0 }
+    }
+
+    /// Marks a document as touched now, then lets the trees of the documents touched longest
+    /// ago go while the text holding trees is over `syntax.tree_bytes` (the document touched
+    /// last keeps its tree).
+    fn touch(&mut self, uri: &Url) {
+        self.touches += 1;
+        if let Some(document) = self.documents.get_mut(uri) {
+            document.touched = self.touches;
+        }
+        let mut holding: Vec<(u64, usize, &Url)> = self
+            .documents
+            .iter()
+            .filter(|(_, d)| d.holds_tree())
+            .map(|(uri, d)| (d.touched, d.text.rope().len_bytes(), uri))
+            .collect();
+        let total: usize = holding.iter().map(|(_, bytes, _)| bytes).sum();
+        if total <= self.settings.tree_bytes || holding.len() < 2 {
+            return;
+        }
+        holding.sort_by_key(|(touched, _, _)| std::cmp::Reverse(*touched));
+        let mut kept = 0;
+        let mut going: Vec<Url> = Vec::new();
+        for (index, (_, bytes, uri)) in holding.into_iter().enumerate() {
+            if index == 0 || kept + bytes <= self.settings.tree_bytes {
+                kept += bytes;
+            } else {
+                going.push(uri.clone());
+            }
+        }
+        for uri in going {
+            if let Some(document) = self.documents.get_mut(&uri) {
+                tracing::debug!("{uri}: its syntax tree is let go until it is edited again");
+                document.let_tree_go();
+            }
+        }
     }
 
     pub fn settings(&self) -> &SyntaxSettings {
@@ -122,7 +160,8 @@ impl Workspace {
         let mut document = OpenDocument::new(TextDocument::new(text, Some(version), language));
         document.parse_whole(&self.settings, false);
         let snapshot = document.snapshot(uri.clone());
-        self.documents.insert(uri, document);
+        self.documents.insert(uri.clone(), document);
+        self.touch(&uri);
         snapshot
     }
 
@@ -156,7 +195,9 @@ impl Workspace {
         document.text.set_version(Some(version));
         let inserted_nul = changes.iter().any(|c| c.text.contains('\0'));
         report.syntax = document.refresh_syntax(&self.settings, &report.applied, inserted_nul);
-        Ok((document.snapshot(uri.clone()), report))
+        let snapshot = document.snapshot(uri.clone());
+        self.touch(uri);
+        Ok((snapshot, report))
     }
 
     /// After `didSave`: when the editor included the text and it differs from ours, ours is
@@ -246,7 +287,9 @@ impl Workspace {
         took: Option<std::time::Duration>,
     ) -> Option<DocumentSnapshot> {
         let document = self.documents.get_mut(&job.uri)?;
-        document.finish_parse(job, tree, took).then(|| document.snapshot(job.uri.clone()))
+        let snapshot = document.finish_parse(job, tree, took).then(|| document.snapshot(job.uri.clone()))?;
+        self.touch(&job.uri);
+        Some(snapshot)
     }
 
     /// How many times each open document's text was parsed (tree-sitter, whole or
@@ -408,5 +451,40 @@ mod tests {
         assert_eq!(report.syntax, SyntaxAfter::Parsed);
         assert!(!snapshot.syntax_pending);
         assert_eq!(snapshot.tree.as_ref().unwrap().root_node().to_sexp(), fresh_sexp(&snapshot));
+    }
+
+    #[test]
+    fn the_trees_of_documents_not_edited_lately_are_let_go() {
+        let text = "def f(x):\n    return x  # twice\n\n".repeat(OPEN_PARSE_BYTES / 30 + 1);
+        let settings = SyntaxSettings { tree_bytes: text.len() * 2 + 100, ..SyntaxSettings::default() };
+        let mut workspace = Workspace::new(settings);
+        let parse = |workspace: &mut Workspace, file: &Url| {
+            let job = workspace.background_parse_job(file).expect("a parse owed");
+            let tree = job.parse().unwrap();
+            let snapshot = workspace.finish_parse(&job, tree).expect("installed");
+            workspace.parse_ended(file, job.generation());
+            snapshot
+        };
+        let files: Vec<Url> = ["a.py", "b.py", "c.py"].iter().map(|name| uri(name)).collect();
+        for file in &files {
+            workspace.open(file.clone(), "python", 1, &text);
+            assert!(parse(&mut workspace, file).tree.is_some());
+        }
+        // two documents' text fits: the first one opened let its tree go
+        let trees = |workspace: &Workspace| -> Vec<bool> {
+            files.iter().map(|f| workspace.snapshot(f).unwrap().tree.is_some()).collect()
+        };
+        assert_eq!(trees(&workspace), [false, true, true]);
+        assert!(workspace.snapshot(&files[0]).unwrap().syntax_pending);
+
+        // editing it brings its tree back from scratch, and the one touched longest ago goes
+        let (snapshot, report) =
+            workspace.change(&files[0], 2, &[insert_at(0, 0, "y = 1\n")], PositionEncoding::Utf8).unwrap();
+        assert_eq!(report.syntax, SyntaxAfter::Pending);
+        assert!(workspace.background_parse_job(&files[0]).is_some_and(|job| job.old_tree.is_none()));
+        workspace.parse_ended(&files[0], workspace.parse_job(&files[0]).unwrap().generation());
+        let snapshot = parse(&mut workspace, &snapshot.uri);
+        assert_eq!(snapshot.tree.as_ref().unwrap().root_node().to_sexp(), fresh_sexp(&snapshot));
+        assert_eq!(trees(&workspace), [true, false, true]);
     }
 }
