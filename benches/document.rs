@@ -2,6 +2,8 @@
 //! single-character `didChange` up to its syntax diagnostics being ready, in that file and
 //! in files of 1 MB and 5 MB (SPEC §4: a keystroke's cost follows the edit, not the file).
 
+mod common;
+
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -11,26 +13,8 @@ use tokamak::text::{Language, LineCol, PositionEncoding, TextChange};
 use tokamak::workspace::Workspace;
 use url::Url;
 
-/// A realistic 10 000-line module: classes with methods, functions, comments, strings.
 fn ten_thousand_lines() -> String {
-    module(|text| text.lines().count() < 10_000)
-}
-
-/// The same kind of module, about `bytes` long.
-fn of_size(bytes: usize) -> String {
-    module(|text| text.len() < bytes)
-}
-
-fn module(more: impl Fn(&str) -> bool) -> String {
-    let mut text = String::from("\"\"\"A generated module for benchmarks.\"\"\"\n\nimport os\nimport re\n\n");
-    let mut n = 0;
-    while more(&text) {
-        text.push_str(&format!(
-            "\n\nclass Record{n}:\n    \"\"\"Holds record number {n}.\"\"\"\n\n    def __init__(self, name: str, value: int = {n}) -> None:\n        self.name = name\n        self.value = value\n\n    def describe(self) -> str:\n        # explain the record\n        return f\"{{self.name}}: {{self.value}} ({n})\"\n\n\ndef make_record_{n}(items: list[str]) -> Record{n}:\n    total = sum(len(item) for item in items if re.match(r\"\\w+\", item))\n    return Record{n}(os.sep.join(items), total)\n"
-        ));
-        n += 1;
-    }
-    text
+    common::lines(10_000)
 }
 
 /// What follows a pause in typing in a document tree-sitter accepts: the language's own
@@ -96,9 +80,11 @@ fn bench_keystroke(c: &mut Criterion, name: &str, text: &str, column: u32, chara
 /// background after the keystroke, and a small one on it.
 fn bench_placement(c: &mut Criterion) {
     let uri = Url::parse("file:///bench/big.py").unwrap();
-    for (label, text) in
-        [("10k-line", ten_thousand_lines()), ("60 KB", of_size(60 * 1024)), ("16 KB", of_size(16 * 1024))]
-    {
+    for (label, text) in [
+        ("10k-line", ten_thousand_lines()),
+        ("60 KB", common::of_size(60 * 1024)),
+        ("16 KB", common::of_size(16 * 1024)),
+    ] {
         // the colon of a `def` in the middle removed
         let at = text[text.len() / 2..].find("-> str:").map(|i| text.len() / 2 + i + 6).unwrap();
         let broken = format!("{}{}", &text[..at], &text[at + 1..]);
@@ -194,11 +180,11 @@ fn bench_keystrokes(c: &mut Criterion) {
     bench_keystroke(c, "keystroke in 10k-line python file (identifier char)", &text, 12, "x");
     bench_keystroke(c, "keystroke in 10k-line python file (breaks syntax)", &text, 12, "(");
     // at most syntax::FRESH_REPARSE_BYTES: a tree with errors is parsed again from scratch
-    let small = of_size(7 * 1024);
+    let small = common::of_size(7 * 1024);
     bench_keystroke(c, "keystroke in a 7 KiB python file (identifier char)", &small, 12, "x");
     bench_keystroke(c, "keystroke in a 7 KiB python file (breaks syntax)", &small, 12, "(");
     for (megabytes, label) in [(1, "1 MB"), (5, "5 MB")] {
-        let text = of_size(megabytes * 1024 * 1024);
+        let text = common::of_size(megabytes * 1024 * 1024);
         bench_keystroke(c, &format!("keystroke in a {label} python file (identifier char)"), &text, 12, "x");
         bench_keystroke(c, &format!("keystroke in a {label} python file (breaks syntax)"), &text, 12, "(");
         bench_keystroke(

@@ -1,0 +1,49 @@
+//! The Python modules the benchmarks type into, generated: classes with methods, functions,
+//! comments and strings, at the sizes SPEC §4 names (200, 2 000 and 10 000 lines, 5 MB).
+#![allow(dead_code)] // each benchmark is a crate of its own and uses some of these
+
+/// A module of about `lines` lines.
+pub fn lines(lines: usize) -> String {
+    module(|text| text.lines().count() < lines)
+}
+
+/// A module about `bytes` long.
+pub fn of_size(bytes: usize) -> String {
+    module(|text| text.len() < bytes)
+}
+
+/// The sizes every benchmark of what a user waits on is run at, with their labels.
+pub fn sizes() -> Vec<(&'static str, String)> {
+    vec![
+        ("200-line", lines(200)),
+        ("2 000-line", lines(2_000)),
+        ("10 000-line", lines(10_000)),
+        ("5 MB", of_size(5 * 1024 * 1024)),
+    ]
+}
+
+fn module(more: impl Fn(&str) -> bool) -> String {
+    let mut text = String::from("\"\"\"A generated module for benchmarks.\"\"\"\n\nimport os\nimport re\n\n");
+    let mut n = 0;
+    while more(&text) {
+        text.push_str(&format!(
+            "\n\nclass Record{n}:\n    \"\"\"Holds record number {n}.\"\"\"\n\n    def __init__(self, name: str, value: int = {n}) -> None:\n        self.name = name\n        self.value = value\n\n    def describe(self) -> str:\n        # explain the record\n        return f\"{{self.name}}: {{self.value}} ({n})\"\n\n\ndef make_record_{n}(items: list[str]) -> Record{n}:\n    total = sum(len(item) for item in items if re.match(r\"\\w+\", item))\n    return Record{n}(os.sep.join(items), total)\n"
+        ));
+        n += 1;
+    }
+    text
+}
+
+/// The first line at or after `from` that starts with `prefix` (`from` itself when none does).
+pub fn line_from(text: &str, from: usize, prefix: &str) -> usize {
+    text.lines().enumerate().skip(from).find(|(_, l)| l.starts_with(prefix)).map_or(from, |(n, _)| n)
+}
+
+/// The `share` percentile of sorted samples (nearest rank).
+pub fn percentile(sorted: &[f64], share: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = ((share * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
