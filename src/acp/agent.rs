@@ -388,11 +388,16 @@ impl Agent {
                 if cancel.is_cancelled() { acp::StopReason::Cancelled } else { acp::StopReason::EndTurn };
             return result(acp::PromptResponse::new(reason));
         }
-        let window = match &context.model {
-            Ok(model) => session.window(model.as_ref()).await,
-            Err(_) => None,
-        };
-        session.editor.set_context_window(window);
+        // the context window is asked of the model's server beside the run, not before it: a
+        // server slow to answer (or one that does not have the endpoint) must not hold the plan
+        session.editor.set_context_window(None);
+        if let Ok(model) = &context.model {
+            let (asking, model) = (Arc::clone(&session), Arc::clone(model));
+            tokio::spawn(async move {
+                let window = asking.window(model.as_ref()).await;
+                asking.editor.set_context_window(window);
+            });
+        }
         let task =
             TaskRequest { goal, plan: None, selection: None, plan_id: new_plan_id(), role: picked.role };
         let report = run_task(&context, task, handle).await;
