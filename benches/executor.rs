@@ -5,34 +5,25 @@
 //! measured once and printed, with the shadow repository's size: they happen once per
 //! project and once per run.
 
+mod common;
+
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use async_trait::async_trait;
 use criterion::{Criterion, criterion_group, criterion_main};
 use tokamak::config::{CheckerSettings, Settings, SyntaxSettings};
-use tokamak::editor::{Editor, MessageLevel};
+use tokamak::editor::Editor;
 use tokamak::executor::{
     Action, Confinement, Executor, ExecutorContext, ExecutorSettings, RefuseUnlisted, ShadowCopy,
 };
 use tokamak::history::{Checkpoints, Stage};
+use tokamak::observer::Observer;
 use tokamak::observer::checkers::Checkers;
-use tokamak::observer::{Diagnostic, Observer};
-use tokamak::workspace::{DocumentSnapshot, Workspace};
+use tokamak::workspace::Workspace;
 use tokio_util::sync::CancellationToken;
-use url::Url;
 
 const FILES: usize = 5_000;
-
-struct Quiet;
-
-#[async_trait]
-impl Editor for Quiet {
-    async fn publish_diagnostics(&self, _: &DocumentSnapshot, _: Vec<Diagnostic>) {}
-    async fn clear_diagnostics(&self, _: &Url) {}
-    async fn show_message(&self, _: MessageLevel, _: String) {}
-}
 
 fn project(root: &Path) {
     for folder in 0..FILES / 100 {
@@ -152,7 +143,7 @@ fn bench_actions(c: &mut Criterion) {
     let checkers =
         Checkers::from_settings(&CheckerSettings { enable: Some(Vec::new()), ..Default::default() }).unwrap();
     let workspace = Arc::new(Mutex::new(Workspace::new(SyntaxSettings::default())));
-    let editor: Arc<dyn Editor> = Arc::new(Quiet);
+    let editor: Arc<dyn Editor> = Arc::new(common::Quiet);
     let observer = Observer::new(workspace, Arc::clone(&editor), checkers, Some(root.clone()));
     let mut settings = ExecutorSettings::from_settings(&Settings::default(), true);
     settings.limits.tool_calls = u32::MAX;

@@ -12,36 +12,21 @@ use std::cell::RefCell;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use async_trait::async_trait;
 use criterion::{Criterion, criterion_group, criterion_main};
 use tokamak::config::{CheckerSettings, SyntaxSettings};
 use tokamak::context::LiveIndex;
-use tokamak::editor::{DocumentEdit, EditOutcome, Editor, MessageLevel};
+use tokamak::observer::Observer;
 use tokamak::observer::checkers::Checkers;
-use tokamak::observer::{Diagnostic, Observer};
 use tokamak::text::{LineCol, PositionEncoding, TextChange};
-use tokamak::workspace::{DocumentSnapshot, Workspace};
+use tokamak::workspace::Workspace;
 use url::Url;
-
-/// An editor that takes what is published and drops it.
-struct Quiet;
-
-#[async_trait]
-impl Editor for Quiet {
-    async fn publish_diagnostics(&self, _: &DocumentSnapshot, _: Vec<Diagnostic>) {}
-    async fn clear_diagnostics(&self, _: &Url) {}
-    async fn show_message(&self, _: MessageLevel, _: String) {}
-    async fn apply_edit(&self, _: DocumentEdit<'_>) -> EditOutcome {
-        EditOutcome::Applied { echoed: false }
-    }
-}
 
 /// An Observer wired as the server wires it, on a folder of its own.
 fn observer(root: &std::path::Path) -> Arc<Observer> {
     let checkers =
         Checkers::from_settings(&CheckerSettings { enable: Some(Vec::new()), ..Default::default() }).unwrap();
     let workspace = Arc::new(Mutex::new(Workspace::new(SyntaxSettings::default())));
-    let observer = Observer::new(workspace, Arc::new(Quiet), checkers, Some(root.to_path_buf()));
+    let observer = Observer::new(workspace, Arc::new(common::Quiet), checkers, Some(root.to_path_buf()));
     let index = LiveIndex::new(root, None);
     observer.on_parsed(Box::new(move |snapshot| {
         if let Some(path) = snapshot.path() {

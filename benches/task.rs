@@ -9,6 +9,8 @@
 //! prefix each request shares with the one before, laid out as a chat template does —
 //! within a step and across steps of different roles: what a server's prompt cache reuses.
 
+mod common;
+
 use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -19,15 +21,15 @@ use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use serde_json::json;
 use tokamak::agent::{ExitReason, Runs, TaskContext, TaskRequest, run_task};
 use tokamak::config::{CheckerSettings, FixSettings, LimitSettings, PlanSettings, Settings, SyntaxSettings};
-use tokamak::editor::{Editor, MessageLevel};
+use tokamak::editor::Editor;
 use tokamak::executor::{Confinement, ExecutorContext, ExecutorSettings, RefuseUnlisted};
 use tokamak::model::{
     CallOptions, FinishReason, Input, Model, ModelError, ModelInfo, Provider, Reply, Request, ToolCall,
     ToolsMode, Usage,
 };
+use tokamak::observer::Observer;
 use tokamak::observer::checkers::Checkers;
-use tokamak::observer::{Diagnostic, Observer};
-use tokamak::workspace::{DocumentSnapshot, Workspace};
+use tokamak::workspace::Workspace;
 use url::Url;
 
 /// Plays its replies in order, at once, and notes each prompt's size in characters and the
@@ -135,15 +137,6 @@ fn script(steps: usize) -> VecDeque<Reply> {
     replies
 }
 
-struct Quiet;
-
-#[async_trait]
-impl Editor for Quiet {
-    async fn publish_diagnostics(&self, _: &DocumentSnapshot, _: Vec<Diagnostic>) {}
-    async fn clear_diagnostics(&self, _: &Url) {}
-    async fn show_message(&self, _: MessageLevel, _: String) {}
-}
-
 fn project(root: &Path, steps: usize) {
     for i in 1..=steps {
         let mut text =
@@ -171,7 +164,7 @@ fn setup_with(
     let checkers =
         Checkers::from_settings(&CheckerSettings { enable: Some(Vec::new()), ..Default::default() }).unwrap();
     let workspace = Arc::new(Mutex::new(Workspace::new(SyntaxSettings::default())));
-    let editor: Arc<dyn Editor> = Arc::new(Quiet);
+    let editor: Arc<dyn Editor> = Arc::new(common::Quiet);
     let root = dir.path().canonicalize().unwrap();
     let observer = Observer::new(workspace, Arc::clone(&editor), checkers, Some(root.clone()));
     let mut settings = ExecutorSettings::from_settings(&Settings::default(), true);

@@ -47,3 +47,18 @@ pub fn percentile(sorted: &[f64], share: f64) -> f64 {
     let rank = ((share * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
     sorted[rank - 1]
 }
+
+/// An editor that takes what is published and said and drops it.
+pub struct Quiet;
+
+#[async_trait::async_trait]
+impl tokamak::editor::Editor for Quiet {
+    async fn publish_diagnostics(
+        &self,
+        _: &tokamak::workspace::DocumentSnapshot,
+        _: Vec<tokamak::observer::Diagnostic>,
+    ) {
+    }
+    async fn clear_diagnostics(&self, _: &url::Url) {}
+    async fn show_message(&self, _: tokamak::editor::MessageLevel, _: String) {}
+}
