@@ -149,7 +149,9 @@ fn last_syntax(client: &LspClient, uri: &str) -> Vec<(Value, String)> {
 /// Waits until both documents' diagnostics are settled and no publish has come for a while.
 fn settle(client: &mut LspClient, uris: &[&str]) {
     for uri in uris {
+        let started = std::time::Instant::now();
         client.observer_diagnostics(uri, true);
+        eprintln!("{uri} settled after {:?}", started.elapsed());
     }
     let mut count = usize::MAX;
     loop {

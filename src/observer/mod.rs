@@ -431,10 +431,16 @@ impl Observer {
             if let Ok((job, Ok(tree))) = parsed {
                 let publishing = self.publishing.lock().await;
                 let installed = lock(&self.workspace).finish_parse(&job, tree);
-                if let Some(snapshot) = installed.filter(|s| !s.syntax_pending) {
-                    self.parsed_now(&snapshot).await;
-                    drop(publishing);
-                    return Some(snapshot);
+                match installed {
+                    Some(snapshot) if !snapshot.syntax_pending => {
+                        self.parsed_now(&snapshot).await;
+                        drop(publishing);
+                        return Some(snapshot);
+                    }
+                    // typed meanwhile: the tree caught up with the edits and owes a quick
+                    // reparse, which the keystrokes left to the parse that was under way
+                    Some(snapshot) => self.schedule_parse(&snapshot, Some(PARSE_PAUSE)),
+                    None => {}
                 }
             }
             // the document changed meanwhile (or the parse failed): what there is now
@@ -602,7 +608,18 @@ impl Observer {
             let publishing = observer.publishing.lock().await;
             let installed = lock(&observer.workspace).finish_parse_timed(&job, tree, Some(took));
             drop(ended);
-            let Some(snapshot) = installed else { return };
+            let Some(snapshot) = installed else {
+                // a newer tree was installed meanwhile (a request needed one at once) or the
+                // text was replaced: the keystrokes that came while this parse ran gave theirs
+                // up for it, so a parse the document still owes is scheduled here, or it would
+                // wait for the next keystroke (and someone settling it, for good)
+                drop(publishing);
+                let owed = lock(&observer.workspace).snapshot(&uri).filter(|s| s.syntax_pending);
+                if let Some(owed) = owed {
+                    observer.schedule_parse(&owed, Some(PARSE_PAUSE));
+                }
+                return;
+            };
             if snapshot.syntax_pending {
                 // typed meanwhile: the tree caught up with the edits and owes a quick reparse
                 drop(publishing);

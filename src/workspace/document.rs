@@ -186,7 +186,7 @@ impl OpenDocument {
             .collect();
         let Some(incremental) = incremental.filter(|e| !e.is_empty()) else {
             // a whole new text: nothing to reuse (a large one is parsed in the background)
-            self.generation = next_generation();
+            self.new_generation();
             self.parse_whole(settings, false);
             return if self.parse_pending { SyntaxAfter::Pending } else { SyntaxAfter::Parsed };
         };
@@ -200,7 +200,7 @@ impl OpenDocument {
             return SyntaxAfter::Parsed;
         }
         if was_skipped {
-            self.generation = next_generation();
+            self.new_generation();
             self.parse_whole(settings, true);
             return SyntaxAfter::Parsed;
         }
@@ -297,6 +297,15 @@ impl OpenDocument {
         self.comment = None;
         self.parse_pending = true;
         self.parsed_at = self.edits;
+    }
+
+    /// A text no parse under way was made for: its result will not be installed, and a
+    /// background parse of this text may start at once (the one under way marks its end
+    /// only for its own generation, so the mark is taken off here, or no background parse
+    /// would start again and a document would wait for its tree for good).
+    fn new_generation(&mut self) {
+        self.generation = next_generation();
+        self.parsing = false;
     }
 
     /// What a parse of the text as it is now needs, when one is owed.

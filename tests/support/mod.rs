@@ -253,10 +253,16 @@ impl LspClient {
 
     /// Sends a request and returns the whole response message (`result` or `error`).
     pub fn request(&mut self, method: &str, params: Value) -> Value {
+        self.request_within(method, params, TIMEOUT)
+    }
+
+    /// [`LspClient::request`], waiting up to `timeout` for the answer (a request that asks the
+    /// server to wait longer than [`TIMEOUT`] itself).
+    pub fn request_within(&mut self, method: &str, params: Value, timeout: Duration) -> Value {
         let id = self.next_id;
         self.next_id += 1;
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        self.wait_for(&format!("the response to {method}"), |m| {
+        self.wait_within(&format!("the response to {method}"), timeout, |m| {
             m.get("id") == Some(&json!(id)) && m.get("method").is_none()
         })
     }
@@ -264,10 +270,15 @@ impl LspClient {
     /// Waits for the first message (kept from before, or new) that `matches`; the others stay
     /// in the backlog. Requests from the server are answered with `null`.
     pub fn wait_for(&mut self, what: &str, matches: impl Fn(&Value) -> bool) -> Value {
+        self.wait_within(what, TIMEOUT, matches)
+    }
+
+    /// [`LspClient::wait_for`], for up to `timeout`.
+    pub fn wait_within(&mut self, what: &str, timeout: Duration, matches: impl Fn(&Value) -> bool) -> Value {
         if let Some(index) = self.backlog.iter().position(&matches) {
             return self.backlog.remove(index).expect("index in range");
         }
-        let deadline = Instant::now() + TIMEOUT;
+        let deadline = Instant::now() + timeout;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.incoming.recv_timeout(left) {
@@ -855,9 +866,11 @@ impl LspClient {
 
     /// `tokamak.diagnostics` for `uri`, waiting for every checker when `wait`.
     pub fn observer_diagnostics(&mut self, uri: &str, wait: bool) -> Value {
-        let response = self.request(
+        // the server is asked to wait up to a minute for the document to settle: so is this
+        let response = self.request_within(
             "workspace/executeCommand",
             json!({"command": "tokamak.diagnostics", "arguments": [{"uri": uri, "wait": wait, "timeout_ms": 60000}]}),
+            Duration::from_secs(75),
         );
         assert!(response.get("error").is_none(), "tokamak.diagnostics failed: {response}");
         response["result"].clone()
