@@ -63,12 +63,12 @@ impl FixPrompt<'_> {
         let _ = writeln!(out, "Fix these problems in {} ({}):\n", self.path, snapshot.language.name());
         out.push_str(&error_summary(snapshot, self.targets, self.path, budget / 3));
         let fence = snapshot.language.name().to_ascii_lowercase();
-        let statements = top_level(snapshot);
-        let symbols = symbols_around(snapshot, &statements, self.targets);
+        let statements = Statements::of(snapshot);
+        let symbols = symbols_around(snapshot, statements, self.targets);
         let _ = writeln!(out, "\nThe code around them in {}:\n", self.path);
-        let code = context_of(snapshot, &statements, &symbols, self.targets, budget);
+        let code = context_of(snapshot, statements, &symbols, self.targets, budget);
         let _ = writeln!(out, "```{fence}\n{code}```");
-        let outline = outline_near(snapshot, &statements, self.targets, budget / 4);
+        let outline = outline_near(snapshot, statements, self.targets, budget / 4);
         if !outline.trim().is_empty() {
             let _ = writeln!(out, "\nOutline of {}:\n{outline}", self.path);
         }
@@ -94,40 +94,55 @@ impl FixPrompt<'_> {
 /// or a window around it, merged, in file order, with `…` where lines are left out; cut to
 /// `token_budget`.
 pub fn focused_context(snapshot: &DocumentSnapshot, targets: &[Diagnostic], token_budget: usize) -> String {
-    let statements = top_level(snapshot);
-    let symbols = symbols_around(snapshot, &statements, targets);
-    context_of(snapshot, &statements, &symbols, targets, token_budget)
+    let statements = Statements::of(snapshot);
+    let symbols = symbols_around(snapshot, statements, targets);
+    context_of(snapshot, statements, &symbols, targets, token_budget)
 }
 
-/// The top-level statements of the snapshot's tree, in order.
-fn top_level(snapshot: &DocumentSnapshot) -> Vec<tree_sitter::Node<'_>> {
-    let Some(tree) = &snapshot.tree else { return Vec::new() };
-    let root = tree.root_node();
-    let mut cursor = root.walk();
-    root.named_children(&mut cursor).collect()
+/// The top-level statements of a snapshot's tree, found where they are needed without
+/// walking the others: tree-sitter keeps a long run of statements as a balanced tree of hidden
+/// nodes, so the statement at a byte and its neighbours each cost the log of how many there
+/// are. A fix's prompt then costs what the errors' surroundings hold, not what the file does
+/// (collecting a 10 000-line file's statements took most of its prompt's time).
+#[derive(Clone, Copy)]
+struct Statements<'t> {
+    root: Option<tree_sitter::Node<'t>>,
 }
 
-/// Which of `statements` holds `offset` (or the last one starting before it).
-fn holding(statements: &[tree_sitter::Node<'_>], offset: usize) -> usize {
-    statements.partition_point(|n| n.start_byte() <= offset).saturating_sub(1)
+impl<'t> Statements<'t> {
+    fn of(snapshot: &'t DocumentSnapshot) -> Statements<'t> {
+        let root =
+            snapshot.tree.as_ref().map(|tree| tree.root_node()).filter(|root| root.named_child_count() > 0);
+        Statements { root }
+    }
+
+    /// The statement holding `offset`, else the last one starting before it, else the first.
+    fn holding(&self, offset: usize) -> Option<tree_sitter::Node<'t>> {
+        let root = self.root?;
+        match root.first_named_child_for_byte(offset) {
+            Some(next) if next.start_byte() <= offset => Some(next),
+            Some(next) => next.prev_named_sibling().or(Some(next)),
+            None => root.named_child(root.named_child_count().saturating_sub(1)),
+        }
+    }
+
+    fn first(&self) -> Option<tree_sitter::Node<'t>> {
+        self.root?.named_child(0)
+    }
 }
 
 /// The symbols of the top-level statements the targets are in: what their enclosing scopes
 /// are found in, read from those statements alone (not the whole file).
 fn symbols_around(
     snapshot: &DocumentSnapshot,
-    statements: &[tree_sitter::Node<'_>],
+    statements: Statements<'_>,
     targets: &[Diagnostic],
 ) -> Vec<crate::syntax::Symbol> {
-    if statements.is_empty() {
-        return Vec::new();
-    }
-    let mut held: Vec<usize> = targets.iter().map(|t| holding(statements, t.range.start)).collect();
-    held.sort_unstable();
-    held.dedup();
-    held.into_iter()
-        .flat_map(|i| node_symbols(statements[i], &snapshot.rope, snapshot.language, None))
-        .collect()
+    let mut held: Vec<tree_sitter::Node<'_>> =
+        targets.iter().filter_map(|t| statements.holding(t.range.start)).collect();
+    held.sort_unstable_by_key(|n| n.start_byte());
+    held.dedup_by_key(|n| n.start_byte());
+    held.into_iter().flat_map(|n| node_symbols(n, &snapshot.rope, snapshot.language, None)).collect()
 }
 
 /// An outline of the definitions nearest the targets within `token_budget`: the top-level
@@ -136,52 +151,48 @@ fn symbols_around(
 /// out. A file's whole outline when it fits.
 fn outline_near(
     snapshot: &DocumentSnapshot,
-    statements: &[tree_sitter::Node<'_>],
+    statements: Statements<'_>,
     targets: &[Diagnostic],
     token_budget: usize,
 ) -> String {
     let Some(first) = targets.iter().map(|t| t.range.start).min() else { return String::new() };
-    if statements.is_empty() {
-        return String::new();
-    }
+    let Some(focus) = statements.holding(first) else { return String::new() };
     let budget = token_budget.saturating_mul(crate::text::CHARS_PER_TOKEN);
-    let focus = holding(statements, first);
     let outline_of =
-        |i: usize| outline(&node_symbols(statements[i], &snapshot.rope, snapshot.language, None));
+        |node: tree_sitter::Node<'_>| outline(&node_symbols(node, &snapshot.rope, snapshot.language, None));
     // the statement of the target, its members nearest the target first when it is long
     let own = outline_of(focus);
     let mut shown: std::collections::BTreeMap<usize, String> = std::collections::BTreeMap::new();
     let mut used = own.len();
     if own.len() > budget {
-        let symbols = node_symbols(statements[focus], &snapshot.rope, snapshot.language, None);
-        shown.insert(focus, nearest_members(&symbols, first, budget));
+        let symbols = node_symbols(focus, &snapshot.rope, snapshot.language, None);
+        shown.insert(focus.start_byte(), nearest_members(&symbols, first, budget));
         used = budget;
     } else {
-        shown.insert(focus, own);
+        shown.insert(focus.start_byte(), own);
     }
-    let (mut above, mut below) = (focus.checked_sub(1), focus + 1);
+    let (mut above, mut below) = (focus.prev_named_sibling(), focus.next_named_sibling());
     let (mut cut_above, mut cut_below) = (false, false);
-    while above.is_some() || below < statements.len() {
+    while above.is_some() || below.is_some() {
         for side in [true, false] {
-            let index = if side { above } else { Some(below).filter(|&b| b < statements.len()) };
-            let Some(index) = index else { continue };
-            let text = outline_of(index);
+            let Some(node) = (if side { above } else { below }) else { continue };
+            let text = outline_of(node);
             if used + text.len() > budget {
                 if side {
                     cut_above = true;
                     above = None;
                 } else {
                     cut_below = true;
-                    below = statements.len();
+                    below = None;
                 }
                 continue;
             }
             used += text.len();
-            shown.insert(index, text);
+            shown.insert(node.start_byte(), text);
             if side {
-                above = index.checked_sub(1);
+                above = node.prev_named_sibling();
             } else {
-                below += 1;
+                below = node.next_named_sibling();
             }
         }
     }
@@ -228,32 +239,45 @@ fn nearest_members(symbols: &[crate::syntax::Symbol], offset: usize, budget: usi
 /// The lines from the file's first top-level import to its last (`import`, `from … import`,
 /// an ES `import`); without imports, the top of the file up to its first statement, where
 /// one would go.
-fn import_block(statements: &[tree_sitter::Node<'_>]) -> Option<(usize, usize)> {
-    let statements: Vec<&tree_sitter::Node<'_>> = statements.iter().filter(|n| !n.is_extra()).collect();
+fn import_block(statements: Statements<'_>) -> Option<(usize, usize)> {
     let is_import = |n: &tree_sitter::Node<'_>| {
         matches!(n.kind(), "import_statement" | "import_from_statement" | "future_import_statement")
     };
+    // the statements from the top, comments left out, read only as far as the imports go
+    let mut next = statements.first();
+    let mut walk = std::iter::from_fn(|| {
+        while let Some(node) = next {
+            next = node.next_named_sibling();
+            if !node.is_extra() {
+                return Some(node);
+            }
+        }
+        None
+    })
+    .peekable();
+    let first_statement = walk.peek().map(|n| n.start_position().row)?;
     // the leading run of imports (after a docstring), not one far below the others
-    let imports: Vec<(usize, usize)> = statements
-        .iter()
+    let mut walk = walk
         .skip_while(|n| {
             !is_import(n) && n.kind() == "expression_statement" && n.start_position().row < WINDOW
         })
-        .take_while(|n| is_import(n))
-        .map(|n| (n.start_position().row, n.end_position().row))
-        .collect();
-    match (imports.first(), imports.last()) {
-        (Some(first), Some(last)) => Some((first.0, last.1.min(first.0 + MAX_IMPORT_LINES))),
-        _ => {
-            let first = statements.first()?;
-            Some((0, first.start_position().row.min(WINDOW)))
+        .take_while(is_import);
+    let Some(first) = walk.next() else { return Some((0, first_statement.min(WINDOW))) };
+    let start = first.start_position().row;
+    let cap = start + MAX_IMPORT_LINES;
+    let mut end = first.end_position().row;
+    for import in walk {
+        if import.start_position().row > cap {
+            return Some((start, cap));
         }
+        end = import.end_position().row;
     }
+    Some((start, end.min(cap)))
 }
 
 fn context_of(
     snapshot: &DocumentSnapshot,
-    statements: &[tree_sitter::Node<'_>],
+    statements: Statements<'_>,
     symbols: &[crate::syntax::Symbol],
     targets: &[Diagnostic],
     token_budget: usize,
