@@ -3,7 +3,7 @@
 //! time — from open documents (their rope and incrementally parsed tree, on each change) and
 //! from files changed on disk (watched-file events, the agent's own writes) — never rebuilt
 //! whole. A change only marks its file; the marks are applied before the next query, or in
-//! the background once changes pause (so no tree is held here for long).
+//! the background half a second after the first mark (so no tree is held here for long).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -55,7 +55,8 @@ pub struct LiveIndex {
     applying: std::sync::atomic::AtomicBool,
 }
 
-/// How long changes must pause before they are applied to the index in the background.
+/// How long after a change the marked changes are applied to the index in the background
+/// (while typing goes on, at most this often).
 const APPLY_PAUSE: std::time::Duration = std::time::Duration::from_millis(500);
 
 impl LiveIndex {
@@ -138,7 +139,7 @@ impl LiveIndex {
 
     /// An open document changed (or was opened): its text will be indexed, from its tree
     /// when it has one. Cheap: the rope and tree are shared, not copied. The change is applied
-    /// before the next query, or in the background once changes pause ([`APPLY_PAUSE`]), so
+    /// before the next query, or in the background [`APPLY_PAUSE`] after the first mark, so
     /// the trees of documents whose trees are let go are not held here for long.
     pub fn document_changed(self: &Arc<Self>, path: &Path, rope: Rope, tree: Option<(Tree, Language)>) {
         let path = self.normalize(path);
@@ -148,7 +149,7 @@ impl LiveIndex {
         }
     }
 
-    /// Applies the marked changes in the background once changes pause, when the index is
+    /// Applies the marked changes in the background [`APPLY_PAUSE`] after the first, when the index is
     /// built and there is a runtime to wait on (one waiting at a time).
     fn apply_soon(self: &Arc<Self>) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };

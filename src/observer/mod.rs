@@ -249,22 +249,19 @@ impl Observer {
             let mut state = lock(&self.state);
             let file = state.files.entry(uri.clone()).or_default();
             file.shift(&report.applied);
-            if report.syntax == SyntaxAfter::Parsed {
-                state.set_syntax_of(&snapshot)
-            } else {
-                match report.syntax {
-                    // typed inside a comment: what the syntax checks found on the version before
-                    // holds for this one
-                    SyntaxAfter::Unchanged => {
-                        file.carry(SOURCE, report.previous_version, snapshot.version);
-                        file.carry(STRICT_KEY, report.previous_version, snapshot.version);
-                        (false, false)
-                    }
-                    // a large document's syntax waits for its background parse (and a large
-                    // document's syntax errors for their repair); until then its earlier syntax
-                    // diagnostics stay, moved along with the edit
-                    SyntaxAfter::Pending | SyntaxAfter::Parsed => (false, false),
+            match report.syntax {
+                SyntaxAfter::Parsed => state.set_syntax_of(&snapshot),
+                // typed inside a comment: what the syntax checks found on the version before
+                // holds for this one
+                SyntaxAfter::Unchanged => {
+                    file.carry(SOURCE, report.previous_version, snapshot.version);
+                    file.carry(STRICT_KEY, report.previous_version, snapshot.version);
+                    (false, false)
                 }
+                // a large document's syntax waits for its background parse (and a large
+                // document's syntax errors for their repair); until then its earlier syntax
+                // diagnostics stay, moved along with the edit
+                SyntaxAfter::Pending => (false, false),
             }
         };
         self.after_change(&snapshot).await;
