@@ -145,7 +145,7 @@ fn edits_match_a_fresh_parse(
             } else {
                 snapshot
             };
-            let tree = snapshot.tree.expect("a tree");
+            let tree = snapshot.tree.clone().expect("a tree");
             let fresh = SyntaxTree::parse(Language::Python, &snapshot.rope).unwrap().unwrap();
             prop_assert_eq!(tree.root_node().to_sexp(), fresh.tree().root_node().to_sexp());
             prop_assert_eq!(

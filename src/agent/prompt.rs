@@ -171,28 +171,66 @@ fn outline_near(
     } else {
         shown.insert(focus.start_byte(), own);
     }
-    let (mut above, mut below) = (focus.prev_named_sibling(), focus.next_named_sibling());
-    let (mut cut_above, mut cut_below) = (false, false);
-    while above.is_some() || below.is_some() {
-        for side in [true, false] {
-            let Some(node) = (if side { above } else { below }) else { continue };
-            let text = outline_of(node);
-            if used + text.len() > budget {
-                if side {
-                    cut_above = true;
-                    above = None;
-                } else {
-                    cut_below = true;
-                    below = None;
+    // one cursor pass to the target's statement and on from it: a node asked for its
+    // previous or next sibling walks its parent's children from the first each time, which
+    // is quadratic in a long file's statements
+    let Some(root) = statements.root else { return in_file_order(shown) };
+    let most = budget / 4 + 1;
+    let mut cursor = root.walk();
+    let mut above: std::collections::VecDeque<tree_sitter::Node<'_>> = std::collections::VecDeque::new();
+    let mut more_above = false;
+    if cursor.goto_first_child() {
+        while cursor.node() != focus {
+            let node = cursor.node();
+            if node.is_named() {
+                if above.len() == most {
+                    above.pop_front();
+                    more_above = true;
                 }
-                continue;
+                above.push_back(node);
             }
-            used += text.len();
-            shown.insert(node.start_byte(), text);
-            if side {
-                above = node.prev_named_sibling();
-            } else {
-                below = node.next_named_sibling();
+            if !cursor.goto_next_sibling() {
+                break;
+            }
+        }
+    }
+    let mut next_below = || {
+        while cursor.goto_next_sibling() {
+            if cursor.node().is_named() {
+                return Some(cursor.node());
+            }
+        }
+        None
+    };
+    let (mut cut_above, mut cut_below) = (false, false);
+    let (mut above_done, mut below_done) = (false, false);
+    while !above_done || !below_done {
+        if !above_done {
+            match above.pop_back() {
+                Some(node) => {
+                    let text = outline_of(node);
+                    if used + text.len() > budget {
+                        (cut_above, above_done) = (true, true);
+                    } else {
+                        used += text.len();
+                        shown.insert(node.start_byte(), text);
+                    }
+                }
+                None => (cut_above, above_done) = (more_above, true),
+            }
+        }
+        if !below_done {
+            match next_below() {
+                Some(node) => {
+                    let text = outline_of(node);
+                    if used + text.len() > budget {
+                        (cut_below, below_done) = (true, true);
+                    } else {
+                        used += text.len();
+                        shown.insert(node.start_byte(), text);
+                    }
+                }
+                None => below_done = true,
             }
         }
     }
@@ -200,13 +238,16 @@ fn outline_near(
     if cut_above {
         out.push_str("…\n");
     }
-    for text in shown.values() {
-        out.push_str(text);
-    }
+    out.push_str(&in_file_order(shown));
     if cut_below {
         out.push_str("…\n");
     }
     out
+}
+
+/// The outlines shown, in the file's order.
+fn in_file_order(shown: std::collections::BTreeMap<usize, String>) -> String {
+    shown.into_values().collect()
 }
 
 /// A long definition's signature and its members nearest `offset`, in order, within `budget`

@@ -85,10 +85,9 @@ pub fn locate(text: &str, search: &str, threshold: f32) -> Result<Located, Locat
     if search.trim().is_empty() {
         return Err(LocateError::Empty);
     }
-    let lines = lines_of(text);
-    let line_of = |offset: usize| lines.iter().position(|l| offset < l.end).unwrap_or(lines.len()) + 1;
-
-    // 1. exactly (with and without the final newline, for a file that lacks one)
+    // 1. exactly (with and without the final newline, for a file that lacks one), searched
+    // with SIMD and without splitting the text into lines first: the common case costs a
+    // scan of the text, not a table of its lines
     for (trimmed, candidate) in [(false, search), (true, search.trim_end_matches('\n'))] {
         // without its newline a SEARCH must still end where a line does, or it would graft
         // the REPLACE onto the rest of a longer line
@@ -96,8 +95,9 @@ pub fn locate(text: &str, search: &str, threshold: f32) -> Result<Located, Locat
             let rest = &text[at + candidate.len()..];
             !trimmed || rest.is_empty() || rest.starts_with('\n') || rest.starts_with("\r\n")
         };
-        let found: Vec<usize> =
-            text.match_indices(candidate).map(|(at, _)| at).filter(|&at| ends_a_line(at)).collect();
+        let found: Vec<usize> = memchr::memmem::find_iter(text.as_bytes(), candidate.as_bytes())
+            .filter(|&at| ends_a_line(at))
+            .collect();
         match found.len() {
             0 => continue,
             1 => {
@@ -106,10 +106,14 @@ pub fn locate(text: &str, search: &str, threshold: f32) -> Result<Located, Locat
                     kind: MatchKind::Exact,
                 });
             }
-            _ => return Err(LocateError::Ambiguous { lines: found.iter().map(|&at| line_of(at)).collect() }),
+            _ => {
+                let line_of = |at: usize| memchr::memchr_iter(b'\n', &text.as_bytes()[..at]).count() + 1;
+                return Err(LocateError::Ambiguous { lines: found.iter().map(|&at| line_of(at)).collect() });
+            }
         }
     }
 
+    let lines = lines_of(text);
     let wanted: Vec<&str> =
         search.trim_end_matches('\n').split('\n').map(|l| l.trim_end_matches('\r')).collect();
     let count = wanted.len();

@@ -22,7 +22,7 @@ pub fn minimal_edits(old: &str, new: &str) -> Vec<(TextRange, String)> {
 /// overlapping).
 fn common_lines(old: &str, new: &str) -> (usize, usize) {
     let (a, b) = (old.as_bytes(), new.as_bytes());
-    let same = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let same = common_prefix(a, b);
     // back to the start of the line the first difference is on
     let head = if same == a.len() && same == b.len() {
         same
@@ -30,12 +30,43 @@ fn common_lines(old: &str, new: &str) -> (usize, usize) {
         a[..same].iter().rposition(|&c| c == b'\n').map_or(0, |n| n + 1)
     };
     let (a, b) = (&a[head..], &b[head..]);
-    let same = a.iter().rev().zip(b.iter().rev()).take_while(|(x, y)| x == y).count();
+    let same = common_suffix(a, b);
     // forward to the start of a line in both, within what they end with
     let starts_line = |text: &[u8], at: usize| at == 0 || text[at - 1] == b'\n';
     let tail =
         (0..=same).rev().find(|&n| starts_line(a, a.len() - n) && starts_line(b, b.len() - n)).unwrap_or(0);
     (head, tail)
+}
+
+/// Bytes compared a block at a time (a `memcmp` each) before one at a time: a small change
+/// in a long file is found at memory speed.
+const BLOCK: usize = 64;
+
+/// How many bytes `a` and `b` begin with in common.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let mut same = 0;
+    while same + BLOCK <= n && a[same..same + BLOCK] == b[same..same + BLOCK] {
+        same += BLOCK;
+    }
+    same + a[same..n].iter().zip(&b[same..n]).take_while(|(x, y)| x == y).count()
+}
+
+/// How many bytes `a` and `b` end with in common.
+fn common_suffix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let mut same = 0;
+    while same + BLOCK <= n
+        && a[a.len() - same - BLOCK..a.len() - same] == b[b.len() - same - BLOCK..b.len() - same]
+    {
+        same += BLOCK;
+    }
+    same + a[..a.len() - same]
+        .iter()
+        .rev()
+        .zip(b[..b.len() - same].iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count()
 }
 
 /// [`minimal_edits`] of two texts with no common whole lines at their ends.
@@ -185,6 +216,26 @@ mod tests {
         let edits = minimal_edits(old, new);
         assert_eq!(apply(old, &edits), new);
         assert!(edits.iter().all(|(r, _)| old.is_char_boundary(r.start) && old.is_char_boundary(r.end)));
+    }
+
+    #[test]
+    fn common_ends_are_found_across_blocks() {
+        let naive_prefix = |a: &[u8], b: &[u8]| a.iter().zip(b).take_while(|(x, y)| x == y).count();
+        let naive_suffix =
+            |a: &[u8], b: &[u8]| a.iter().rev().zip(b.iter().rev()).take_while(|(x, y)| x == y).count();
+        for len in [0, 1, 63, 64, 65, 127, 128, 200] {
+            let a: Vec<u8> = (0..len).map(|i| b'a' + (i % 26) as u8).collect();
+            for at in 0..len {
+                let mut b = a.clone();
+                b[at] = b'#';
+                assert_eq!(common_prefix(&a, &b), naive_prefix(&a, &b), "{len} {at}");
+                assert_eq!(common_suffix(&a, &b), naive_suffix(&a, &b), "{len} {at}");
+                let longer = [a.as_slice(), b"tail"].concat();
+                assert_eq!(common_prefix(&a, &longer), len);
+                let longer = [b"head".as_slice(), &a].concat();
+                assert_eq!(common_suffix(&a, &longer), len);
+            }
+        }
     }
 
     proptest! {

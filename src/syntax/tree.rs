@@ -63,9 +63,10 @@ impl SyntaxTree {
         self.tree.edit(&input_edit(edit));
     }
 
-    /// Takes a tree parsed elsewhere (in the background) for the text as it is now.
-    pub fn set_tree(&mut self, tree: Tree) {
-        self.tree = tree;
+    /// Takes a tree parsed elsewhere (in the background) for the text as it is now, giving
+    /// back the one it replaces.
+    pub fn set_tree(&mut self, tree: Tree) -> Tree {
+        std::mem::replace(&mut self.tree, tree)
     }
 
     /// Reparses `rope` reusing the edited tree (told of one change's edits); only the edited

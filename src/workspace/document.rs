@@ -83,6 +83,16 @@ pub struct ParseJob {
     pub(super) at: u64,
 }
 
+impl Drop for ParseJob {
+    fn drop(&mut self) {
+        if self.rope.len_bytes() >= super::DISCARD_TREE_BYTES
+            && let Some(tree) = self.old_tree.take()
+        {
+            crate::background::discard(tree);
+        }
+    }
+}
+
 impl ParseJob {
     /// Which text of the document this is ([`super::Workspace::parse_ended`]).
     pub fn generation(&self) -> u64 {
@@ -133,7 +143,7 @@ impl OpenDocument {
     /// Parses a whole new text: at once when `now` or when it is small, else the parse is
     /// owed to the background (a large document being opened).
     pub(super) fn parse_whole(&mut self, settings: &SyntaxSettings, now: bool) {
-        self.syntax = None;
+        self.let_syntax_go();
         self.unparsed.clear();
         self.comment = None;
         self.parse_pending = false;
@@ -193,7 +203,7 @@ impl OpenDocument {
         let was_skipped = self.syntax_skipped.is_some();
         self.syntax_skipped = skip_reason(self.text.rope(), settings, inserted_nul || was_skipped);
         if self.syntax_skipped.is_some() {
-            self.syntax = None;
+            self.let_syntax_go();
             self.unparsed.clear();
             self.parse_pending = false;
             self.comment = None;
@@ -292,11 +302,20 @@ impl OpenDocument {
     /// document is next edited or something needs its tree. The syntax diagnostics of its
     /// version stay what they were.
     pub(super) fn let_tree_go(&mut self) {
-        self.syntax = None;
+        self.let_syntax_go();
         self.unparsed.clear();
         self.comment = None;
         self.parse_pending = true;
         self.parsed_at = self.edits;
+    }
+
+    /// Drops the tree, freed in the background when it is large.
+    fn let_syntax_go(&mut self) {
+        if let Some(syntax) = self.syntax.take()
+            && self.text.rope().len_bytes() >= super::DISCARD_TREE_BYTES
+        {
+            crate::background::discard(syntax);
+        }
     }
 
     /// A text no parse under way was made for: its result will not be installed, and a
@@ -341,7 +360,12 @@ impl OpenDocument {
             tree.edit(&crate::syntax::input_edit(edit));
         }
         match &mut self.syntax {
-            Some(syntax) => syntax.set_tree(tree),
+            Some(syntax) => {
+                let old = syntax.set_tree(tree);
+                if self.text.rope().len_bytes() >= super::DISCARD_TREE_BYTES {
+                    crate::background::discard(old);
+                }
+            }
             None => match SyntaxTree::from_tree(job.language, tree) {
                 Ok(syntax) => self.syntax = Some(syntax),
                 Err(err) => {
