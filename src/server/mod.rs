@@ -167,7 +167,7 @@ impl Backend {
 /// Serves LSP on stdin/stdout until the client says `exit` or closes the stream; then the
 /// process ends (status 0 after `shutdown`, 1 without), its child processes with it.
 pub async fn run_stdio(log_queue: Option<LogMessageQueue>) -> ! {
-    let (stdout, outbox) = transport::output(tokio::io::stdout());
+    let (stdout, outbox) = transport::output(std::io::stdout());
     let lifecycle = Arc::new(transport::Lifecycle::default());
     let for_backend = outbox.clone();
     let (service, socket) = LspService::build(move |client| Backend::new(client, log_queue, for_backend))

@@ -29,7 +29,10 @@ pub async fn did_change(backend: &Backend, params: DidChangeTextDocumentParams) 
     let uri = params.text_document.uri;
     let version = params.text_document.version;
     let changes: Vec<_> = params.content_changes.into_iter().map(convert::text_change).collect();
-    match observer.change(&uri, version, &changes, backend.encoding()).await {
+    let started = std::time::Instant::now();
+    let changed = observer.change(&uri, version, &changes, backend.encoding()).await;
+    tracing::trace!("{uri} version {version}: changed and published in {:?}", started.elapsed());
+    match changed {
         Ok((_, report)) => {
             if report.clamped_edits > 0 {
                 tracing::warn!(

@@ -30,9 +30,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::io::{
-    AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream,
-};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader, DuplexStream};
 use tokio::sync::mpsc;
 use tower_lsp::jsonrpc::{ErrorCode, Request, Response};
 use tower_service::Service;
@@ -264,10 +262,13 @@ impl Lifecycle {
     }
 }
 
-/// Writes to `stdout`: returns the pipe tower-lsp writes into and the [`Outbox`].
+/// Writes to `stdout`: returns the pipe tower-lsp writes into and the [`Outbox`]. The writes
+/// are made by a thread of their own, each message in one write and a flush: the async
+/// standard output hands every write and flush to a blocking thread in turn (three hand-offs
+/// a message), and on a busy machine each hand-off can wait for a core.
 pub fn output<W>(stdout: W) -> (DuplexStream, Outbox)
 where
-    W: AsyncWrite + Unpin + Send + 'static,
+    W: std::io::Write + Send + 'static,
 {
     let (sender, mut receiver) = mpsc::unbounded_channel::<Out>();
     let outbox = Outbox { sender };
@@ -282,29 +283,32 @@ where
             }
         }
     });
-    tokio::spawn(async move {
+    let writer = std::thread::Builder::new().name("tokamak-stdout".to_string()).spawn(move || {
         let mut stdout = stdout;
-        while let Some(out) = receiver.recv().await {
+        let mut message = Vec::new();
+        while let Some(out) = receiver.blocking_recv() {
             match out {
                 Out::Frame(body) => {
-                    let header = format!("Content-Length: {}\r\n\r\n", body.len());
-                    let written = async {
-                        stdout.write_all(header.as_bytes()).await?;
-                        stdout.write_all(&body).await?;
-                        stdout.flush().await
-                    };
-                    if written.await.is_err() {
+                    message.clear();
+                    message.extend_from_slice(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes());
+                    message.extend_from_slice(&body);
+                    if stdout.write_all(&message).and_then(|()| stdout.flush()).is_err() {
                         // the editor is gone
                         end(1);
                     }
                 }
                 Out::Exit(code) => {
-                    let _ = stdout.flush().await;
+                    let _ = stdout.flush();
                     end(code);
                 }
             }
         }
     });
+    if let Err(err) = writer {
+        // nothing can be said to the editor without it
+        tracing::error!("cannot start the thread that writes to the editor: {err}");
+        end(1);
+    }
     (server_side, outbox)
 }
 
