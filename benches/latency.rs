@@ -111,6 +111,9 @@ fn bench_keystrokes(c: &mut Criterion) {
                     })
                 });
                 let mut samples = samples.into_inner();
+                if samples.is_empty() {
+                    continue; // filtered out on the command line
+                }
                 samples.sort_by(f64::total_cmp);
                 println!(
                     "{name}: median {:.3} ms, p90 {:.3} ms, p99 {:.3} ms over {} keystrokes",
