@@ -202,19 +202,23 @@ fn outline_near(
         }
         None
     };
+    // shows a statement's outline while the budget lasts; `false` once it is spent
+    let mut show = |node: tree_sitter::Node<'_>| {
+        let text = outline_of(node);
+        if used + text.len() > budget {
+            return false;
+        }
+        used += text.len();
+        shown.insert(node.start_byte(), text);
+        true
+    };
     let (mut cut_above, mut cut_below) = (false, false);
     let (mut above_done, mut below_done) = (false, false);
     while !above_done || !below_done {
         if !above_done {
             match above.pop_back() {
                 Some(node) => {
-                    let text = outline_of(node);
-                    if used + text.len() > budget {
-                        (cut_above, above_done) = (true, true);
-                    } else {
-                        used += text.len();
-                        shown.insert(node.start_byte(), text);
-                    }
+                    (cut_above, above_done) = if show(node) { (false, false) } else { (true, true) }
                 }
                 None => (cut_above, above_done) = (more_above, true),
             }
@@ -222,13 +226,7 @@ fn outline_near(
         if !below_done {
             match next_below() {
                 Some(node) => {
-                    let text = outline_of(node);
-                    if used + text.len() > budget {
-                        (cut_below, below_done) = (true, true);
-                    } else {
-                        used += text.len();
-                        shown.insert(node.start_byte(), text);
-                    }
+                    (cut_below, below_done) = if show(node) { (false, false) } else { (true, true) }
                 }
                 None => below_done = true,
             }
