@@ -218,7 +218,8 @@ fn outline_near(
         if !above_done {
             match above.pop_back() {
                 Some(node) => {
-                    (cut_above, above_done) = if show(node) { (false, false) } else { (true, true) }
+                    above_done = !show(node);
+                    cut_above = above_done;
                 }
                 None => (cut_above, above_done) = (more_above, true),
             }
@@ -226,7 +227,8 @@ fn outline_near(
         if !below_done {
             match next_below() {
                 Some(node) => {
-                    (cut_below, below_done) = if show(node) { (false, false) } else { (true, true) }
+                    below_done = !show(node);
+                    cut_below = below_done;
                 }
                 None => below_done = true,
             }

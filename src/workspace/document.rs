@@ -88,11 +88,7 @@ pub struct ParseJob {
 
 impl Drop for ParseJob {
     fn drop(&mut self) {
-        if self.rope.len_bytes() >= super::DISCARD_TREE_BYTES
-            && let Some(tree) = self.old_tree.take()
-        {
-            crate::background::discard(tree);
-        }
+        super::free_tree(self.rope.len_bytes(), self.old_tree.take());
     }
 }
 
@@ -314,11 +310,7 @@ impl OpenDocument {
 
     /// Drops the tree, freed in the background when it is large.
     fn let_syntax_go(&mut self) {
-        if let Some(syntax) = self.syntax.take()
-            && self.text.rope().len_bytes() >= super::DISCARD_TREE_BYTES
-        {
-            crate::background::discard(syntax);
-        }
+        super::free_tree(self.text.rope().len_bytes(), self.syntax.take());
     }
 
     /// A text no parse under way was made for: its result will not be installed, and a
@@ -363,12 +355,7 @@ impl OpenDocument {
             tree.edit(&crate::syntax::input_edit(edit));
         }
         match &mut self.syntax {
-            Some(syntax) => {
-                let old = syntax.set_tree(tree);
-                if self.text.rope().len_bytes() >= super::DISCARD_TREE_BYTES {
-                    crate::background::discard(old);
-                }
-            }
+            Some(syntax) => super::free_tree(self.text.rope().len_bytes(), syntax.set_tree(tree)),
             None => match SyntaxTree::from_tree(job.language, tree) {
                 Ok(syntax) => self.syntax = Some(syntax),
                 Err(err) => {

@@ -43,13 +43,17 @@ pub struct DocumentSnapshot {
 /// keystroke's handler, a fix iteration — does not wait on freeing a large tree.
 pub const DISCARD_TREE_BYTES: usize = 16 * 1024;
 
+/// Drops `tree` (or what holds it), the tree of a text `bytes` long: in the background when
+/// the text is [`DISCARD_TREE_BYTES`] or more, here otherwise.
+fn free_tree<T: Send + 'static>(bytes: usize, tree: T) {
+    if bytes >= DISCARD_TREE_BYTES {
+        crate::background::discard(tree);
+    }
+}
+
 impl Drop for DocumentSnapshot {
     fn drop(&mut self) {
-        if self.rope.len_bytes() >= DISCARD_TREE_BYTES
-            && let Some(tree) = self.tree.take()
-        {
-            crate::background::discard(tree);
-        }
+        free_tree(self.rope.len_bytes(), self.tree.take());
     }
 }
 
