@@ -46,8 +46,8 @@ pub struct SyntaxSettings {
 
 /// Documents over this size are reparsed in the background (1 MiB).
 pub const DEFAULT_BACKGROUND_PARSE_BYTES: usize = 1024 * 1024;
-/// Open text whose trees are kept (4 MiB: some eighty megabytes of trees).
-pub const DEFAULT_TREE_BYTES: usize = 4 * 1024 * 1024;
+/// Open text whose trees are kept (2 MiB: some forty megabytes of trees).
+pub const DEFAULT_TREE_BYTES: usize = 2 * 1024 * 1024;
 
 impl Default for SyntaxSettings {
     fn default() -> Self {

@@ -41,7 +41,7 @@ use crate::syntax::{
     MAX_SYNTAX_PROBLEMS, Placement, SyntaxProblem, parses_strictly, place, strict_errors_as,
 };
 use crate::text::{PositionEncoding, TextChange, TextRange};
-use crate::workspace::{ChangeError, ChangeReport, DocumentSnapshot, SyntaxAfter, Workspace};
+use crate::workspace::{ChangeError, ChangeReport, DocumentSnapshot, ParseJob, SyntaxAfter, Workspace};
 use checkers::Checkers;
 
 /// The `source` of Tokamak's own diagnostics.
@@ -58,6 +58,9 @@ pub const CLIENT_SOURCE: &str = "client";
 pub const CODE_ACTION_SOURCE: &str = "code-action";
 /// How long typing must pause before a large document is reparsed in the background.
 const PARSE_PAUSE: Duration = Duration::from_millis(30);
+
+/// Background parses run one at a time, in the whole process.
+static BACKGROUND_PARSES: Semaphore = Semaphore::const_new(1);
 
 /// Why a document is being checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -399,49 +402,41 @@ impl Observer {
         Observer::new(workspace, editor, self.checkers.clone(), self.root.clone())
     }
 
-    /// The document with its tree up to date, for what needs the tree at once: parsed now if
-    /// its tree is owed a parse — or, when a background parse of it is under way, that one
-    /// waited for (a version is never parsed twice).
+    /// The document with its tree up to date, for what needs the tree at once: a parse of
+    /// its owed tree started now, at the keystroke's priority — or, when a parse of it is
+    /// under way (in the background, or for another request), that one waited for. A version
+    /// is never parsed twice. Past a deadline, what there is.
     pub async fn parsed_snapshot(self: &Arc<Self>, uri: &Url) -> Option<DocumentSnapshot> {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        let mut started = false;
         loop {
             let notified = self.changed.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            let (snapshot, job, parsing) = {
-                let workspace = lock(&self.workspace);
-                (workspace.snapshot(uri)?, workspace.parse_job(uri), workspace.parsing(uri))
+            let snapshot = {
+                let mut workspace = lock(&self.workspace);
+                let snapshot = workspace.snapshot(uri)?;
+                if !snapshot.syntax_pending {
+                    return Some(snapshot);
+                }
+                let parsing = workspace.parsing(uri);
+                if started && !parsing {
+                    // the parse this started ended and the text moved on meanwhile (or the
+                    // parse failed): what there is now
+                    return Some(snapshot);
+                }
+                // the parse runs in a task of its own, so it is installed even when this
+                // request is cancelled
+                if let Some(job) = workspace.background_parse_job(uri) {
+                    started = true;
+                    tokio::spawn(Arc::clone(self).parse_and_install(job, Priority::Urgent));
+                }
+                snapshot
             };
-            let Some(job) = job else { return Some(snapshot) };
-            if parsing && tokio::time::Instant::now() < deadline {
-                tokio::select! {
-                    _ = &mut notified => {}
-                    _ = tokio::time::sleep_until(deadline) => {}
-                }
-                continue;
+            tokio::select! {
+                _ = &mut notified => {}
+                _ = tokio::time::sleep_until(deadline) => return Some(snapshot),
             }
-            let parsed = tokio::task::spawn_blocking(move || {
-                let tree = job.parse();
-                (job, tree)
-            })
-            .await;
-            if let Ok((job, Ok(tree))) = parsed {
-                let publishing = self.publishing.lock().await;
-                let installed = lock(&self.workspace).finish_parse(&job, tree);
-                match installed {
-                    Some(snapshot) if !snapshot.syntax_pending => {
-                        self.parsed_now(&snapshot).await;
-                        drop(publishing);
-                        return Some(snapshot);
-                    }
-                    // typed meanwhile: the tree caught up with the edits and owes a quick
-                    // reparse, which the keystrokes left to the parse that was under way
-                    Some(snapshot) => self.schedule_parse(&snapshot, Some(PARSE_PAUSE)),
-                    None => {}
-                }
-            }
-            // the document changed meanwhile (or the parse failed): what there is now
-            return self.snapshot(uri);
         }
     }
 
@@ -576,6 +571,10 @@ impl Observer {
             if let Some(pause) = pause {
                 tokio::time::sleep(pause).await;
             }
+            // one background parse at a time: twenty large documents opened at once would
+            // otherwise build twenty trees side by side (a hundred megabytes more at the
+            // peak); a request that needs a tree meanwhile parses it at once
+            let Ok(_turn) = BACKGROUND_PARSES.acquire().await else { return };
             let job = {
                 let mut workspace = lock(&observer.workspace);
                 // only the version typing paused at is parsed
@@ -584,49 +583,58 @@ impl Observer {
                 }
                 workspace.background_parse_job(&uri)
             };
-            let Some(job) = job else { return };
-            // the document is marked as being parsed until this is dropped, whatever happens
-            let ended = ParseEnded {
-                workspace: Arc::clone(&observer.workspace),
-                uri: uri.clone(),
-                generation: job.generation(),
-            };
-            let parsed = crate::background::run(move || {
-                let started = std::time::Instant::now();
-                let tree = job.parse();
-                (job, tree, started.elapsed())
-            })
-            .await;
-            let (job, tree, took) = match parsed {
-                Ok((job, Ok(tree), took)) => (job, tree, took),
-                Ok((_, Err(err), _)) => return tracing::warn!("{uri}: {err}"),
-                Err(err) => return tracing::error!("{uri}: the background parse failed: {err}"),
-            };
-            let publishing = observer.publishing.lock().await;
-            let installed = lock(&observer.workspace).finish_parse_timed(&job, tree, Some(took));
-            drop(ended);
-            let Some(snapshot) = installed else {
-                // a newer tree was installed meanwhile (a request needed one at once) or the
-                // text was replaced: the keystrokes that came while this parse ran gave theirs
-                // up for it, so a parse the document still owes is scheduled here, or it would
-                // wait for the next keystroke (and someone settling it, for good)
-                drop(publishing);
-                let owed = lock(&observer.workspace).snapshot(&uri).filter(|s| s.syntax_pending);
-                if let Some(owed) = owed {
-                    observer.schedule_parse(&owed, Some(PARSE_PAUSE));
-                }
-                return;
-            };
-            if snapshot.syntax_pending {
-                // typed meanwhile: the tree caught up with the edits and owes a quick reparse
-                drop(publishing);
-                observer.schedule_parse(&snapshot, Some(PARSE_PAUSE));
-                return;
+            if let Some(job) = job {
+                observer.parse_and_install(job, Priority::Background).await;
             }
-            let later = observer.parsed_now(&snapshot).await;
-            drop(publishing);
-            observer.schedule_syntax(&snapshot, later, None);
         });
+    }
+
+    /// Runs a parse taken with [`Workspace::background_parse_job`] and installs its tree,
+    /// sets the syntax entries from it and publishes; the document is marked as being parsed
+    /// until it ends, and those waiting on it are told.
+    async fn parse_and_install(self: Arc<Self>, job: ParseJob, priority: Priority) {
+        let uri = job.uri.clone();
+        // the document is marked as being parsed until this is dropped, whatever happens
+        let ended =
+            ParseEnded { observer: Arc::clone(&self), uri: uri.clone(), generation: job.generation() };
+        let work = move || {
+            let started = std::time::Instant::now();
+            let tree = job.parse();
+            (job, tree, started.elapsed())
+        };
+        let parsed = match priority {
+            Priority::Background => crate::background::run(work).await.map_err(|e| e.to_string()),
+            Priority::Urgent => tokio::task::spawn_blocking(work).await.map_err(|e| e.to_string()),
+        };
+        let (job, tree, took) = match parsed {
+            Ok((job, Ok(tree), took)) => (job, tree, took),
+            Ok((_, Err(err), _)) => return tracing::warn!("{uri}: {err}"),
+            Err(err) => return tracing::error!("{uri}: the parse failed: {err}"),
+        };
+        let publishing = self.publishing.lock().await;
+        let installed = lock(&self.workspace).finish_parse_timed(&job, tree, Some(took));
+        drop(ended);
+        let Some(snapshot) = installed else {
+            // a newer tree was installed meanwhile or the text was replaced: the keystrokes
+            // that came while this parse ran gave theirs up for it, so a parse the document
+            // still owes is scheduled here, or it would wait for the next keystroke (and
+            // someone settling it, for good)
+            drop(publishing);
+            let owed = lock(&self.workspace).snapshot(&uri).filter(|s| s.syntax_pending);
+            if let Some(owed) = owed {
+                self.schedule_parse(&owed, Some(PARSE_PAUSE));
+            }
+            return;
+        };
+        if snapshot.syntax_pending {
+            // typed meanwhile: the tree caught up with the edits and owes a quick reparse
+            drop(publishing);
+            self.schedule_parse(&snapshot, Some(PARSE_PAUSE));
+            return;
+        }
+        let later = self.parsed_now(&snapshot).await;
+        drop(publishing);
+        self.schedule_syntax(&snapshot, later, None);
     }
 
     /// A document's tree has just come up to date (off the keystroke): its syntax entries are
@@ -795,17 +803,25 @@ impl Observer {
     }
 }
 
-/// Clears a document's mark of a background parse under way when the parse's task ends —
-/// installed, refused, failed or aborted alike.
+/// Where a document's parse runs: a request waits on it, or nobody does.
+#[derive(Debug, Clone, Copy)]
+enum Priority {
+    Urgent,
+    Background,
+}
+
+/// Clears a document's mark of a parse under way when the parse's task ends — installed,
+/// refused, failed or aborted alike — and tells those waiting for it.
 struct ParseEnded {
-    workspace: Arc<Mutex<Workspace>>,
+    observer: Arc<Observer>,
     uri: Url,
     generation: u64,
 }
 
 impl Drop for ParseEnded {
     fn drop(&mut self) {
-        lock(&self.workspace).parse_ended(&self.uri, self.generation);
+        lock(&self.observer.workspace).parse_ended(&self.uri, self.generation);
+        self.observer.changed.notify_waiters();
     }
 }
 
