@@ -26,6 +26,7 @@ pub mod latency;
 mod lean_client;
 mod log_message;
 pub mod memory;
+mod pipe;
 mod runs;
 mod tasks;
 mod text_sync;
@@ -167,7 +168,11 @@ impl Backend {
 /// Serves LSP on stdin/stdout until the client says `exit` or closes the stream; then the
 /// process ends (status 0 after `shutdown`, 1 without), its child processes with it.
 pub async fn run_stdio(log_queue: Option<LogMessageQueue>) -> ! {
-    let (stdout, outbox) = transport::output(std::io::stdout());
+    // the editor's pipes, polled by the runtime; anything else read and written the blocking way
+    let (stdout, outbox) = match pipe::Pipe::stdout() {
+        Some(pipe) => transport::output_async(pipe),
+        None => transport::output(std::io::stdout()),
+    };
     let lifecycle = Arc::new(transport::Lifecycle::default());
     let for_backend = outbox.clone();
     let (service, socket) = LspService::build(move |client| Backend::new(client, log_queue, for_backend))
@@ -175,7 +180,10 @@ pub async fn run_stdio(log_queue: Option<LogMessageQueue>) -> ! {
         .custom_method(runs::CANCEL_PROGRESS, Backend::work_done_progress_cancel)
         .custom_method(transport::DEFERRED_METHOD, Backend::deferred)
         .finish();
-    let stdin = transport::checked_input(tokio::io::stdin(), outbox.clone(), Arc::clone(&lifecycle));
+    let stdin = match pipe::Pipe::stdin() {
+        Some(pipe) => transport::checked_input(pipe, outbox.clone(), Arc::clone(&lifecycle)),
+        None => transport::checked_input(tokio::io::stdin(), outbox.clone(), Arc::clone(&lifecycle)),
+    };
     Server::new(stdin, stdout, socket).concurrency_level(1).serve(transport::Hygiene::new(service)).await;
     outbox.exit(lifecycle.exit_code());
     // the writer ends the process once what is queued is written

@@ -262,36 +262,23 @@ impl Lifecycle {
     }
 }
 
-/// Writes to `stdout`: returns the pipe tower-lsp writes into and the [`Outbox`]. The writes
-/// are made by a thread of their own, each message in one write and a flush: the async
-/// standard output hands every write and flush to a blocking thread in turn (three hand-offs
-/// a message), and on a busy machine each hand-off can wait for a core.
+/// Writes to `stdout` from a thread of its own, each message in one write and a flush:
+/// returns the pipe tower-lsp writes into and the [`Outbox`]. For a stdout the runtime cannot
+/// poll ([`output_async`] is for one it can): the async standard output hands every write
+/// and flush to a blocking thread in turn (three hand-offs a message), and on a busy machine
+/// each hand-off can wait for a core.
 pub fn output<W>(stdout: W) -> (DuplexStream, Outbox)
 where
     W: std::io::Write + Send + 'static,
 {
-    let (sender, mut receiver) = mpsc::unbounded_channel::<Out>();
-    let outbox = Outbox { sender };
-    let (server_side, ours) = tokio::io::duplex(64 * 1024);
-    // tower-lsp's frames, copied whole into the queue
-    let copier = outbox.clone();
-    tokio::spawn(async move {
-        let mut frames = FrameReader::new(ours);
-        while let Ok(Some(frame)) = frames.next().await {
-            if let Frame::Body(body) = frame {
-                copier.frame(body);
-            }
-        }
-    });
+    let (server_side, outbox, mut receiver) = queue();
     let writer = std::thread::Builder::new().name("tokamak-stdout".to_string()).spawn(move || {
         let mut stdout = stdout;
         let mut message = Vec::new();
         while let Some(out) = receiver.blocking_recv() {
             match out {
                 Out::Frame(body) => {
-                    message.clear();
-                    message.extend_from_slice(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes());
-                    message.extend_from_slice(&body);
+                    frame_into(&body, &mut message);
                     if stdout.write_all(&message).and_then(|()| stdout.flush()).is_err() {
                         // the editor is gone
                         end(1);
@@ -310,6 +297,58 @@ where
         end(1);
     }
     (server_side, outbox)
+}
+
+/// [`output`] for a stdout the runtime polls ([`super::pipe::Pipe`]): each message written
+/// in one write from a task, which waits (without holding a thread) while the editor is slow
+/// to read.
+pub fn output_async<W>(stdout: W) -> (DuplexStream, Outbox)
+where
+    W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let (server_side, outbox, mut receiver) = queue();
+    tokio::spawn(async move {
+        let mut stdout = stdout;
+        let mut message = Vec::new();
+        while let Some(out) = receiver.recv().await {
+            match out {
+                Out::Frame(body) => {
+                    frame_into(&body, &mut message);
+                    if stdout.write_all(&message).await.is_err() {
+                        // the editor is gone
+                        end(1);
+                    }
+                }
+                Out::Exit(code) => end(code),
+            }
+        }
+    });
+    (server_side, outbox)
+}
+
+/// The queue of what goes to the editor: the pipe tower-lsp writes into, its frames copied
+/// whole into the queue, and the [`Outbox`] for Tokamak's own.
+fn queue() -> (DuplexStream, Outbox, mpsc::UnboundedReceiver<Out>) {
+    let (sender, receiver) = mpsc::unbounded_channel::<Out>();
+    let outbox = Outbox { sender };
+    let (server_side, ours) = tokio::io::duplex(64 * 1024);
+    let copier = outbox.clone();
+    tokio::spawn(async move {
+        let mut frames = FrameReader::new(ours);
+        while let Ok(Some(frame)) = frames.next().await {
+            if let Frame::Body(body) = frame {
+                copier.frame(body);
+            }
+        }
+    });
+    (server_side, outbox, receiver)
+}
+
+/// `body` framed for the wire into `message`, replacing what it held.
+fn frame_into(body: &[u8], message: &mut Vec<u8>) {
+    message.clear();
+    message.extend_from_slice(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes());
+    message.extend_from_slice(body);
 }
 
 /// Ends the process: every child process group killed first.
@@ -367,9 +406,10 @@ where
                 break; // the server stopped reading: it is shutting down
             }
         }
-        // the editor is gone: give what is in flight a moment, then end
-        drop(writer);
+        // the editor is gone: give what is in flight a moment, then end (tower-lsp drops its
+        // handlers once its own input ends, so that ends after the moment too)
         tokio::time::sleep(GRACE_AFTER_EOF).await;
+        drop(writer);
         tracing::info!("the editor closed the connection");
         outbox.exit(lifecycle.exit_code());
     });

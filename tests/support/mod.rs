@@ -558,7 +558,7 @@ impl Drop for LspClient {
 }
 
 /// Reads one `Content-Length` framed message; `None` at end of stream.
-fn read_message(reader: &mut impl BufRead) -> Option<Value> {
+pub fn read_message(reader: &mut impl BufRead) -> Option<Value> {
     let mut length = None;
     loop {
         let mut line = String::new();
