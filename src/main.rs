@@ -207,6 +207,11 @@ enum BenchWhat {
         /// Keystrokes typed at each of the three places.
         #[arg(long, default_value_t = 60)]
         keystrokes: usize,
+        /// Milliseconds between a keystroke's diagnostics and the next keystroke, as a person
+        /// types (0: back to back). A pause lets the machine's cores sleep, and a server then
+        /// pays for waking each thread a message passes through.
+        #[arg(long, default_value_t = 0)]
+        pause: u64,
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
@@ -310,9 +315,11 @@ fn bench_latency(
     file: &std::path::Path,
     against: Option<&str>,
     keystrokes: usize,
+    pause: u64,
 ) -> anyhow::Result<Vec<tokamak::server::latency::ServerLatency>> {
     use tokamak::server::latency::{LatencyOptions, measure};
-    let options = LatencyOptions { keystrokes, ..LatencyOptions::default() };
+    let pause = std::time::Duration::from_millis(pause);
+    let options = LatencyOptions { keystrokes, pause, ..LatencyOptions::default() };
     let me = std::env::current_exe()?.display().to_string();
     let mut servers = vec![vec![me, "lsp".to_string()]];
     if let Some(other) = against {
@@ -403,9 +410,9 @@ fn main() -> ExitCode {
             });
             print_bench(result, format, tokamak::server::memory::table)
         }
-        Command::Bench { what: BenchWhat::Latency { file, against, keystrokes, format } } => {
+        Command::Bench { what: BenchWhat::Latency { file, against, keystrokes, pause, format } } => {
             tokamak::logging::init_cli();
-            let result = bench_latency(&file, against.as_deref(), keystrokes);
+            let result = bench_latency(&file, against.as_deref(), keystrokes, pause);
             print_bench(result, format, |results| tokamak::server::latency::table(results))
         }
         Command::Bench { what: BenchWhat::Fix { dir, filter, max_attempts, model, format } } => {

@@ -36,13 +36,15 @@ pub enum LatencyError {
 pub struct LatencyOptions {
     /// Keystrokes typed at each place.
     pub keystrokes: usize,
+    /// The pause between a keystroke's diagnostics and the next keystroke.
+    pub pause: Duration,
     /// How long one answer may take before the server is said to be silent.
     pub timeout: Duration,
 }
 
 impl Default for LatencyOptions {
     fn default() -> Self {
-        LatencyOptions { keystrokes: 60, timeout: Duration::from_secs(30) }
+        LatencyOptions { keystrokes: 60, pause: Duration::ZERO, timeout: Duration::from_secs(30) }
     }
 }
 
@@ -53,6 +55,8 @@ pub struct ServerLatency {
     /// `didOpen` → the first diagnostics, in milliseconds.
     pub open_ms: f64,
     pub places: Vec<PlaceLatency>,
+    /// The pause between a keystroke's diagnostics and the next keystroke, in milliseconds.
+    pub pause_ms: f64,
     /// Keystrokes whose diagnostics never came within the timeout.
     pub missed: usize,
     /// The server's resident memory at the end and at its peak (Linux's `/proc`), in MiB.
@@ -124,6 +128,9 @@ pub fn measure(
         server.diagnostics(&uri, version)?;
         let mut samples = Vec::with_capacity(options.keystrokes);
         for typed in 0..options.keystrokes {
+            if !options.pause.is_zero() {
+                std::thread::sleep(options.pause);
+            }
             version += 1;
             let column = (comment.len() + typed) as u32;
             let sent = Instant::now();
@@ -147,7 +154,8 @@ pub fn measure(
     places.reverse();
     let (rss_mib, peak_rss_mib) = server.memory();
     server.stop();
-    Ok(ServerLatency { server: command.join(" "), open_ms, places, missed, rss_mib, peak_rss_mib })
+    let pause_ms = millis(options.pause);
+    Ok(ServerLatency { server: command.join(" "), open_ms, places, pause_ms, missed, rss_mib, peak_rss_mib })
 }
 
 /// The figures as a table, each server beside the first (Tokamak) as a ratio of medians.
@@ -162,6 +170,9 @@ pub fn table(results: &[ServerLatency]) -> String {
             _ => String::new(),
         };
         out.push_str(&format!("{}\n", result.server));
+        if result.pause_ms > 0.0 {
+            out.push_str(&format!("  (keystrokes {:.0} ms apart)\n", result.pause_ms));
+        }
         out.push_str(&format!(
             "  open → diagnostics   {:>9.2} ms{}\n",
             result.open_ms,
