@@ -7,8 +7,8 @@ use serde::Serialize;
 
 use super::mode::Mode;
 
-/// What a condition is checked against.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// What a condition is checked against: the run's state when a trigger fires.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct ModeContext {
     /// Errors seen in the files the run changed.
     pub has_errors: bool,
@@ -16,6 +16,16 @@ pub struct ModeContext {
     pub tests_passed: Option<bool>,
     /// Files the run touched.
     pub files_touched: usize,
+    /// Changes made but not yet checked (the step's files since it started).
+    pub pending_changes: usize,
+    /// The last error, in one line (a diagnostic, or the failing test's first line).
+    pub last_error: Option<String>,
+    /// The approval level (`low`, `medium`, `high`).
+    pub approval: String,
+    /// The project's tests run after each step (a test command is configured).
+    pub auto_test: bool,
+    /// A finished run is committed (`auto_commit`).
+    pub auto_commit: bool,
 }
 
 impl ModeContext {
@@ -31,6 +41,8 @@ pub enum Condition {
     LargeChange,
     HasErrors,
     TestsFailing,
+    AutoTest,
+    AutoCommit,
 }
 
 impl Condition {
@@ -39,6 +51,8 @@ impl Condition {
             Condition::LargeChange => context.is_large_change(),
             Condition::HasErrors => context.has_errors,
             Condition::TestsFailing => context.tests_passed == Some(false),
+            Condition::AutoTest => context.auto_test,
+            Condition::AutoCommit => context.auto_commit,
         }
     }
 }
@@ -56,6 +70,10 @@ pub struct Rule {
 
 const fn rule(from: Mode, trigger: &'static str, to: Mode, priority: u8) -> Rule {
     Rule { from: Some(from), trigger, to, priority, condition: None }
+}
+
+const fn rule_if(from: Mode, trigger: &'static str, to: Mode, priority: u8, condition: Condition) -> Rule {
+    Rule { from: Some(from), trigger, to, priority, condition: Some(condition) }
 }
 
 use Mode::*;
@@ -92,14 +110,10 @@ pub const RULES: &[Rule] = &[
     rule(ContextNav, "architecture_needed", Design, 8),
     rule(Design, "design_approved", Implementation, 9),
     rule(Design, "large_change_planned", MultiFile, 9),
-    rule(Implementation, "code_complete", Test, 9),
-    Rule {
-        from: Some(Implementation),
-        trigger: "code_complete",
-        to: MultiFile,
-        priority: 10,
-        condition: Some(Condition::LargeChange),
-    },
+    // a step's edits done: tested when there are tests to run, else reviewed
+    rule_if(Implementation, "code_complete", Test, 9, Condition::AutoTest),
+    rule_if(Implementation, "code_complete", MultiFile, 10, Condition::LargeChange),
+    rule(Implementation, "code_complete", Qa, 8),
     rule(Implementation, "error_occurred", Debug, 10),
     rule(Implementation, "doc_needed", Documentation, 7),
     rule(Implementation, "review_needed", Qa, 8),
@@ -108,6 +122,7 @@ pub const RULES: &[Rule] = &[
     rule(Debug, "reproduce_needed", Test, 8),
     rule(Debug, "impact_check_needed", Impact, 8),
     rule(Test, "test_failed", Implementation, 10),
+    rule(Test, "error_occurred", Debug, 10),
     rule(Test, "tests_passed", Qa, 9),
     Rule {
         from: Some(Test),
@@ -118,11 +133,18 @@ pub const RULES: &[Rule] = &[
     },
     rule(Qa, "improvement_needed", Refactor, 8),
     rule(Qa, "issues_found", Implementation, 9),
-    rule(Qa, "approved", Git, 9),
-    rule(Refactor, "refactor_complete", Test, 9),
+    rule(Qa, "error_occurred", Debug, 10),
+    // reviewed: committed when `auto_commit` is on, else done
+    rule_if(Qa, "approved", Git, 9, Condition::AutoCommit),
+    rule(Qa, "approved", Idle, 8),
+    rule_if(Refactor, "refactor_complete", Test, 9, Condition::AutoTest),
+    rule(Refactor, "refactor_complete", Qa, 8),
+    rule(Refactor, "error_occurred", Debug, 10),
     rule(Refactor, "large_refactor", MultiFile, 8),
     rule(MultiFile, "impact_check", Impact, 9),
-    rule(MultiFile, "changes_ready", Test, 9),
+    rule_if(MultiFile, "changes_ready", Test, 9, Condition::AutoTest),
+    rule(MultiFile, "changes_ready", Qa, 8),
+    rule(MultiFile, "error_occurred", Debug, 10),
     rule(MultiFile, "commit_ready", Git, 8),
     rule(Impact, "affected_tests", Test, 9),
     rule(Impact, "additional_fixes", Implementation, 8),
@@ -228,6 +250,20 @@ impl ModeMachine {
         Ok(transition)
     }
 
+    /// The two modes the machine went back and forth between more than `limit` times, if it
+    /// did, the pair of the last transition: a run caught in a loop (seed 000's
+    /// `repeated_state`). Passing through `idle` is no loop.
+    pub fn cycle(&self, limit: usize) -> Option<(Mode, Mode)> {
+        let last = self.history.last()?;
+        let (a, b) = (last.from, last.to);
+        if a == b || a == Mode::Idle || b == Mode::Idle {
+            return None;
+        }
+        let there = self.history.iter().filter(|t| t.from == a && t.to == b).count();
+        let back = self.history.iter().filter(|t| t.from == b && t.to == a).count();
+        (there.min(back) > limit).then_some((b, a))
+    }
+
     /// Returns from the navigation a rejection sent the agent to, to the mode it was
     /// rejected in (a history transition: the trigger is `looked_again`).
     pub fn look_again(&mut self) -> Result<Transition, ModeError> {
@@ -299,7 +335,7 @@ mod tests {
     #[test]
     fn transitions_follow_priorities_and_conditions_and_unknown_ones_are_refused() {
         let mut machine = ModeMachine::default();
-        let calm = ModeContext::default();
+        let calm = ModeContext { auto_test: true, ..ModeContext::default() };
         // seed 000's scenario 2: find the class, then implement
         assert_eq!(machine.fire("search_intent", &calm).unwrap().to, Mode::ContextNav);
         assert_eq!(machine.fire("target_found", &calm).unwrap().to, Mode::Implementation);
@@ -340,6 +376,54 @@ mod tests {
             &machine.history()[5..].iter().map(|t| t.trigger.as_str()).collect::<Vec<_>>(),
             &["done", "review_intent"]
         );
+    }
+
+    /// Seed 000's outcomes: edits done are tested when there are tests (reviewed when there
+    /// are none), an error goes to debugging, review ends in git only with `auto_commit`, and
+    /// going back and forth between two modes is seen.
+    #[test]
+    fn outcomes_lead_where_the_run_state_says() {
+        let tests = ModeContext { auto_test: true, ..ModeContext::default() };
+        let none = ModeContext::default();
+        let mut machine = ModeMachine::default();
+        machine.start(Mode::Implementation, &tests).unwrap();
+        assert_eq!(machine.clone().fire("code_complete", &none).unwrap().to, Mode::Qa);
+        assert_eq!(machine.fire("code_complete", &tests).unwrap().to, Mode::Test);
+        assert_eq!(machine.clone().fire("error_occurred", &tests).unwrap().to, Mode::Debug);
+        assert_eq!(machine.fire("tests_passed", &tests).unwrap().to, Mode::Qa);
+        let commit = ModeContext { auto_commit: true, ..tests.clone() };
+        assert_eq!(machine.clone().fire("approved", &commit).unwrap().to, Mode::Git);
+        assert_eq!(machine.fire("approved", &tests).unwrap().to, Mode::Idle);
+
+        let mut looping = ModeMachine::default();
+        looping.start(Mode::Implementation, &tests).unwrap();
+        for round in 0..3 {
+            looping.fire("code_complete", &tests).unwrap();
+            assert_eq!(looping.cycle(3), None, "round {round}");
+            looping.fire("test_failed", &tests).unwrap();
+            assert_eq!(looping.cycle(3), None, "round {round}");
+        }
+        looping.fire("code_complete", &tests).unwrap();
+        looping.fire("test_failed", &tests).unwrap();
+        assert_eq!(looping.cycle(3), Some((Mode::Implementation, Mode::Test)));
+    }
+
+    /// What a transition costs the engine (printed, not asserted): seed 000's scenario a
+    /// thousand times over.
+    #[test]
+    fn a_thousand_scenarios_end_where_they_began() {
+        let tests = ModeContext { auto_test: true, ..ModeContext::default() };
+        let mut machine = ModeMachine::default();
+        let started = std::time::Instant::now();
+        for _ in 0..1000 {
+            machine.start(Mode::Implementation, &tests).unwrap();
+            for trigger in ["code_complete", "tests_passed", "approved"] {
+                machine.fire(trigger, &tests).unwrap();
+            }
+        }
+        eprintln!("{:?} per transition", started.elapsed() / 4000);
+        assert_eq!(machine.current(), Mode::Idle);
+        assert_eq!(machine.history().len(), 4000);
     }
 
     #[test]

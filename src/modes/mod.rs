@@ -11,4 +11,4 @@ mod routing;
 pub use machine::{Condition, ModeContext, ModeError, ModeMachine, RULES, Rule, Transition};
 pub use mode::{Allowed, Mode};
 pub use profiles::{Profile, Profiles, built_in};
-pub use routing::{Role, Routed, route};
+pub use routing::{Role, Routed, intent, route};

@@ -123,19 +123,63 @@ pub fn route(text: &str, explicit: Option<Role>) -> Routed {
     if let Some(role) = explicit {
         return Routed { role, words: Vec::new(), explicit: true };
     }
-    let lower = text.to_lowercase();
-    let english: Vec<&str> =
-        lower.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()).collect();
+    let text = Words::of(text);
     for (role, korean, words) in TABLE {
+        let found = text.find(korean, words);
+        if !found.is_empty() {
+            return Routed { role: *role, words: found, explicit: false };
+        }
+    }
+    Routed { role: Role::Coder, words: Vec::new(), explicit: false }
+}
+
+/// Seed 000's intents: the mode a task's words start the machine in, the first match in this
+/// order winning (implementation when none does).
+const INTENTS: &[(Mode, &[&str], &[&str])] = &[
+    (Mode::Test, &["테스트"], &["test"]),
+    (Mode::Qa, &["리뷰"], &["review"]),
+    (Mode::Refactor, &["리팩토링"], &["refactor"]),
+    (Mode::Debug, &["에러", "버그"], &["error", "bug", "fix"]),
+    (Mode::Design, &["설계"], &["design"]),
+    (Mode::ContextNav, &["찾아", "어디"], &["where"]),
+];
+
+/// The mode `text` starts in, with the words that say so; `None`: implementation.
+pub fn intent(text: &str) -> Option<(Mode, Vec<String>)> {
+    let text = Words::of(text);
+    INTENTS.iter().find_map(|(mode, korean, words)| {
+        let found = text.find(korean, words);
+        (!found.is_empty()).then_some((*mode, found))
+    })
+}
+
+/// A task's text, lowercased, and its English words.
+struct Words {
+    lower: String,
+}
+
+impl Words {
+    fn of(text: &str) -> Words {
+        Words { lower: text.to_lowercase() }
+    }
+
+    /// The keywords found: Korean by containment (particles attach), English as whole words
+    /// or their start ("tests", "documenting").
+    fn find(&self, korean: &[&str], english: &[&str]) -> Vec<String> {
+        let words: Vec<&str> =
+            self.lower.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()).collect();
         let mut found: Vec<String> = Vec::new();
-        for keyword in *korean {
-            if !keyword.is_ascii() && lower.contains(keyword) && !found.iter().any(|f| f.contains(keyword)) {
+        for keyword in korean {
+            if !keyword.is_ascii()
+                && self.lower.contains(keyword)
+                && !found.iter().any(|f| f.contains(keyword))
+            {
                 found.push((*keyword).to_string());
             }
         }
-        for keyword in *words {
+        for keyword in english {
             let parts: Vec<&str> = keyword.split(' ').collect();
-            let hit = english.windows(parts.len()).any(|window| {
+            let hit = words.windows(parts.len()).any(|window| {
                 window.iter().zip(&parts).enumerate().all(|(i, (word, part))| {
                     // the last word may go on ("tests", "documenting"); the others are whole
                     if i + 1 == parts.len() { word.starts_with(part) } else { word == part }
@@ -145,11 +189,8 @@ pub fn route(text: &str, explicit: Option<Role>) -> Routed {
                 found.push((*keyword).to_string());
             }
         }
-        if !found.is_empty() {
-            return Routed { role: *role, words: found, explicit: false };
-        }
+        found
     }
-    Routed { role: Role::Coder, words: Vec::new(), explicit: false }
 }
 
 #[cfg(test)]
@@ -196,5 +237,27 @@ mod tests {
         assert_eq!(route("테스트 작성", None).describe(), "tester (for 테스트)");
         assert_eq!(Role::from_name("Reviewer"), Some(Role::Reviewer));
         assert_eq!(Role::Reviewer.mode(), Mode::Qa);
+    }
+
+    #[test]
+    fn intents_choose_the_starting_mode_in_korean_and_english() {
+        let cases: &[(&str, Option<Mode>)] = &[
+            ("결제 모듈을 리팩토링해줘", Some(Mode::Refactor)),
+            ("Refactor the parser", Some(Mode::Refactor)),
+            ("models.py 리뷰해줘", Some(Mode::Qa)),
+            ("로그인 버그 수정", Some(Mode::Debug)),
+            ("Fix the crash on empty input", Some(Mode::Debug)),
+            ("에러 메시지가 이상해", Some(Mode::Debug)),
+            ("validate_email 테스트 작성", Some(Mode::Test)),
+            ("결제 설계", Some(Mode::Design)),
+            ("User 클래스가 어디 있는지 찾아줘", Some(Mode::ContextNav)),
+            ("Where is the config read?", Some(Mode::ContextNav)),
+            ("User 클래스에 validate_email 메서드 추가해줘", None),
+            ("Implement retry with backoff", None),
+        ];
+        for (text, mode) in cases {
+            assert_eq!(intent(text).map(|(m, _)| m), *mode, "{text}");
+        }
+        assert_eq!(intent("결제 모듈을 리팩토링해줘").unwrap().1, ["리팩토링"]);
     }
 }
