@@ -457,7 +457,19 @@ fn a_second_rejection_keeps_looking_and_waiting_does_not_count_against_the_time_
         .iter()
         .map(|e| (e["trigger"].as_str().unwrap().to_string(), e["to"].as_str().unwrap().to_string()))
         .collect();
-    let after_start: Vec<(&str, &str)> = modes[1..].iter().map(|(t, m)| (t.as_str(), m.as_str())).collect();
-    assert_eq!(after_start, [("rejected", "context_nav"), ("looked_again", "implementation")], "{modes:?}");
+    let trail: Vec<(&str, &str)> = modes.iter().map(|(t, m)| (t.as_str(), m.as_str())).collect();
+    // rejected twice (the second while looking keeps it looking), back to the code, then the
+    // edit done and reviewed (no test command here), and the run's end
+    assert_eq!(
+        trail,
+        [
+            ("code_intent", "implementation"),
+            ("rejected", "context_nav"),
+            ("looked_again", "implementation"),
+            ("code_complete", "qa"),
+            ("approved", "idle")
+        ],
+        "{modes:?}"
+    );
     assert!(support::audit_events(&cache, "mode_error").is_empty());
 }

@@ -81,6 +81,40 @@ fn a_reviewer_cannot_write_and_is_told_the_rule() {
     let modes = audit(&user, "mode");
     assert_eq!(modes[0]["to"], "qa", "{modes:?}");
     assert_eq!(audit(&user, "refused").len(), 2);
+    // started in review, approved, done: nothing written, no other mode entered
+    assert_eq!(support::mode_trail(user.cache.path()), ["idle -review_intent-> qa", "qa -approved-> idle"]);
+}
+
+/// "리팩토링해줘": the coder acts, and the machine starts in refactor (seed 000's intents),
+/// whose edits done lead to review (no test command here) and the end.
+#[test]
+fn a_refactoring_starts_in_the_refactor_mode() {
+    let dir = project();
+    let root = dir.path();
+    let model = ModelServer::start(vec![
+        openai_chat("1. total 함수를 리팩토링해줘\n"),
+        edit("src/app.py", "    return sum(items)", "    return sum(item for item in items)"),
+        done("refactored"),
+    ]);
+    let (output, user) = run(root, &model, "total 함수를 리팩토링해줘", None);
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(std::fs::read_to_string(root.join("src/app.py")).unwrap().contains("item for item"));
+    // the goal's routing, then the step's, with the intent that chose where it starts
+    let roles = audit(&user, "role");
+    let step = roles.iter().find(|r| r.get("mode").is_some()).unwrap();
+    assert_eq!((&step["role"], &step["intent"]), (&json!("coder"), &json!(["리팩토링"])), "{roles:?}");
+    assert_eq!(
+        support::mode_trail(user.cache.path()),
+        ["idle -refactor_intent-> refactor", "refactor -refactor_complete-> qa", "qa -approved-> idle"]
+    );
+    // the transitions are in the run's progress lines
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("refactor → qa (refactor complete)")
+            || stderr.contains("refactor → qa (refactor complete)"),
+        "{stdout}\n{stderr}"
+    );
 }
 
 #[test]

@@ -16,6 +16,18 @@ use support::model_server::{ModelServer, Scripted, openai_chat};
 use support::scenario::{GOAL, Language, PYTHON, TYPESCRIPT, block, call, placed};
 use support::{LspClient, UserDirs};
 
+/// Seed 000's scenario as modes: the method implemented, tested, reviewed; then its test
+/// written (the tester starts in test), tested, reviewed.
+const SCENARIO_TRAIL: [&str; 7] = [
+    "idle -code_intent-> implementation",
+    "implementation -code_complete-> test",
+    "test -tests_passed-> qa",
+    "qa -approved-> idle",
+    "idle -test_intent-> test",
+    "test -tests_passed-> qa",
+    "qa -approved-> idle",
+];
+
 fn require() -> bool {
     support::require_tools(&["pytest", "tsc"])
 }
@@ -123,6 +135,10 @@ fn scenario_over_stdio(language: &Language, with_bwrap: bool) {
         usize::from(!with_bwrap),
         "the notice, once and only without bwrap: {notices:?}"
     );
+    // the modes the run went through, whole (seed 000's scenario): each step's edits done,
+    // tested, reviewed, done
+    assert_eq!(support::mode_trail(client.user.cache.path()), SCENARIO_TRAIL.to_vec());
+    assert!(audit_events(client.user.cache.path(), "mode_ignored").is_empty());
     // and a checkpoint to roll back to
     let checkpoints = command(&mut client, "tokamak.checkpoints", json!({}));
     assert_eq!(checkpoints[0]["run_id"], run_id.as_str(), "{checkpoints}");
@@ -351,6 +367,18 @@ fn a_step_that_breaks_the_syntax_is_repaired_inside_the_run() {
         .map(|p| p["to"].as_str().unwrap().to_string())
         .collect();
     assert!(phases.windows(2).any(|w| w == ["reflecting", "fixing"]), "{phases:?}");
+    // the broken syntax is an error introduced: debugged, repaired, back to the code, reviewed
+    assert_eq!(
+        support::mode_trail(client.user.cache.path()),
+        [
+            "idle -code_intent-> implementation",
+            "implementation -code_complete-> qa",
+            "qa -error_occurred-> debug",
+            "debug -fix_identified-> implementation",
+            "implementation -code_complete-> qa",
+            "qa -approved-> idle",
+        ]
+    );
 }
 
 #[test]

@@ -172,6 +172,11 @@ pub async fn run_task(context: &TaskContext, request: TaskRequest, run: RunHandl
         let last = if stop.reason == ExitReason::Done { Phase::Done } else { Phase::Failed };
         engine.go(last, &stop.summary);
     }
+    // the modes end where the run does: idle
+    if executor.authority().is_some_and(|(_, mode)| mode != Mode::Idle) {
+        let trigger = if stop.reason == ExitReason::Cancelled { "cancelled" } else { "done" };
+        executor.fire_mode(trigger, &executor.mode_context());
+    }
 
     let changed = executor.changed_files();
     let steps_done = lock(&engine.plan).as_ref().map_or(0, |plan| {
@@ -257,6 +262,56 @@ impl Runner<'_> {
                 self.executor.record("phase_error", json!({"error": err.to_string(), "why": why}));
             }
         }
+    }
+
+    /// Fires an outcome's `trigger` on the step's modes with the run's state (`state` adds
+    /// what the step knows) and says the transition in the progress lines. A run going back
+    /// and forth between two modes more than `limits.iterations` times stops
+    /// (`repeated_state`), naming them.
+    async fn outcome(
+        &mut self,
+        name: &str,
+        trigger: &str,
+        state: impl FnOnce(&mut crate::modes::ModeContext),
+    ) -> Result<(), Stop> {
+        let mut context = self.executor.mode_context();
+        state(&mut context);
+        if let Some(moved) = self.executor.fire_mode(trigger, &context) {
+            let why = moved.trigger.replace('_', " ");
+            self.report(format!("{name}: {} → {} ({why})", moved.from, moved.to)).await;
+        }
+        let limit = self.context.limits.iterations as usize;
+        match self.executor.mode_cycle(limit) {
+            Some((from, to)) => Err(Stop {
+                reason: ExitReason::RepeatedState,
+                summary: format!(
+                    "stopped: it went back and forth between {from} and {to} more than {limit} times (limits.iterations)"
+                ),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// A step's edits are done: its mode's outcome fires (`code_complete`, `refactor_complete`,
+    /// `changes_ready`, `doc_complete`, or `fix_identified` after a repair), and on through the
+    /// modes it leads to, as far as one of them has an outcome of its own.
+    async fn edits_done(&mut self, name: &str, pending: usize) -> Result<(), Stop> {
+        for _ in 0..3 {
+            let trigger = match self.executor.authority().map(|(_, mode)| mode) {
+                Some(Mode::Debug) => "fix_identified",
+                Some(Mode::Implementation) => "code_complete",
+                Some(Mode::Refactor) => "refactor_complete",
+                Some(Mode::MultiFile) => "changes_ready",
+                Some(Mode::Documentation) => "doc_complete",
+                _ => return Ok(()),
+            };
+            let before = self.executor.authority().map(|(_, mode)| mode);
+            self.outcome(name, trigger, |c| c.pending_changes = pending).await?;
+            if self.executor.authority().map(|(_, mode)| mode) == before {
+                return Ok(());
+            }
+        }
+        Ok(())
     }
 
     async fn report(&self, message: String) {
@@ -486,7 +541,17 @@ impl Runner<'_> {
                 .cloned()
                 .unwrap_or_else(|| crate::modes::built_in(crate::modes::Role::Coder)),
         );
-        let mode = Role::from_name(&name).map_or(Mode::Implementation, Role::mode);
+        let role_mode = Role::from_name(&name).map_or(Mode::Implementation, Role::mode);
+        // the role says who acts; the task's intent where the machine starts (seed 000): a
+        // coder's step asked to refactor or to fix starts there. Reviewing, testing and
+        // design go to their own roles; looking for something first is left to the model,
+        // since navigation may change nothing and the step has code to change.
+        let intent = crate::modes::intent(text).filter(|(mode, _)| {
+            explicit.is_none()
+                && role_mode == Mode::Implementation
+                && matches!(mode, Mode::Refactor | Mode::Debug)
+        });
+        let mode = intent.as_ref().map_or(role_mode, |(mode, _)| *mode);
         self.executor.act_as(Arc::clone(&profile), mode);
         let why = match (explicit, words.is_empty()) {
             (Some(_), _) => "asked for".to_string(),
@@ -495,7 +560,7 @@ impl Runner<'_> {
         };
         self.executor.record(
             "role",
-            serde_json::json!({"for": text.lines().next().unwrap_or_default(), "role": name, "words": words, "mode": mode}),
+            serde_json::json!({"for": text.lines().next().unwrap_or_default(), "role": name, "words": words, "mode": mode, "intent": intent.map(|(_, words)| words)}),
         );
         (profile, mode, format!("{name}, {mode} ({why})"))
     }
@@ -658,15 +723,23 @@ impl Runner<'_> {
                 other => return Err(Stop { reason: other, summary: outcome.summary }),
             }
             // observe what the step changed
-            self.go(Phase::Observing, &format!("{name} ended: {}", outcome.summary));
             let step_files: Vec<String> =
                 self.executor.changed_files().into_iter().filter(|f| !changed_before.contains(f)).collect();
+            self.edits_done(&name, step_files.len()).await?;
+            self.go(Phase::Observing, &format!("{name} ended: {}", outcome.summary));
             let mut observation = self.observe(&step.id, &step_files).await;
             // the model said it was finished and the checks or tests send it back: it ended early
             if !observation.clean() {
                 self.endings.early += 1;
             }
             self.go(Phase::Reflecting, &observation.describe());
+            if let Some(error) = first_error(&observation) {
+                self.outcome(&name, "error_occurred", |c| {
+                    c.has_errors = true;
+                    c.last_error = Some(error);
+                })
+                .await?;
+            }
             // fix what the step broke, within the run's rounds
             while !observation.introduced.is_empty() {
                 self.iterations += 1;
@@ -700,7 +773,17 @@ impl Runner<'_> {
                     summary: format!("it left errors: {}", left.join("; ")),
                 });
             }
+            if self.executor.authority().is_some_and(|(_, mode)| mode == Mode::Debug) {
+                // repaired: back to the code, and on to its checks
+                self.edits_done(&name, step_files.len()).await?;
+            }
             if let Some(TestOutcome { passed: false, ran: true, output }) = &observation.tests {
+                let failure = output.lines().find(|l| !l.trim().is_empty()).map(str::to_string);
+                self.outcome(&name, "test_failed", |c| {
+                    c.tests_passed = Some(false);
+                    c.last_error = failure;
+                })
+                .await?;
                 self.iterations += 1;
                 if self.iterations > self.context.limits.iterations {
                     return Err(Stop {
@@ -714,6 +797,10 @@ impl Runner<'_> {
                 self.go(Phase::Executing, &format!("{name}: the tests fail"));
                 continue;
             }
+            if let Some(TestOutcome { passed: true, ran: true, .. }) = &observation.tests {
+                self.outcome(&name, "tests_passed", |c| c.tests_passed = Some(true)).await?;
+            }
+            self.outcome(&name, "approved", |_| {}).await?;
             {
                 let mut guard = lock(&self.plan);
                 if let Some(plan) = guard.as_mut() {
@@ -974,4 +1061,12 @@ impl Editor for Nested {
     async fn file_operation(&self, operation: &FileOperation) -> EditOutcome {
         self.0.file_operation(operation).await
     }
+}
+
+/// The first error a step introduced, in one line.
+fn first_error(observation: &Check) -> Option<String> {
+    observation
+        .introduced
+        .iter()
+        .find_map(|(file, diagnostics)| diagnostics.first().map(|d| format!("{file}: {}", d.message)))
 }

@@ -53,10 +53,7 @@ impl Executor {
     pub fn act_as(&self, profile: Arc<crate::modes::Profile>, mode: crate::modes::Mode) {
         let mut guard = lock(&self.authority);
         let mut modes = guard.take().map(|a| a.modes).unwrap_or_default();
-        let context = crate::modes::ModeContext {
-            files_touched: lock(&self.state).changed.len(),
-            ..Default::default()
-        };
+        let context = self.mode_context();
         match modes.start(mode, &context) {
             Ok(transition) => self.record("mode", json!(transition)),
             Err(err) => {
@@ -83,6 +80,58 @@ impl Executor {
         *lock(&self.mode_listener) = Some(listener);
     }
 
+    /// The run's state as the modes' conditions see it: the files it changed, the approval
+    /// level, whether tests run after a step and whether the run is committed. A step adds
+    /// what it knows (its pending changes, its tests, its last error).
+    pub fn mode_context(&self) -> crate::modes::ModeContext {
+        let settings = &self.context.settings;
+        crate::modes::ModeContext {
+            files_touched: lock(&self.state).changed.len(),
+            approval: format!("{:?}", settings.approval).to_lowercase(),
+            auto_test: settings.test_command.is_some(),
+            auto_commit: settings.auto_commit,
+            ..Default::default()
+        }
+    }
+
+    /// Fires an outcome's `trigger` on the run's modes (when it acts in a role) with the
+    /// run's state `context`: the transition taken is audited as a `mode` event and told to
+    /// the listener. A trigger with no transition from the current mode, or none whose
+    /// condition holds, is audited as `mode_ignored` and changes nothing.
+    pub fn fire_mode(
+        &self,
+        trigger: &str,
+        context: &crate::modes::ModeContext,
+    ) -> Option<crate::modes::Transition> {
+        let mut guard = lock(&self.authority);
+        let authority = guard.as_mut()?;
+        let fired = authority.modes.fire(trigger, context);
+        let role = authority.profile.name.clone();
+        drop(guard);
+        match fired {
+            Ok(transition) => {
+                self.told_mode(&role, &transition);
+                Some(transition)
+            }
+            Err(err) => {
+                self.record("mode_ignored", json!({"trigger": trigger, "why": err.to_string()}));
+                None
+            }
+        }
+    }
+
+    /// The modes went back and forth between two of them more than `limit` times: the pair.
+    pub fn mode_cycle(&self, limit: usize) -> Option<(crate::modes::Mode, crate::modes::Mode)> {
+        lock(&self.authority).as_ref().and_then(|a| a.modes.cycle(limit))
+    }
+
+    fn told_mode(&self, role: &str, transition: &crate::modes::Transition) {
+        self.record("mode", json!(transition));
+        if let Some(listener) = lock(&self.mode_listener).as_ref() {
+            listener(role, transition.to, &transition.trigger);
+        }
+    }
+
     /// Fires `trigger` on the run's modes (when it acts in a role), audited as a `mode`
     /// event. `look_again` returns from the navigation a rejection sent it to.
     pub(super) fn shift_mode(&self, trigger: &str) {
@@ -93,20 +142,16 @@ impl Executor {
         if trigger == "rejected" && authority.modes.current() == crate::modes::Mode::ContextNav {
             return;
         }
-        let fired = if trigger == "looked_again" {
-            authority.modes.look_again()
-        } else {
-            authority.modes.fire(trigger, &crate::modes::ModeContext::default())
-        };
+        if trigger != "looked_again" {
+            drop(guard);
+            self.fire_mode(trigger, &self.mode_context());
+            return;
+        }
+        let fired = authority.modes.look_again();
         let role = authority.profile.name.clone();
         drop(guard);
         match fired {
-            Ok(transition) => {
-                self.record("mode", json!(transition));
-                if let Some(listener) = lock(&self.mode_listener).as_ref() {
-                    listener(&role, transition.to, trigger);
-                }
-            }
+            Ok(transition) => self.told_mode(&role, &transition),
             Err(err) => self.record("mode_error", json!({"error": err.to_string()})),
         }
     }

@@ -901,6 +901,17 @@ pub fn findings(diagnostics: &Value, source: &str) -> Vec<(u64, u64, String)> {
     out
 }
 
+/// The run's modes as `from -trigger-> to`, in order, from the audit log under `cache`.
+pub fn mode_trail(cache: &std::path::Path) -> Vec<String> {
+    audit_events(cache, "mode")
+        .iter()
+        .map(|m| {
+            let field = |name: &str| m[name].as_str().unwrap_or_default().to_string();
+            format!("{} -{}-> {}", field("from"), field("trigger"), field("to"))
+        })
+        .collect()
+}
+
 /// Every line of `event` in the audit logs under a user's cache folder.
 pub fn audit_events(cache: &std::path::Path, event: &str) -> Vec<Value> {
     let mut found = Vec::new();
