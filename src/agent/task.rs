@@ -296,8 +296,10 @@ impl Runner<'_> {
     /// `changes_ready`, `doc_complete`, or `fix_identified` after a repair), and on through the
     /// modes it leads to, as far as one of them has an outcome of its own.
     async fn edits_done(&mut self, name: &str, pending: usize) -> Result<(), Stop> {
+        let mode = |runner: &Self| runner.executor.authority().map(|(_, mode)| mode);
         for _ in 0..3 {
-            let trigger = match self.executor.authority().map(|(_, mode)| mode) {
+            let before = mode(self);
+            let trigger = match before {
                 Some(Mode::Debug) => "fix_identified",
                 Some(Mode::Implementation) => "code_complete",
                 Some(Mode::Refactor) => "refactor_complete",
@@ -305,9 +307,8 @@ impl Runner<'_> {
                 Some(Mode::Documentation) => "doc_complete",
                 _ => return Ok(()),
             };
-            let before = self.executor.authority().map(|(_, mode)| mode);
             self.outcome(name, trigger, |c| c.pending_changes = pending).await?;
-            if self.executor.authority().map(|(_, mode)| mode) == before {
+            if mode(self) == before {
                 return Ok(());
             }
         }

@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::mode::Mode;
 
 /// What a condition is checked against: the run's state when a trigger fires.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ModeContext {
     /// Errors seen in the files the run changed.
     pub has_errors: bool,
