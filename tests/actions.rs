@@ -182,10 +182,11 @@ fn every_file_action_works_headless_and_the_model_sees_each_result() {
     assert_eq!(events.first(), Some(&"start"));
     assert_eq!(events.last(), Some(&"exit"));
     assert_eq!(events.iter().filter(|e| **e == "action").count(), 7, "{events:?}");
+    // the engine's phases, read from the modes the run went through (SPEC P1)
     let phases: Vec<&str> =
-        lines.iter().filter(|l| l["event"] == "phase").filter_map(|l| l["to"].as_str()).collect();
-    assert_eq!(phases, ["planning", "executing", "observing", "reflecting", "done"], "{events:?}");
-    assert!(!events.contains(&"phase_error"), "{events:?}");
+        lines.iter().filter(|l| l["event"] == "mode").filter_map(|l| l["phase"].as_str()).collect();
+    assert_eq!(phases, ["planning", "executing", "reflecting", "idle"], "{events:?}");
+    assert!(!events.contains(&"mode_error"), "{events:?}");
     let prompts: Vec<&Value> = lines.iter().filter(|l| l["event"] == "prompt").collect();
     assert_eq!(prompts.len(), 8, "one per model call");
     assert_eq!(

@@ -458,12 +458,13 @@ fn a_second_rejection_keeps_looking_and_waiting_does_not_count_against_the_time_
         .map(|e| (e["trigger"].as_str().unwrap().to_string(), e["to"].as_str().unwrap().to_string()))
         .collect();
     let trail: Vec<(&str, &str)> = modes.iter().map(|(t, m)| (t.as_str(), m.as_str())).collect();
-    // rejected twice (the second while looking keeps it looking), back to the code, then the
-    // edit done and reviewed (no test command here), and the run's end
+    // planned, then rejected twice (the second while looking keeps it looking), back to the
+    // code, then the edit done and reviewed (no test command here), and the run's end
     assert_eq!(
         trail,
         [
-            ("code_intent", "implementation"),
+            ("plan_intent", "planning"),
+            ("plan_ready", "implementation"),
             ("rejected", "context_nav"),
             ("looked_again", "implementation"),
             ("code_complete", "qa"),

@@ -182,9 +182,22 @@ fn tokamak_run_plan_window_and_plan_with_tokamak() {
         ]),
         "{report:#}"
     );
+    // while it ran, the first step's line showed its mode as each outcome moved it: the
+    // code written, then reviewed (no test command), then done
+    assert_eq!(
+        report["drawn"],
+        serde_json::json!([
+            "○ 1. Add validate_email to User in user.py",
+            "⚡ 1. Add validate_email to User in user.py — implementation",
+            "⚡ 1. Add validate_email to User in user.py — qa",
+            "✓ 1. Add validate_email to User in user.py"
+        ]),
+        "{report:#}"
+    );
     // the edit landed in the buffer
     assert_eq!(report["text"], source.replace("        self.email = email\n", method), "{report:#}");
     let detail = report["detail"].to_string();
+    assert!(detail.contains("Mode: qa"), "the mode it ended in: {report:#}");
     assert!(detail.contains("A method that says whether the email has an @."), "{report:#}");
     assert!(detail.contains("Files: user.py"), "{report:#}");
     // the goal was asked for, and is offered again

@@ -79,10 +79,22 @@ fn a_reviewer_cannot_write_and_is_told_the_rule() {
     assert_eq!(roles[0]["role"], "reviewer", "{roles:?}");
     assert_eq!(roles[0]["words"], json!(["리뷰"]));
     let modes = audit(&user, "mode");
-    assert_eq!(modes[0]["to"], "qa", "{modes:?}");
+    assert_eq!(modes[0]["to"], "planning", "{modes:?}");
+    assert_eq!(modes[0]["phase"], "planning", "{modes:?}");
     assert_eq!(audit(&user, "refused").len(), 2);
-    // started in review, approved, done: nothing written, no other mode entered
-    assert_eq!(support::mode_trail(user.cache.path()), ["idle -review_intent-> qa", "qa -approved-> idle"]);
+    // planned, started in review, approved, done: nothing written, no other mode entered
+    assert_eq!(
+        support::mode_trail(user.cache.path()),
+        [
+            "idle -plan_intent-> planning",
+            "planning -done-> idle",
+            "idle -review_intent-> qa",
+            "qa -approved-> idle"
+        ]
+    );
+    // the engine's phases, read from the modes (SPEC P1)
+    let phases: Vec<&str> = modes.iter().filter_map(|m| m["phase"].as_str()).collect();
+    assert_eq!(phases, ["planning", "idle", "reflecting", "idle"]);
 }
 
 /// "리팩토링해줘": the coder acts, and the machine starts in refactor (seed 000's intents),
@@ -105,7 +117,13 @@ fn a_refactoring_starts_in_the_refactor_mode() {
     assert_eq!((&step["role"], &step["intent"]), (&json!("coder"), &json!(["리팩토링"])), "{roles:?}");
     assert_eq!(
         support::mode_trail(user.cache.path()),
-        ["idle -refactor_intent-> refactor", "refactor -refactor_complete-> qa", "qa -approved-> idle"]
+        [
+            "idle -plan_intent-> planning",
+            "planning -done-> idle",
+            "idle -refactor_intent-> refactor",
+            "refactor -refactor_complete-> qa",
+            "qa -approved-> idle"
+        ]
     );
     // the transitions are in the run's progress lines
     let stderr = String::from_utf8_lossy(&output.stderr);

@@ -1,6 +1,6 @@
 //! The agent: runs that change code. The fix loop (`fix.rs`) with its deterministic rung
 //! (`ladder.rs`), prompt (`prompt.rs`) and targets (`targets.rs`); task runs (`task.rs`),
-//! planned (`planner.rs` → `crate::run::plan`), driven through the phases of `engine.rs`, each step
+//! planned (`planner.rs` → `crate::run::plan`), driven mode by mode (`crate::modes`), each step
 //! carried out by a tool-using loop (`act.rs`) that offers the executor's actions as tools
 //! (`tools.rs`) or reads them from the model's replies (`protocol.rs`, and `calls.rs` for the
 //! calls a server left in the text) and fits its prompt into the model's context (`fit.rs`);
@@ -10,7 +10,6 @@
 mod act;
 mod calls;
 pub mod checks;
-pub mod engine;
 mod fit;
 mod fix;
 pub mod ladder;

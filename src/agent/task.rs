@@ -1,13 +1,15 @@
-//! A task run (SPEC P1–P5): a goal carried out as a plan. The engine plans (or takes a plan
-//! made earlier), then for each step whose dependencies are done: *Executing* — a tool-using
-//! loop of its own (`act.rs`) with the step's goal, the plan and what earlier steps changed;
-//! *Observing* — the settled diagnostics of every file the step changed, open or not, and the
-//! project's test command; *Reflecting* — done, *Fixing* (the fix loop on the errors the step
-//! introduced), another round for failing tests, or a new plan for what is left (bounded). A
-//! failed step fails its dependants; independent steps still run. Every transition is checked
-//! (`engine.rs`) and audited; the plan goes to the editor on every change; the run ends with
-//! an exit reason and a summary. The same for the server (`tokamak.run`, `tokamak.implement`)
-//! and the command line (`tokamak run`).
+//! A task run (SPEC P1–P5, M1): a goal carried out as a plan, mode by mode. The run plans in
+//! the planning mode (or takes a plan made earlier), then for each step whose dependencies are
+//! done: the step's mode (its role's, or where its words' intent starts) carries it out with a
+//! tool-using loop of its own (`act.rs`); its outcome fires the next transition — edits done
+//! to test (or multi-file, impact), QA or debug; the settled diagnostics of every file the
+//! step changed and the project's test command observed there; errors it introduced repaired
+//! in debug by the fix loop; failing tests back to the code; reviewed, then committed in the
+//! git mode with `auto_commit`, else idle; a failed step re-planned (bounded). The engine's
+//! phases are read from the modes (`Mode::phase`), never kept beside them. A failed step fails
+//! its dependants; independent steps still run. The plan, with each running step's mode, goes
+//! to the editor on every change; the run ends with an exit reason and a summary. The same
+//! for the server (`tokamak.run`, `tokamak.implement`) and the command line (`tokamak run`).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -19,7 +21,6 @@ use url::Url;
 
 use super::act::{ActOutcome, ActRequest, act};
 use super::checks;
-use super::engine::{Engine, Phase};
 use super::fix::{FixContext, FixRequest, fix};
 use super::planner::{PlanFailure, PlanRequest, Selection, make_plan};
 use super::runs::{RunHandle, Runs};
@@ -133,7 +134,6 @@ pub async fn run_task(context: &TaskContext, request: TaskRequest, run: RunHandl
         executor: &executor,
         run: &run,
         cancel: stop_token,
-        engine: Engine::default(),
         tokens: Tokens::default(),
         turns: 0,
         endings: Endings::default(),
@@ -168,10 +168,6 @@ pub async fn run_task(context: &TaskContext, request: TaskRequest, run: RunHandl
     } else {
         stop
     };
-    if !matches!(engine.engine.phase(), Phase::Done | Phase::Failed) {
-        let last = if stop.reason == ExitReason::Done { Phase::Done } else { Phase::Failed };
-        engine.go(last, &stop.summary);
-    }
     // the modes end where the run does: idle
     if executor.authority().is_some_and(|(_, mode)| mode != Mode::Idle) {
         let trigger = if stop.reason == ExitReason::Cancelled { "cancelled" } else { "done" };
@@ -232,7 +228,6 @@ struct Runner<'a> {
     executor: &'a Executor,
     run: &'a RunHandle,
     cancel: CancellationToken,
-    engine: Engine,
     tokens: Tokens,
     turns: u32,
     endings: Endings,
@@ -250,18 +245,13 @@ struct Runner<'a> {
 }
 
 impl Runner<'_> {
-    fn go(&mut self, to: Phase, why: &str) {
-        match self.engine.go(to, why) {
-            Ok(transition) => {
-                self.executor
-                    .record("phase", json!({"from": transition.from, "to": transition.to, "why": why}));
-            }
-            // a bug in the engine, not the run's fault: logged and audited, never ignored silently
-            Err(err) => {
-                tracing::error!("{}: {err} ({why})", self.run.run_id);
-                self.executor.record("phase_error", json!({"error": err.to_string(), "why": why}));
-            }
-        }
+    /// The run plans in the planning mode (`agent_planning`), as the role its goal routes to.
+    fn enter_planning(&mut self, goal: &str) {
+        let explicit = self.explicit_role.clone();
+        let (name, _) = self.route(goal, explicit.as_deref());
+        let profile =
+            self.profiles.get(&name).cloned().unwrap_or_else(|| crate::modes::built_in(Role::Coder));
+        self.executor.act_as(Arc::new(profile), Mode::Planning);
     }
 
     /// Fires an outcome's `trigger` on the step's modes with the run's state (`state` adds
@@ -279,6 +269,8 @@ impl Runner<'_> {
         if let Some(moved) = self.executor.fire_mode(trigger, &context) {
             let why = moved.trigger.replace('_', " ");
             self.report(format!("{name}: {} → {} ({why})", moved.from, moved.to)).await;
+            // the step's new mode in the plan window and tree view
+            self.publish().await;
         }
         let limit = self.context.limits.iterations as usize;
         match self.executor.mode_cycle(limit) {
@@ -294,25 +286,68 @@ impl Runner<'_> {
 
     /// A step's edits are done: its mode's outcome fires (`code_complete`, `refactor_complete`,
     /// `changes_ready`, `doc_complete`, or `fix_identified` after a repair), and on through the
-    /// modes it leads to, as far as one of them has an outcome of its own.
-    async fn edits_done(&mut self, name: &str, pending: usize) -> Result<(), Stop> {
+    /// modes it leads to, as far as one of them has an outcome of its own. A change of more
+    /// than five files goes through multi-file editing, and through impact analysis first when
+    /// it reaches callers or importers outside the step's files.
+    async fn edits_done(&mut self, name: &str, files: &[String]) -> Result<(), Stop> {
         let mode = |runner: &Self| runner.executor.authority().map(|(_, mode)| mode);
-        for _ in 0..3 {
+        let mut looked = false;
+        for _ in 0..4 {
             let before = mode(self);
             let trigger = match before {
                 Some(Mode::Debug) => "fix_identified",
                 Some(Mode::Implementation) => "code_complete",
                 Some(Mode::Refactor) => "refactor_complete",
+                Some(Mode::MultiFile) if !looked => {
+                    looked = true;
+                    if self.reached_outside(name, files).await { "impact_check" } else { "changes_ready" }
+                }
                 Some(Mode::MultiFile) => "changes_ready",
+                // the callers looked at: the tests that reach them run, or it is reviewed
+                Some(Mode::Impact) if self.executor.context().settings.test_command.is_some() => {
+                    "affected_tests"
+                }
+                Some(Mode::Impact) => "impact_assessed",
                 Some(Mode::Documentation) => "doc_complete",
                 _ => return Ok(()),
             };
-            self.outcome(name, trigger, |c| c.pending_changes = pending).await?;
+            self.outcome(name, trigger, |c| c.pending_changes = files.len()).await?;
             if mode(self) == before {
                 return Ok(());
             }
         }
         Ok(())
+    }
+
+    /// Impact analysis of a large change: whether what the run changed reaches callers or
+    /// importers outside `files` (the step's), said in the progress lines and audited.
+    async fn reached_outside(&self, name: &str, files: &[String]) -> bool {
+        let Some(impact) = self.executor.run_impact(None).await else { return false };
+        let confinement = &self.executor.context().confinement;
+        let mut reached: Vec<String> = impact
+            .callers
+            .iter()
+            .map(|c| c.path.as_path())
+            .chain(impact.importers.iter().map(|(path, _)| path.as_path()))
+            .map(|path| confinement.relative(path))
+            .filter(|path| !files.contains(path))
+            .collect();
+        reached.sort();
+        reached.dedup();
+        self.executor.record(
+            "impact",
+            json!({"for": "multi_file", "changed": impact.symbols.iter().map(|(_, n)| n.clone()).collect::<Vec<_>>(), "reached": reached, "tests": impact.tests.len()}),
+        );
+        if reached.is_empty() {
+            return false;
+        }
+        self.report(format!(
+            "{name}: the change reaches {} file(s) outside it: {}",
+            reached.len(),
+            crate::text::cut(&reached.join(", "), 300)
+        ))
+        .await;
+        true
     }
 
     async fn report(&self, message: String) {
@@ -343,12 +378,9 @@ impl Runner<'_> {
             Err(stop) => return stop,
         };
         let mut plan = match &request.plan {
-            Some(plan) => {
-                self.go(Phase::Executing, "implementing a plan made earlier");
-                plan.clone()
-            }
+            Some(plan) => plan.clone(),
             None => {
-                self.go(Phase::Planning, &request.goal);
+                self.enter_planning(&request.goal);
                 self.report("planning".to_string()).await;
                 let workspace = self.workspace(model.as_ref(), &request.goal).await;
                 let plan_request = PlanRequest {
@@ -408,9 +440,6 @@ impl Runner<'_> {
             }
             let next = lock(&self.plan).as_ref().and_then(Plan::next_ready);
             let Some(index) = next else { break };
-            if self.engine.phase() != Phase::Executing {
-                self.go(Phase::Executing, "the next step");
-            }
             match self.step(model.as_ref(), index).await {
                 Ok(()) => {}
                 Err(stop) if stop.reason == ExitReason::Failed => {
@@ -423,18 +452,12 @@ impl Runner<'_> {
                         (plan.fail_dependants(), plan.outline())
                     };
                     self.publish().await;
-                    if self.engine.phase() != Phase::Reflecting {
-                        self.go(Phase::Reflecting, "the step failed");
-                    }
                     if replans < self.context.plan.max_replans && !failed_now.is_empty() {
                         replans += 1;
-                        self.go(Phase::Planning, "a step failed; planning what is left");
+                        self.enter_planning(&request.goal);
                         if let Err(stop) = self.replan(model.as_ref(), request, &outline, replans).await {
                             return stop;
                         }
-                        self.go(Phase::Executing, "the new plan");
-                    } else {
-                        self.go(Phase::Executing, "the next independent step");
                     }
                 }
                 Err(stop) => {
@@ -463,13 +486,7 @@ impl Runner<'_> {
             .filter(|s| s.status == StepStatus::Failed)
             .map(|s| format!("step {} ({}): {}", s.id, s.title, s.note))
             .collect();
-        if self.engine.phase() == Phase::Executing {
-            // the last step failed and nothing was left to run
-            self.go(Phase::Observing, "nothing left to run");
-            self.go(Phase::Reflecting, "nothing left to run");
-        }
         if failed.is_empty() {
-            self.go(Phase::Done, "every step is done");
             let mut summary = format!("{}: all {} step(s) done", plan.goal, done);
             // a run that changed nothing answered a question: its steps' answers are the point
             if self.executor.changed_files().is_empty() {
@@ -649,14 +666,24 @@ impl Runner<'_> {
         }
         // the step's role and mode (SPEC M1–M3): routed by its words unless one was asked for
         let explicit = self.explicit_role.clone();
-        let (profile, _, shown) = self.enter_role(&goal, explicit.as_deref());
+        let (profile, mode, shown) = self.enter_role(&goal, explicit.as_deref());
         if let Some(plan) = lock(&self.plan).as_mut() {
             plan.steps[index].role = shown.clone();
+            plan.steps[index].mode = mode.name().to_string();
         }
         self.run.set_mode(&shown);
+        // each transition from now on: in `tokamak.status` and on the step in the plan (sent
+        // with the next plan update: `outcome` sends one for each transition it fires)
         let set_mode = self.run.mode_setter();
+        let plan = Arc::clone(&self.plan);
         self.executor.on_mode_change(Box::new(move |role, mode, trigger| {
             set_mode(&format!("{role}, {mode} ({})", trigger.replace('_', " ")));
+            // a step that ends keeps the last mode it worked in
+            if mode != Mode::Idle
+                && let Some(step) = lock(&plan).as_mut().and_then(|p| p.steps.get_mut(index))
+            {
+                step.mode = mode.name().to_string();
+            }
         }));
         self.publish().await;
         let name = format!("step {}/{total} ({shown}): {}", index + 1, step.title);
@@ -696,6 +723,9 @@ impl Runner<'_> {
             if !feedback.is_empty() {
                 context_text.push_str(&format!("\n\n{feedback}"));
             }
+            // the mode's handler: what the step's current mode is for and allows
+            let mode = self.executor.authority().map_or(Mode::Implementation, |(_, mode)| mode);
+            let role = format!("{role}\n\n{}", mode.instructions());
             let request = ActRequest {
                 system: SYSTEM,
                 role: &role,
@@ -726,14 +756,12 @@ impl Runner<'_> {
             // observe what the step changed
             let step_files: Vec<String> =
                 self.executor.changed_files().into_iter().filter(|f| !changed_before.contains(f)).collect();
-            self.edits_done(&name, step_files.len()).await?;
-            self.go(Phase::Observing, &format!("{name} ended: {}", outcome.summary));
+            self.edits_done(&name, &step_files).await?;
             let mut observation = self.observe(&step.id, &step_files).await;
             // the model said it was finished and the checks or tests send it back: it ended early
             if !observation.clean() {
                 self.endings.early += 1;
             }
-            self.go(Phase::Reflecting, &observation.describe());
             if let Some(error) = first_error(&observation) {
                 self.outcome(&name, "error_occurred", |c| {
                     c.has_errors = true;
@@ -753,15 +781,12 @@ impl Runner<'_> {
                         ),
                     });
                 }
-                self.go(Phase::Fixing, &observation.describe());
                 let errors = observation.errors();
                 self.report(format!("{name}: fixing {errors} error(s) it introduced")).await;
                 for (file, diagnostics) in std::mem::take(&mut observation.introduced) {
                     self.fix_file(&file, diagnostics).await;
                 }
-                self.go(Phase::Observing, "fixed");
                 observation = self.observe(&step.id, &step_files).await;
-                self.go(Phase::Reflecting, &observation.describe());
                 if !observation.introduced.is_empty() && self.iterations >= self.context.limits.iterations {
                     break;
                 }
@@ -776,7 +801,7 @@ impl Runner<'_> {
             }
             if self.executor.authority().is_some_and(|(_, mode)| mode == Mode::Debug) {
                 // repaired: back to the code, and on to its checks
-                self.edits_done(&name, step_files.len()).await?;
+                self.edits_done(&name, &step_files).await?;
             }
             if let Some(TestOutcome { passed: false, ran: true, output }) = &observation.tests {
                 let failure = output.lines().find(|l| !l.trim().is_empty()).map(str::to_string);
@@ -795,13 +820,19 @@ impl Runner<'_> {
                 feedback = format!(
                     "The step's changes are in, but the project's tests fail:\n{output}\nMake them pass."
                 );
-                self.go(Phase::Executing, &format!("{name}: the tests fail"));
                 continue;
             }
             if let Some(TestOutcome { passed: true, ran: true, .. }) = &observation.tests {
                 self.outcome(&name, "tests_passed", |c| c.tests_passed = Some(true)).await?;
             }
-            self.outcome(&name, "approved", |_| {}).await?;
+            // reviewed: committed in the git mode when `auto_commit` is on and the step changed
+            // something, else done
+            self.outcome(&name, "approved", |c| c.auto_commit &= !step_files.is_empty()).await?;
+            let committed = if self.executor.authority().is_some_and(|(_, mode)| mode == Mode::Git) {
+                Some(self.commit_step(&name, &step).await?)
+            } else {
+                None
+            };
             {
                 let mut guard = lock(&self.plan);
                 if let Some(plan) = guard.as_mut() {
@@ -823,6 +854,9 @@ impl Runner<'_> {
                         }
                         _ => outcome.summary.clone(),
                     };
+                    if let Some(committed) = &committed {
+                        step.note = format!("{} ({committed})", step.note.trim_end_matches('.'));
+                    }
                     step.files = step_files.clone();
                 }
             }
@@ -834,6 +868,41 @@ impl Runner<'_> {
             }
             return Ok(());
         }
+    }
+
+    /// The git mode's work: the run's changes committed in the project's repository with the
+    /// step's title (`auto_commit`; the executor asks where the approval level says), told as a
+    /// tool call of the run's own; `committed`, or `commit_failed` with git's reason — the
+    /// changes stay either way. Returns what happened, for the step's note.
+    async fn commit_step(&mut self, name: &str, step: &crate::run::plan::PlanStep) -> Result<String, Stop> {
+        let message = format!("{}\n\nTokamak run {}, step {}.", step.title, self.run.run_id, step.id);
+        let action = Action::GitCommit { message };
+        let editor = Arc::clone(&self.executor.context().editor);
+        let id = format!("commit-{}", step.id);
+        let call = RunEvent::ToolCall {
+            id: id.clone(),
+            kind: action.tool_kind(),
+            title: action.title(),
+            paths: Vec::new(),
+        };
+        editor.run_event(&self.run.run_id, &call).await;
+        let (ok, said) = match self.executor.execute(&action).await {
+            Ok(result) => (result.ok, result.summary),
+            Err(hit) => (false, hit.to_string()),
+        };
+        let said = if ok { said } else { format!("not committed: {said}") };
+        let result = RunEvent::ToolResult {
+            id,
+            ok,
+            summary: said.clone(),
+            changed: Vec::new(),
+            files: Vec::new(),
+            check: None,
+            output: None,
+        };
+        editor.run_event(&self.run.run_id, &result).await;
+        self.outcome(name, if ok { "committed" } else { "commit_failed" }, |_| {}).await?;
+        Ok(said)
     }
 
     /// The errors step `step` introduced in `files` (settled diagnostics now against those

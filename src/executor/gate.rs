@@ -54,8 +54,10 @@ impl Executor {
         let mut guard = lock(&self.authority);
         let mut modes = guard.take().map(|a| a.modes).unwrap_or_default();
         let context = self.mode_context();
+        let before = modes.history().len();
         match modes.start(mode, &context) {
-            Ok(transition) => self.record("mode", json!(transition)),
+            // every transition taken: the way back to idle first, when there was one
+            Ok(_) => modes.history()[before..].iter().for_each(|t| self.record_mode(t)),
             Err(err) => {
                 self.record("mode_error", json!({"error": err.to_string()}));
                 modes = crate::modes::ModeMachine::default();
@@ -125,8 +127,17 @@ impl Executor {
         lock(&self.authority).as_ref().and_then(|a| a.modes.cycle(limit))
     }
 
+    /// A transition in the audit log, with the engine's phase it leads to (SPEC P1: the
+    /// phases are read from the modes).
+    fn record_mode(&self, transition: &crate::modes::Transition) {
+        self.record(
+            "mode",
+            json!({"from": transition.from, "trigger": transition.trigger, "to": transition.to, "phase": transition.to.phase()}),
+        );
+    }
+
     fn told_mode(&self, role: &str, transition: &crate::modes::Transition) {
-        self.record("mode", json!(transition));
+        self.record_mode(transition);
         if let Some(listener) = lock(&self.mode_listener).as_ref() {
             listener(role, transition.to, &transition.trigger);
         }

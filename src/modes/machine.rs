@@ -29,9 +29,10 @@ pub struct ModeContext {
 }
 
 impl ModeContext {
-    /// Seed 000: a change of more than five files is a large one.
+    /// Seed 000: a change of more than five files is a large one (the step's own change
+    /// when it is known, else the run's).
     pub fn is_large_change(&self) -> bool {
-        self.files_touched > 5
+        if self.pending_changes > 0 { self.pending_changes > 5 } else { self.files_touched > 5 }
     }
 }
 
@@ -147,8 +148,12 @@ pub const RULES: &[Rule] = &[
     rule(MultiFile, "error_occurred", Debug, 10),
     rule(MultiFile, "commit_ready", Git, 8),
     rule(Impact, "affected_tests", Test, 9),
+    // the callers outside the change were looked at and there are no tests to run: reviewed
+    rule(Impact, "impact_assessed", Qa, 8),
     rule(Impact, "additional_fixes", Implementation, 8),
     rule(Git, "committed", Idle, 9),
+    // the commit was refused (not a repository, a hook, a person): the changes stay, uncommitted
+    rule(Git, "commit_failed", Idle, 8),
     rule(Planning, "plan_ready", Implementation, 9),
     rule(Planning, "complex_plan", MultiFile, 9),
     rule(Planning, "migration_plan", Migration, 8),
@@ -284,8 +289,21 @@ impl ModeMachine {
     }
 
     /// Goes straight to `mode` when a trigger from `idle` leads there (a step routed to a role
-    /// starts in the role's mode): `idle` first when the machine is elsewhere.
+    /// starts in the role's mode): `idle` first when the machine is elsewhere. From planning,
+    /// the plan's own way to `mode` when the table has one (`plan_ready` → implementation).
     pub fn start(&mut self, mode: Mode, context: &ModeContext) -> Result<Transition, ModeError> {
+        if self.current == Mode::Planning
+            && let Some(rule) = RULES
+                .iter()
+                .filter(|r| r.from == Some(Mode::Planning) && r.to == mode)
+                .filter(|r| r.condition.is_none_or(|c| c.holds(context)))
+                .max_by_key(|r| r.priority)
+        {
+            let transition = Transition { from: self.current, trigger: rule.trigger.to_string(), to: mode };
+            self.current = mode;
+            self.history.push(transition.clone());
+            return Ok(transition);
+        }
         if self.current != Mode::Idle {
             self.fire("done", context)?;
         }
@@ -309,6 +327,37 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_plan_leads_to_its_first_step_and_the_phases_are_read_from_the_modes() {
+        let calm = ModeContext::default();
+        let mut machine = ModeMachine::default();
+        assert_eq!(machine.start(Mode::Planning, &calm).unwrap().trigger, "plan_intent");
+        assert_eq!(machine.start(Mode::Implementation, &calm).unwrap().trigger, "plan_ready");
+        // no way from planning to review: planning is done, and review starts from idle
+        let mut machine = ModeMachine::default();
+        machine.start(Mode::Planning, &calm).unwrap();
+        machine.start(Mode::Qa, &calm).unwrap();
+        let triggers: Vec<&str> = machine.history().iter().map(|t| t.trigger.as_str()).collect();
+        assert_eq!(triggers, ["plan_intent", "done", "review_intent"]);
+        use crate::modes::Phase;
+        let phases: Vec<Phase> =
+            [Mode::Planning, Mode::Implementation, Mode::Test, Mode::Qa, Mode::Debug, Mode::Idle]
+                .iter()
+                .map(|m| m.phase())
+                .collect();
+        assert_eq!(
+            phases,
+            [
+                Phase::Planning,
+                Phase::Executing,
+                Phase::Observing,
+                Phase::Reflecting,
+                Phase::Fixing,
+                Phase::Idle
+            ]
+        );
+    }
+
+    #[test]
     fn every_mode_is_reachable_from_idle_and_has_a_way_out() {
         let mut seen: BTreeSet<Mode> = BTreeSet::from([Mode::Idle]);
         let mut frontier = vec![Mode::Idle];
@@ -329,7 +378,7 @@ mod tests {
             assert!(RULES.iter().any(|r| r.from == Some(mode)), "{mode} has no rule of its own");
         }
         assert_eq!(Mode::ALL.len(), 23, "22 modes and idle");
-        assert_eq!(Mode::ALL.iter().filter(|m| m.phase() >= 2).count(), 10);
+        assert_eq!(Mode::ALL.iter().filter(|m| m.tier() >= 2).count(), 10);
     }
 
     #[test]

@@ -9,6 +9,6 @@ mod profiles;
 mod routing;
 
 pub use machine::{Condition, ModeContext, ModeError, ModeMachine, RULES, Rule, Transition};
-pub use mode::{Allowed, Mode};
+pub use mode::{Allowed, Mode, Phase};
 pub use profiles::{Profile, Profiles, built_in};
 pub use routing::{Role, Routed, intent, route};

@@ -38,6 +38,22 @@ pub enum Mode {
     Research,
 }
 
+/// The engine's phases (SPEC P1): `idle → planning → executing → observing → reflecting →
+/// fixing → done` (or `failed`). Each working mode is one of them ([`Mode::phase`]); a run
+/// ends `done` or `failed` by its exit reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    Idle,
+    Planning,
+    Executing,
+    Observing,
+    Reflecting,
+    Fixing,
+    Done,
+    Failed,
+}
+
 /// What a mode lets the agent do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Allowed {
@@ -123,8 +139,8 @@ impl Mode {
         }
     }
 
-    /// 0 (the core) to 3.
-    pub fn phase(self) -> u8 {
+    /// Seed 000's rollout phase: 0 (the core) to 3.
+    pub fn tier(self) -> u8 {
         match self {
             Mode::Idle
             | Mode::ContextNav
@@ -175,6 +191,82 @@ impl Mode {
             | Mode::MlIntegration => Allowed::EDIT,
             Mode::Git => Allowed::GIT,
         }
+    }
+
+    /// The engine's phase this mode is (SPEC P1): the phases are what the modes do, so a
+    /// run's phases are read from its modes, never kept beside them. Looking, changing and
+    /// recording are executing; testing and measuring, observing; reviewing, reflecting;
+    /// debugging, fixing.
+    pub fn phase(self) -> Phase {
+        match self {
+            Mode::Idle => Phase::Idle,
+            Mode::Planning => Phase::Planning,
+            Mode::ContextNav
+            | Mode::Implementation
+            | Mode::Documentation
+            | Mode::Design
+            | Mode::Refactor
+            | Mode::MultiFile
+            | Mode::Git
+            | Mode::Migration
+            | Mode::Dependency
+            | Mode::Ops
+            | Mode::EnvRepro
+            | Mode::MlIntegration
+            | Mode::Research => Phase::Executing,
+            Mode::Test | Mode::Impact | Mode::Verification | Mode::Profiling | Mode::Benchmark => {
+                Phase::Observing
+            }
+            Mode::Qa | Mode::SpecCompliance => Phase::Reflecting,
+            Mode::Debug => Phase::Fixing,
+        }
+    }
+
+    /// The mode's handler as the model sees it: what the mode is for, and what it allows
+    /// (the executor enforces the same). Goes with a step's own text, so steps still share
+    /// the prompt prefix a server caches.
+    pub fn instructions(self) -> String {
+        let purpose = match self {
+            Mode::Implementation => {
+                "write the code the step asks for; its checks and the project's tests run when you are done"
+            }
+            Mode::Refactor => {
+                "change the code's structure, not its behaviour: the tests must pass as they did"
+            }
+            Mode::MultiFile => {
+                "the change spans many files: keep them consistent with each other, and every caller with what it calls"
+            }
+            Mode::Migration => "move the code to the new API or version step by step, keeping it working",
+            Mode::Debug => {
+                "find the cause first (read the failing code and what calls it), then make the smallest change that removes it"
+            }
+            Mode::Test => {
+                "write or fix the tests the step needs; change the code under test only where it is wrong"
+            }
+            Mode::Qa => {
+                "review what the step names and say what is wrong or risky, with the file and line; change nothing"
+            }
+            Mode::Documentation => "write or update the documentation; leave the code as it is",
+            Mode::Design => "write the design down as a document; change no code",
+            Mode::ContextNav => "find where the work belongs (list, search, read) before anything changes",
+            Mode::Impact => "find what the change reaches: callers, importers and the tests that cover them",
+            Mode::Git => "record the work in git",
+            _ => "do the step's work",
+        };
+        let allowed = self.allowed();
+        let mut may = Vec::new();
+        for (yes, what) in [
+            (allowed.read, "read"),
+            (allowed.write, "change files"),
+            (allowed.command, "run commands"),
+            (allowed.commit, "commit"),
+        ] {
+            if yes {
+                may.push(what);
+            }
+        }
+        let may = if may.is_empty() { "nothing".to_string() } else { may.join(", ") };
+        format!("You are in the {} mode: {purpose}. In it you may {may}.", self.name())
     }
 
     /// A mode by its name (seed 000's, or the variant's in snake case).

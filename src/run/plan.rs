@@ -47,6 +47,10 @@ pub struct PlanStep {
     /// it has started.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub role: String,
+    /// The mode it is in while it runs (`test`, `debug` …), the last one after: each outcome's
+    /// transition changes it (SPEC M1).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub mode: String,
 }
 
 /// A plan for a goal.
@@ -290,6 +294,7 @@ fn read_json(reply: &str) -> Option<Vec<PlanStep>> {
                 note: String::new(),
                 files: Vec::new(),
                 role: String::new(),
+                mode: String::new(),
             })
         })
         .collect();
@@ -325,6 +330,7 @@ fn read_list(reply: &str) -> Vec<PlanStep> {
                     note: String::new(),
                     files: Vec::new(),
                     role: String::new(),
+                    mode: String::new(),
                 });
             }
             None => {

@@ -32,7 +32,7 @@ impl Notification for RunFinished {
 }
 
 /// `tokamak/planUpdated`: `{plan_id, run_id, goal, steps: [{id, title, detail, depends_on,
-/// status, glyph, note, files}]}`.
+/// status, glyph, note, files, role, mode}]}` (`mode`: the running step's current mode).
 pub enum PlanUpdated {}
 
 impl Notification for PlanUpdated {
@@ -252,6 +252,7 @@ impl Editor for LspEditor {
                     "note": s.note,
                     "files": s.files,
                     "role": s.role,
+                    "mode": s.mode,
                 })
             })
             .collect();

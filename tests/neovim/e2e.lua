@@ -174,9 +174,20 @@ local ok, err = pcall(function()
 
   if check == "plan" then
     local plan = require("tokamak.plan")
+    -- every first-step line the plan window was drawn with, in order (repeats folded): the
+    -- running step's mode as the outcomes move it
+    local drawn = {}
+    local render = plan.render
+    plan.render = function(p)
+      local lines, steps = render(p)
+      if lines[2] and drawn[#drawn] ~= lines[2] then table.insert(drawn, lines[2]) end
+      return lines, steps
+    end
     -- :TokamakRun with the goal: the plan window opens and follows the steps
     vim.cmd("TokamakRun " .. os.getenv("TOKAMAK_E2E_GOAL"))
     wait(30000, "the run to finish", function() return tokamak.last_run ~= nil end)
+    plan.render = render
+    step("drawn", drawn)
     step("run", tokamak.last_run)
     local statuses = {}
     for _, update in ipairs(plan.updates) do

@@ -912,6 +912,11 @@ pub fn mode_trail(cache: &std::path::Path) -> Vec<String> {
         .collect()
 }
 
+/// The engine's phases a run went through (SPEC P1), read from its modes' audit lines.
+pub fn phases(cache: &std::path::Path) -> Vec<String> {
+    audit_events(cache, "mode").iter().map(|m| m["phase"].as_str().unwrap_or_default().to_string()).collect()
+}
+
 /// Every line of `event` in the audit logs under a user's cache folder.
 pub fn audit_events(cache: &std::path::Path, event: &str) -> Vec<Value> {
     let mut found = Vec::new();

@@ -109,6 +109,10 @@ export interface PlanStep {
   glyph?: string;
   note?: string;
   files?: string[];
+  /** The role and mode it is carried out in, and why. */
+  role?: string;
+  /** Its current mode while it runs (`test`, `debug` …), the last one after. */
+  mode?: string;
 }
 
 /** A plan as `tokamak/planUpdated` and `tokamak.plan` send it. */
@@ -133,13 +137,14 @@ export interface StepView {
 export function stepView(step: PlanStep): StepView {
   const glyph = step.glyph ?? GLYPHS[step.status] ?? "?";
   const depends = step.depends_on && step.depends_on.length > 0 ? ` [depends: ${step.depends_on.join(", ")}]` : "";
-  const tooltip = [step.title, step.detail ?? "", step.note ?? "", (step.files ?? []).length > 0 ? `Files: ${(step.files ?? []).join(", ")}` : ""]
+  const tooltip = [step.title, step.role ? `Role: ${step.role}` : "", step.detail ?? "", step.note ?? "", (step.files ?? []).length > 0 ? `Files: ${(step.files ?? []).join(", ")}` : ""]
     .filter((part) => part.trim() !== "")
     .join("\n\n");
   return {
     id: step.id,
     label: `${glyph} ${step.id}. ${step.title}${depends}`,
-    description: step.status,
+    // the running step's current mode, as each outcome moves it
+    description: step.status === "running" && step.mode ? `running · ${step.mode}` : step.status,
     tooltip,
     files: step.files ?? [],
   };

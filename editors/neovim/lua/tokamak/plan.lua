@@ -1,7 +1,8 @@
 --- Tokamak's task agent in Neovim: :TokamakPlan, :TokamakRun, :TokamakImplement, the goal
 --- asked with vim.ui.input (with completion from the goals of this session), and the plan
---- window — a split with one line per step and its status glyph, kept current from
---- `tokamak/planUpdated`; <CR> on a step shows its detail, note and changed files.
+--- window — a split with one line per step, its status glyph and the running step's mode,
+--- kept current from `tokamak/planUpdated`; <CR> on a step shows its role, mode, detail, note
+--- and changed files.
 local M = {}
 
 --- Plans by id, as the server last described them, and the id of the latest.
@@ -46,6 +47,10 @@ function M.render(plan)
     if step.depends_on and #step.depends_on > 0 then
       line = line .. " [depends: " .. table.concat(step.depends_on, ", ") .. "]"
     end
+    -- the running step's current mode, as each outcome moves it (implementation → test → qa)
+    if step.status == "running" and step.mode and step.mode ~= "" then
+      line = line .. " — " .. step.mode
+    end
     table.insert(lines, line)
     table.insert(steps, step.id)
   end
@@ -88,6 +93,12 @@ end
 --- The lines <CR> shows for a step.
 function M.describe(step)
   local lines = { string.format("%s %s. %s (%s)", step.glyph or "", step.id, step.title, step.status) }
+  if step.role and step.role ~= "" then
+    table.insert(lines, "Role: " .. step.role)
+  end
+  if step.mode and step.mode ~= "" then
+    table.insert(lines, "Mode: " .. step.mode)
+  end
   if step.detail and step.detail ~= "" then
     table.insert(lines, "")
     vim.list_extend(lines, vim.split(step.detail, "\n"))

@@ -91,6 +91,11 @@ test("a plan step as the tree shows it", () => {
   assert.equal(view.tooltip, "Test validate_email\n\nIn test_user.py.\n\nFiles: test_user.py");
   assert.deepEqual(view.files, ["test_user.py"]);
   assert.equal(stepView({ id: "1", title: "One", status: "failed" }).label, "✗ 1. One", "the glyph from the status");
+  // the running step's mode, as the outcomes move it; a finished step shows its status only
+  const moving = { id: "1", title: "One", status: "running" as const, role: "coder, implementation (the default)", mode: "test" };
+  assert.equal(stepView(moving).description, "running · test");
+  assert.ok(stepView(moving).tooltip.includes("Role: coder, implementation (the default)"));
+  assert.equal(stepView({ ...moving, status: "done" as const }).description, "done");
 });
 
 test("plans are kept by id and the latest is shown; goals are trimmed", () => {

@@ -1,0 +1,198 @@
+//! Runs followed mode by mode (SPEC M1, P1): headless `tokamak run`s against a scripted model
+//! and the real pytest and git, each asserting its whole trail of modes from the audit log —
+//! tests failing once and sent back to the code, a seven-file change through multi-file
+//! editing and impact analysis, and `auto_commit` ending in the git mode with a commit.
+
+mod support;
+
+use std::path::Path;
+use std::process::Output;
+
+use support::UserDirs;
+use support::model_server::{ModelServer, Scripted, openai_chat};
+use support::replies::{done, edit};
+
+const TOTAL: &str = "def total(xs):\n    return 0\n";
+const TEST_TOTAL: &str = "from calc import total\n\n\ndef test_total():\n    assert total([1, 2]) == 3\n";
+const GOAL: &str = "Make total add the numbers in calc.py";
+
+/// A trusted project of `files` whose `tokamak.toml` runs pytest after each step (`head`: keys
+/// before its tables).
+fn project(files: &[(&str, &str)], head: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let python = support::tools_dir().join("venv/bin/python");
+    let toml = format!(
+        "{head}[checkers]\nenable = []\n\n[test]\ncommand = [{:?}, \"-m\", \"pytest\", \"-q\", \"-p\", \"no:cacheprovider\"]\n",
+        python.display().to_string()
+    );
+    for (name, text) in files.iter().copied().chain([("tokamak.toml", toml.as_str())]) {
+        let path = dir.path().join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    dir
+}
+
+/// `tokamak run GOAL --yes` in `root`, trusted.
+fn run(root: &Path, script: Vec<Scripted>) -> (Output, UserDirs, ModelServer) {
+    let model = ModelServer::start(script);
+    let user = UserDirs::trusting(&[root]);
+    let output = user
+        .command(&["run", GOAL, "--yes"])
+        .current_dir(root)
+        .env("TOKAMAK_LLM_URL", model.url())
+        .env("TOKAMAK_MODEL", "scripted")
+        .envs(support::tool_env())
+        .output()
+        .expect("tokamak runs");
+    (output, user, model)
+}
+
+fn said(output: &Output) -> String {
+    format!("{}\n{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
+}
+
+/// The step's tests fail after its first edit: back to the code with the failure, edited
+/// again, tested again, reviewed.
+#[test]
+fn tests_failing_once_send_the_step_back_to_the_code() {
+    if !support::require_tools(&["pytest"]) {
+        return;
+    }
+    let dir = project(&[("calc.py", TOTAL), ("test_calc.py", TEST_TOTAL)], "");
+    let root = dir.path();
+    let (output, user, model) = run(
+        root,
+        vec![
+            openai_chat(&format!("1. {GOAL}\n")),
+            edit("calc.py", "    return 0", "    return sum(xs) + 1"),
+            done("added"),
+            // told the tests fail
+            edit("calc.py", "    return sum(xs) + 1", "    return sum(xs)"),
+            done("fixed"),
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", said(&output));
+    assert_eq!(
+        std::fs::read_to_string(root.join("calc.py")).unwrap(),
+        "def total(xs):\n    return sum(xs)\n"
+    );
+    // the second round was told the failure
+    let requests = model.requests();
+    assert_eq!(requests.len(), 5, "{}", said(&output));
+    assert!(requests[3].body["messages"].to_string().contains("the project's tests fail"));
+    assert_eq!(
+        support::mode_trail(user.cache.path()),
+        [
+            "idle -plan_intent-> planning",
+            "planning -plan_ready-> implementation",
+            "implementation -code_complete-> test",
+            "test -test_failed-> implementation",
+            "implementation -code_complete-> test",
+            "test -tests_passed-> qa",
+            "qa -approved-> idle",
+        ]
+    );
+    assert_eq!(
+        support::phases(user.cache.path()),
+        ["planning", "executing", "observing", "executing", "observing", "reflecting", "idle"]
+    );
+    // the model worked in each mode knowing what it is for
+    assert!(requests[1].body["messages"].to_string().contains("You are in the implementation mode"));
+    // and the transitions are in the progress lines
+    assert!(said(&output).contains("test → implementation (test failed)"), "{}", said(&output));
+}
+
+/// A change of seven files goes through multi-file editing; it reaches a caller outside the
+/// step, so impact analysis looks first, then the tests that reach it run.
+#[test]
+fn a_seven_file_change_goes_through_multi_file_and_impact() {
+    if !support::require_tools(&["pytest"]) {
+        return;
+    }
+    let modules: Vec<(String, String)> =
+        (1..=7).map(|n| (format!("pkg/m{n}.py"), format!("def f{n}(x):\n    return x\n"))).collect();
+    let imports: String = (1..=7).map(|n| format!("from pkg.m{n} import f{n}\n")).collect();
+    let sum: Vec<String> = (1..=7).map(|n| format!("f{n}({n})")).collect();
+    let report = format!("{imports}\n\ndef report():\n    return {}\n", sum.join(" + "));
+    let test = "from report import report\n\n\ndef test_report():\n    assert report() == 56\n";
+    let mut files: Vec<(&str, &str)> = modules.iter().map(|(p, t)| (p.as_str(), t.as_str())).collect();
+    files.extend([("report.py", report.as_str()), ("test_report.py", test)]);
+    let dir = project(&files, "");
+    let root = dir.path();
+    let mut script = vec![openai_chat(&format!("1. {GOAL}\n"))];
+    for n in 1..=7 {
+        script.push(edit(&format!("pkg/m{n}.py"), "    return x", "    return 2 * x"));
+    }
+    script.push(done("doubled"));
+    let (output, user, _model) = run(root, script);
+    assert_eq!(output.status.code(), Some(0), "{}", said(&output));
+    assert_eq!(
+        support::mode_trail(user.cache.path()),
+        [
+            "idle -plan_intent-> planning",
+            "planning -plan_ready-> implementation",
+            "implementation -code_complete-> multi_file",
+            "multi_file -impact_check-> impact",
+            "impact -affected_tests-> test",
+            "test -tests_passed-> qa",
+            "qa -approved-> idle",
+        ],
+        "{}",
+        said(&output)
+    );
+    // what impact analysis found, audited and said
+    let impact = support::audit_events(user.cache.path(), "impact");
+    let looked = impact.iter().find(|i| i["for"] == "multi_file").expect("the impact of the change");
+    // report.py calls the functions, its test calls report(): both reached
+    assert_eq!(looked["reached"], serde_json::json!(["report.py", "test_report.py"]), "{impact:?}");
+    assert!(
+        said(&output).contains("the change reaches 2 file(s) outside it: report.py, test_report.py"),
+        "{}",
+        said(&output)
+    );
+}
+
+/// `auto_commit = true`: the step reviewed goes to the git mode, which commits its change in
+/// the project's repository with the step's title.
+#[test]
+fn auto_commit_ends_in_the_git_mode_with_a_commit() {
+    if !support::require_tools(&["pytest", "git"]) {
+        return;
+    }
+    let dir = project(&[("calc.py", TOTAL), ("test_calc.py", TEST_TOTAL)], "auto_commit = true\n\n");
+    let root = dir.path();
+    let git = |args: &[&str]| {
+        let output = std::process::Command::new("git").arg("-C").arg(root).args(args).output().unwrap();
+        assert!(output.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    git(&["init", "-q"]);
+    git(&["config", "user.email", "user@example.com"]);
+    git(&["config", "user.name", "A User"]);
+    git(&["add", "-A"]);
+    git(&["commit", "-q", "-m", "start"]);
+    let (output, user, _model) = run(
+        root,
+        vec![
+            openai_chat(&format!("1. {GOAL}\n")),
+            edit("calc.py", "    return 0", "    return sum(xs)"),
+            done("added"),
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", said(&output));
+    let trail = support::mode_trail(user.cache.path());
+    assert_eq!(
+        trail[trail.len() - 3..],
+        ["test -tests_passed-> qa", "qa -approved-> git", "git -committed-> idle"],
+        "{trail:?}\n{}",
+        said(&output)
+    );
+    // the commit: the step's title, the file it changed, nothing left uncommitted
+    assert_eq!(git(&["log", "-1", "--format=%s"]).trim(), GOAL);
+    assert_eq!(git(&["show", "--name-only", "--format=", "HEAD"]).trim(), "calc.py");
+    assert_eq!(git(&["status", "--porcelain", "--", "calc.py"]), "");
+    // and the step's note says which commit
+    let head = git(&["rev-parse", "--short", "HEAD"]);
+    assert!(said(&output).contains(&format!("(committed {})", head.trim())), "{}", said(&output));
+}
