@@ -267,6 +267,7 @@ mod tests {
                 files: vec!["a.py".into()],
                 introduced: vec![],
                 resolved: vec![],
+                warned: vec![],
                 tests: Some(crate::run::TestOutcome { passed: false, ran: true, output: "1 failed".into() }),
             }),
             RunEvent::Finished(RunReport::failed("run-1".into(), uri, "stopped".into())),

@@ -19,10 +19,15 @@ const GOAL: &str = "Make total add the numbers in calc.py";
 /// A trusted project of `files` whose `tokamak.toml` runs pytest after each step (`head`: keys
 /// before its tables).
 fn project(files: &[(&str, &str)], head: &str) -> tempfile::TempDir {
+    project_checked(files, head, "[]")
+}
+
+/// The same, with the checkers `enable` lists.
+fn project_checked(files: &[(&str, &str)], head: &str, enable: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let python = support::tools_dir().join("venv/bin/python");
     let toml = format!(
-        "{head}[checkers]\nenable = []\n\n[test]\ncommand = [{:?}, \"-m\", \"pytest\", \"-q\", \"-p\", \"no:cacheprovider\"]\n",
+        "{head}[checkers]\nenable = {enable}\n\n[test]\ncommand = [{:?}, \"-m\", \"pytest\", \"-q\", \"-p\", \"no:cacheprovider\"]\n",
         python.display().to_string()
     );
     for (name, text) in files.iter().copied().chain([("tokamak.toml", toml.as_str())]) {
@@ -35,10 +40,14 @@ fn project(files: &[(&str, &str)], head: &str) -> tempfile::TempDir {
 
 /// `tokamak run GOAL --yes` in `root`, trusted.
 fn run(root: &Path, script: Vec<Scripted>) -> (Output, UserDirs, ModelServer) {
+    run_goal(root, GOAL, script)
+}
+
+fn run_goal(root: &Path, goal: &str, script: Vec<Scripted>) -> (Output, UserDirs, ModelServer) {
     let model = ModelServer::start(script);
     let user = UserDirs::trusting(&[root]);
     let output = user
-        .command(&["run", GOAL, "--yes"])
+        .command(&["run", goal, "--yes"])
         .current_dir(root)
         .env("TOKAMAK_LLM_URL", model.url())
         .env("TOKAMAK_MODEL", "scripted")
@@ -195,4 +204,126 @@ fn auto_commit_ends_in_the_git_mode_with_a_commit() {
     // and the step's note says which commit
     let head = git(&["rev-parse", "--short", "HEAD"]);
     assert!(said(&output).contains(&format!("(committed {})", head.trim())), "{}", said(&output));
+}
+
+/// The review (QA) finds a warning the step introduced — ruff's unused import — and sends the
+/// step back once; cleaned up, tested and reviewed again, it is done.
+#[test]
+fn the_review_sends_back_what_the_step_introduced() {
+    if !support::require_tools(&["pytest", "ruff"]) {
+        return;
+    }
+    let dir = project_checked(&[("calc.py", TOTAL), ("test_calc.py", TEST_TOTAL)], "", "[\"ruff\"]");
+    let root = dir.path();
+    let (output, user, model) = run(
+        root,
+        vec![
+            openai_chat(&format!("1. {GOAL}\n")),
+            edit(
+                "calc.py",
+                "def total(xs):\n    return 0",
+                "import os\n\n\ndef total(xs):\n    return sum(xs)",
+            ),
+            done("added"),
+            // told what the review found
+            edit("calc.py", "import os\n\n\ndef total(xs):", "def total(xs):"),
+            done("cleaned up"),
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", said(&output));
+    assert_eq!(
+        std::fs::read_to_string(root.join("calc.py")).unwrap(),
+        "def total(xs):\n    return sum(xs)\n",
+        "{}",
+        said(&output)
+    );
+    let requests = model.requests();
+    assert_eq!(requests.len(), 5, "{}", said(&output));
+    let review = requests[3].body["messages"].to_string();
+    assert!(review.contains("the review found what it introduced") && review.contains("F401"), "{review}");
+    assert_eq!(
+        support::mode_trail(user.cache.path())[2..],
+        [
+            "implementation -code_complete-> test",
+            "test -tests_passed-> qa",
+            "qa -issues_found-> implementation",
+            "implementation -code_complete-> test",
+            "test -tests_passed-> qa",
+            "qa -approved-> idle",
+        ],
+        "{}",
+        said(&output)
+    );
+}
+
+/// "Where …": the step starts by looking (context navigation, which may change nothing), and
+/// its first change is the target found, on to implementation.
+#[test]
+fn a_step_asking_where_starts_by_looking_and_its_first_change_is_the_target_found() {
+    if !support::require_tools(&["pytest"]) {
+        return;
+    }
+    let dir = project(&[("calc.py", TOTAL), ("test_calc.py", TEST_TOTAL)], "");
+    let root = dir.path();
+    let goal = "Work out where total is defined and make it add the numbers";
+    let (output, user, _model) = run_goal(
+        root,
+        goal,
+        vec![
+            openai_chat(&format!("1. {goal}\n")),
+            support::replies::action(serde_json::json!({"action": "search", "pattern": "def total"})),
+            edit("calc.py", "    return 0", "    return sum(xs)"),
+            done("found in calc.py and fixed"),
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", said(&output));
+    assert_eq!(
+        std::fs::read_to_string(root.join("calc.py")).unwrap(),
+        "def total(xs):\n    return sum(xs)\n"
+    );
+    assert_eq!(
+        support::mode_trail(user.cache.path()),
+        [
+            "idle -plan_intent-> planning",
+            "planning -done-> idle",
+            "idle -search_intent-> context_nav",
+            "context_nav -target_found-> implementation",
+            "implementation -code_complete-> test",
+            "test -tests_passed-> qa",
+            "qa -approved-> idle",
+        ],
+        "{}",
+        said(&output)
+    );
+    assert!(support::audit_events(user.cache.path(), "refused").is_empty(), "the change was not refused");
+}
+
+/// The review sends a step back once: a warning still there after that round is said in the
+/// step's note, and the step is done.
+#[test]
+fn what_the_review_finds_twice_is_left_and_said() {
+    if !support::require_tools(&["pytest", "ruff"]) {
+        return;
+    }
+    let dir = project_checked(&[("calc.py", TOTAL), ("test_calc.py", TEST_TOTAL)], "", "[\"ruff\"]");
+    let root = dir.path();
+    let (output, user, _model) = run(
+        root,
+        vec![
+            openai_chat(&format!("1. {GOAL}\n")),
+            edit(
+                "calc.py",
+                "def total(xs):\n    return 0",
+                "import os\n\n\ndef total(xs):\n    return sum(xs)",
+            ),
+            done("added"),
+            // told what the review found, it changes nothing
+            done("the import is needed"),
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", said(&output));
+    assert!(said(&output).contains("(the review's 1 warning(s) are left)"), "{}", said(&output));
+    let trail = support::mode_trail(user.cache.path());
+    assert_eq!(trail.iter().filter(|t| t.as_str() == "qa -issues_found-> implementation").count(), 1);
+    assert_eq!(trail.last().map(String::as_str), Some("qa -approved-> idle"), "{trail:?}");
 }

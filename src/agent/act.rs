@@ -517,8 +517,14 @@ async fn edit_check(
     files: &[ChangedFile],
     settle: std::time::Duration,
 ) -> Option<RunCheck> {
-    let mut check =
-        RunCheck { step: None, files: Vec::new(), introduced: Vec::new(), resolved: Vec::new(), tests: None };
+    let mut check = RunCheck {
+        step: None,
+        files: Vec::new(),
+        introduced: Vec::new(),
+        resolved: Vec::new(),
+        warned: Vec::new(),
+        tests: None,
+    };
     for file in files {
         let Some((appeared, gone)) = super::checks::check_change(executor.context(), file, settle).await
         else {

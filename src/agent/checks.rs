@@ -54,6 +54,11 @@ pub fn errors(list: &[Diagnostic]) -> Vec<Diagnostic> {
     list.iter().filter(|d| d.severity == Severity::Error).cloned().collect()
 }
 
+/// Only the warnings of `list`.
+pub fn warnings(list: &[Diagnostic]) -> Vec<Diagnostic> {
+    list.iter().filter(|d| d.severity == Severity::Warning).cloned().collect()
+}
+
 /// A changed file's diagnostics that appeared and went away, when it is text the checkers read
 /// (`None` for a deleted or moved-away file).
 pub async fn check_change(

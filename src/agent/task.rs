@@ -561,13 +561,13 @@ impl Runner<'_> {
         );
         let role_mode = Role::from_name(&name).map_or(Mode::Implementation, Role::mode);
         // the role says who acts; the task's intent where the machine starts (seed 000): a
-        // coder's step asked to refactor or to fix starts there. Reviewing, testing and
-        // design go to their own roles; looking for something first is left to the model,
-        // since navigation may change nothing and the step has code to change.
+        // coder's step asked to refactor, to fix, or where something is starts there (from
+        // looking, its first change goes on to implementation: `target_found`). Reviewing,
+        // testing and design go to their own roles.
         let intent = crate::modes::intent(text).filter(|(mode, _)| {
             explicit.is_none()
                 && role_mode == Mode::Implementation
-                && matches!(mode, Mode::Refactor | Mode::Debug)
+                && matches!(mode, Mode::Refactor | Mode::Debug | Mode::ContextNav)
         });
         let mode = intent.as_ref().map_or(role_mode, |(mode, _)| *mode);
         self.executor.act_as(Arc::clone(&profile), mode);
@@ -710,6 +710,9 @@ impl Runner<'_> {
         let overall = lock(&self.plan).as_ref().map(|p| p.goal.clone()).unwrap_or_default();
         let workspace = self.workspace(model, &format!("{goal}\n{overall}")).await;
         let mut feedback = String::new();
+        // the review sends the step back once; what it finds after that is only said
+        let mut reviewed = false;
+        let mut left_warnings = 0;
         loop {
             let mut context_text = format!(
                 "The plan for the goal \"{}\" (○ pending, ⚡ this step, ✓ done, ✗ failed):\n{plan_text}\nYou are carrying out step {} only.",
@@ -825,6 +828,34 @@ impl Runner<'_> {
             if let Some(TestOutcome { passed: true, ran: true, .. }) = &observation.tests {
                 self.outcome(&name, "tests_passed", |c| c.tests_passed = Some(true)).await?;
             }
+            // the review (QA): what the step introduced that a reviewer would send back — the
+            // checkers' warnings in the files it changed (an unused import, a shadowed name)
+            if self.executor.authority().is_some_and(|(_, mode)| mode == Mode::Qa)
+                && !observation.warned.is_empty()
+            {
+                let found: Vec<String> = observation
+                    .warned
+                    .iter()
+                    .flat_map(|(file, list)| {
+                        list.iter().map(move |d| {
+                            let code = d.code.as_deref().map(|c| format!(" ({c})")).unwrap_or_default();
+                            format!("{file}: {}{code}", d.message)
+                        })
+                    })
+                    .collect();
+                if !reviewed && self.iterations < self.context.limits.iterations {
+                    reviewed = true;
+                    self.iterations += 1;
+                    let first = found.first().cloned();
+                    self.outcome(&name, "issues_found", |c| c.last_error = first).await?;
+                    feedback = format!(
+                        "The step's checks and tests pass, but the review found what it introduced:\n{}\nClean these up, changing nothing else.",
+                        found.iter().take(20).cloned().collect::<Vec<_>>().join("\n")
+                    );
+                    continue;
+                }
+                left_warnings = found.len();
+            }
             // reviewed: committed in the git mode when `auto_commit` is on and the step changed
             // something, else done
             self.outcome(&name, "approved", |c| c.auto_commit &= !step_files.is_empty()).await?;
@@ -854,6 +885,12 @@ impl Runner<'_> {
                         }
                         _ => outcome.summary.clone(),
                     };
+                    if left_warnings > 0 {
+                        step.note = format!(
+                            "{} (the review's {left_warnings} warning(s) are left)",
+                            step.note.trim_end_matches('.')
+                        );
+                    }
                     if let Some(committed) = &committed {
                         step.note = format!("{} ({committed})", step.note.trim_end_matches('.'));
                     }
@@ -911,6 +948,7 @@ impl Runner<'_> {
     async fn observe(&self, step: &str, files: &[String]) -> Check {
         let mut introduced = Vec::new();
         let mut resolved = Vec::new();
+        let mut warned = Vec::new();
         for file in files {
             let root = self.executor.context().confinement.root();
             let path = root.join(file);
@@ -930,13 +968,23 @@ impl Runner<'_> {
             if !gone.is_empty() {
                 resolved.push((file.clone(), gone));
             }
+            let (new, _) = checks::compare(&checks::warnings(&before), &checks::warnings(&after));
+            if !new.is_empty() {
+                warned.push((file.clone(), new));
+            }
         }
         let tests = match self.executor.context().settings.test_command.clone() {
             Some(command) if !self.cancel.is_cancelled() => Some(self.run_tests(command).await),
             _ => None,
         };
-        let check =
-            Check { step: Some(step.to_string()), files: files.to_vec(), introduced, resolved, tests };
+        let check = Check {
+            step: Some(step.to_string()),
+            files: files.to_vec(),
+            introduced,
+            resolved,
+            warned,
+            tests,
+        };
         self.executor.context().editor.run_event(&self.run.run_id, &RunEvent::Checked(check.clone())).await;
         check
     }

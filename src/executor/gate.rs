@@ -26,6 +26,13 @@ pub enum LimitHit {
 /// Told the run's role and new mode, and the trigger that led there.
 pub type ModeListener = Box<dyn Fn(&str, crate::modes::Mode, &str) + Send + Sync>;
 
+/// Why the model is in context navigation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Navigating {
+    AfterRejection,
+    ForTheStep,
+}
+
 /// The role a run's model acts in, and its modes.
 pub(super) struct Authority {
     profile: Arc<crate::modes::Profile>,
@@ -176,6 +183,12 @@ impl Executor {
     /// rejected something the model is in context navigation until it has looked at the code
     /// again.
     pub async fn execute_for_model(&self, action: &Action) -> Result<ActionResult, LimitHit> {
+        // a step that started by looking for its place (seed 000's `search_intent`) has found
+        // it when it first asks to change something: on to implementation, which may
+        let navigating = self.navigating();
+        if navigating == Some(Navigating::ForTheStep) && action.kind() == ActionKind::Write {
+            self.fire_mode("target_found", &self.mode_context());
+        }
         if let Some(rule) = self.forbidden(action) {
             // a refused action counts against the run's actions like any other
             self.count_call(action)?;
@@ -196,13 +209,22 @@ impl Executor {
             }
         }
         let result = self.dispatch(action, Origin::Model).await?;
-        if look
-            && result.ok
-            && self.authority().is_some_and(|(_, mode)| mode == crate::modes::Mode::ContextNav)
-        {
+        if look && result.ok && navigating == Some(Navigating::AfterRejection) {
             self.shift_mode("looked_again");
         }
         Ok(result)
+    }
+
+    /// Whether the model is in context navigation, and why: a person's rejection sent it
+    /// there (it goes back once it has looked), or its step started there.
+    fn navigating(&self) -> Option<Navigating> {
+        let guard = lock(&self.authority);
+        let modes = &guard.as_ref()?.modes;
+        if modes.current() != crate::modes::Mode::ContextNav {
+            return None;
+        }
+        let rejected = modes.history().last().is_some_and(|t| t.trigger == "rejected");
+        Some(if rejected { Navigating::AfterRejection } else { Navigating::ForTheStep })
     }
 
     /// Asks the approver, as long as the run is not cancelled; every question and answer is

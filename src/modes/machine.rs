@@ -109,6 +109,8 @@ pub const RULES: &[Rule] = &[
     rule(ContextNav, "target_found", Implementation, 9),
     rule(ContextNav, "bug_located", Debug, 9),
     rule(ContextNav, "architecture_needed", Design, 8),
+    // a step that only had to find something (where is …): answered, and done
+    rule(ContextNav, "approved", Idle, 8),
     rule(Design, "design_approved", Implementation, 9),
     rule(Design, "large_change_planned", MultiFile, 9),
     // a step's edits done: tested when there are tests to run, else reviewed

@@ -72,6 +72,9 @@ pub struct Check {
     pub introduced: Vec<(String, Vec<Diagnostic>)>,
     /// Errors the changes did away with, by file.
     pub resolved: Vec<(String, Vec<Diagnostic>)>,
+    /// Warnings the changes introduced, by file (an unused import, a shadowed name): what the
+    /// review sends back once.
+    pub warned: Vec<(String, Vec<Diagnostic>)>,
     /// The test command's outcome, when one is configured and was run.
     pub tests: Option<TestOutcome>,
 }
