@@ -8,6 +8,7 @@
 //! estimated at four characters a token (what a real model would be billed for), and the
 //! prefix each request shares with the one before, laid out as a chat template does —
 //! within a step and across steps of different roles: what a server's prompt cache reuses.
+//! Beside it, the mode machine's own cost per transition.
 
 mod common;
 
@@ -278,5 +279,34 @@ fn bench_task_steps(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, bench_task_steps);
+/// One transition of the mode machine as a run takes it: seed 000's scenario (a step started
+/// in implementation, its edits done, its tests passing, reviewed) with the run's state, four
+/// transitions, and the audit line each becomes.
+fn bench_mode_transitions(c: &mut Criterion) {
+    use tokamak::modes::{Mode, ModeContext, ModeMachine};
+    let context =
+        ModeContext { auto_test: true, files_touched: 1, pending_changes: 1, ..ModeContext::default() };
+    c.bench_function(
+        "mode machine: seed 000's step, four transitions with their audit lines (divide by 4)",
+        |b| {
+            b.iter(|| {
+                let mut machine = ModeMachine::default();
+                let mut lines = Vec::with_capacity(4);
+                machine.start(Mode::Implementation, &context).unwrap();
+                for trigger in ["code_complete", "tests_passed", "approved"] {
+                    machine.fire(trigger, &context).unwrap();
+                }
+                for t in machine.history() {
+                    lines.push(
+                        json!({"from": t.from, "trigger": t.trigger, "to": t.to, "phase": t.to.phase()})
+                            .to_string(),
+                    );
+                }
+                lines
+            })
+        },
+    );
+}
+
+criterion_group!(benches, bench_task_steps, bench_mode_transitions);
 criterion_main!(benches);

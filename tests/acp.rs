@@ -437,6 +437,15 @@ fn the_scenario_through_acp_with_the_editors_files() {
     assert!(statuses.contains(&vec!["completed".to_string(), "in_progress".to_string()]), "{statuses:?}");
     assert_eq!(statuses.last().unwrap(), &["completed", "completed"], "{statuses:?}");
     assert!(entries[0]["content"].as_str().unwrap().contains("validate_email"), "{first_plan}");
+    // the running step's entry names its mode as the outcomes move it: written, then tested
+    let first_step: Vec<String> = plans
+        .iter()
+        .filter(|p| p["entries"][0]["status"] == "in_progress")
+        .map(|p| p["entries"][0]["content"].as_str().unwrap().to_string())
+        .collect();
+    let modes: Vec<&str> =
+        first_step.iter().filter_map(|c| c.rsplit_once(" (").map(|(_, m)| m.trim_end_matches(')'))).collect();
+    assert!(modes.windows(2).any(|w| w == ["implementation", "test"]), "{first_step:?}");
 
     // each action a tool call of its kind, with absolute locations; the edit's diff
     let calls = client.updates("tool_call");

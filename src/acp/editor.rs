@@ -136,6 +136,8 @@ impl AcpEditor {
                 };
                 let content = match step.status {
                     StepStatus::Failed => format!("{} (failed: {})", step.title, step.note),
+                    // the running step's current mode, as each outcome moves it
+                    StepStatus::Running if !step.mode.is_empty() => format!("{} ({})", step.title, step.mode),
                     _ => step.title.clone(),
                 };
                 acp::PlanEntry::new(content, acp::PlanEntryPriority::Medium, status)
