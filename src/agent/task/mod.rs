@@ -11,31 +11,29 @@
 //! to the editor on every change; the run ends with an exit reason and a summary. The same
 //! for the server (`tokamak.run`, `tokamak.implement`) and the command line (`tokamak run`).
 
+mod modes;
+mod observe;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use url::Url;
 
 use super::act::{ActOutcome, ActRequest, act};
-use super::checks;
-use super::fix::{FixContext, FixRequest, fix};
 use super::planner::{PlanFailure, PlanRequest, Selection, make_plan};
-use super::runs::{RunHandle, Runs};
-use super::targets::Scope;
+use super::runs::RunHandle;
 use super::workspace::workspace_context;
 use crate::config::{FixSettings, LimitSettings, PlanSettings};
-use crate::editor::{DocumentEdit, EditOutcome, Editor, FileOperation, MessageLevel, Progress, RunEvent};
-use crate::executor::{Action, DiskEditor, Executor, ExecutorContext};
+use crate::editor::{Progress, RunEvent};
+use crate::executor::{Executor, ExecutorContext};
 use crate::model::{Model, ModelError};
-use crate::modes::{Mode, Profile, Profiles, Role, route};
-use crate::observer::{Diagnostic, Observer};
+use crate::modes::{Mode, Profiles};
 use crate::run::plan::{Plan, StepStatus};
-use crate::run::{Check, Endings, ExitReason, RunReport, TestOutcome, Tokens};
+use crate::run::{Endings, ExitReason, RunReport, TestOutcome, Tokens};
 use crate::sync::lock;
-use crate::workspace::DocumentSnapshot;
+use observe::first_error;
 
 /// The instructions a step's model gets.
 pub const SYSTEM: &str = "You are Tokamak, a careful coding agent working inside the user's project. \
@@ -245,111 +243,6 @@ struct Runner<'a> {
 }
 
 impl Runner<'_> {
-    /// The run plans in the planning mode (`agent_planning`), as the role its goal routes to.
-    fn enter_planning(&mut self, goal: &str) {
-        let explicit = self.explicit_role.clone();
-        let (name, _) = self.route(goal, explicit.as_deref());
-        let profile =
-            self.profiles.get(&name).cloned().unwrap_or_else(|| crate::modes::built_in(Role::Coder));
-        self.executor.act_as(Arc::new(profile), Mode::Planning);
-    }
-
-    /// Fires an outcome's `trigger` on the step's modes with the run's state (`state` adds
-    /// what the step knows) and says the transition in the progress lines. A run going back
-    /// and forth between two modes more than `limits.iterations` times stops
-    /// (`repeated_state`), naming them.
-    async fn outcome(
-        &mut self,
-        name: &str,
-        trigger: &str,
-        state: impl FnOnce(&mut crate::modes::ModeContext),
-    ) -> Result<(), Stop> {
-        let mut context = self.executor.mode_context();
-        state(&mut context);
-        if let Some(moved) = self.executor.fire_mode(trigger, &context) {
-            let why = moved.trigger.replace('_', " ");
-            self.report(format!("{name}: {} → {} ({why})", moved.from, moved.to)).await;
-            // the step's new mode in the plan window and tree view
-            self.publish().await;
-        }
-        let limit = self.context.limits.iterations as usize;
-        match self.executor.mode_cycle(limit) {
-            Some((from, to)) => Err(Stop {
-                reason: ExitReason::RepeatedState,
-                summary: format!(
-                    "stopped: it went back and forth between {from} and {to} more than {limit} times (limits.iterations)"
-                ),
-            }),
-            None => Ok(()),
-        }
-    }
-
-    /// A step's edits are done: its mode's outcome fires (`code_complete`, `refactor_complete`,
-    /// `changes_ready`, `doc_complete`, or `fix_identified` after a repair), and on through the
-    /// modes it leads to, as far as one of them has an outcome of its own. A change of more
-    /// than five files goes through multi-file editing, and through impact analysis first when
-    /// it reaches callers or importers outside the step's files.
-    async fn edits_done(&mut self, name: &str, files: &[String]) -> Result<(), Stop> {
-        let mode = |runner: &Self| runner.executor.authority().map(|(_, mode)| mode);
-        let mut looked = false;
-        for _ in 0..4 {
-            let before = mode(self);
-            let trigger = match before {
-                Some(Mode::Debug) => "fix_identified",
-                Some(Mode::Implementation) => "code_complete",
-                Some(Mode::Refactor) => "refactor_complete",
-                Some(Mode::MultiFile) if !looked => {
-                    looked = true;
-                    if self.reached_outside(name, files).await { "impact_check" } else { "changes_ready" }
-                }
-                Some(Mode::MultiFile) => "changes_ready",
-                // the callers looked at: the tests that reach them run, or it is reviewed
-                Some(Mode::Impact) if self.executor.context().settings.test_command.is_some() => {
-                    "affected_tests"
-                }
-                Some(Mode::Impact) => "impact_assessed",
-                Some(Mode::Documentation) => "doc_complete",
-                _ => return Ok(()),
-            };
-            self.outcome(name, trigger, |c| c.pending_changes = files.len()).await?;
-            if mode(self) == before {
-                return Ok(());
-            }
-        }
-        Ok(())
-    }
-
-    /// Impact analysis of a large change: whether what the run changed reaches callers or
-    /// importers outside `files` (the step's), said in the progress lines and audited.
-    async fn reached_outside(&self, name: &str, files: &[String]) -> bool {
-        let Some(impact) = self.executor.run_impact(None).await else { return false };
-        let confinement = &self.executor.context().confinement;
-        let mut reached: Vec<String> = impact
-            .callers
-            .iter()
-            .map(|c| c.path.as_path())
-            .chain(impact.importers.iter().map(|(path, _)| path.as_path()))
-            .map(|path| confinement.relative(path))
-            .filter(|path| !files.contains(path))
-            .collect();
-        reached.sort();
-        reached.dedup();
-        self.executor.record(
-            "impact",
-            json!({"for": "multi_file", "changed": impact.symbols.iter().map(|(_, n)| n.clone()).collect::<Vec<_>>(), "reached": reached, "tests": impact.tests.len()}),
-        );
-        if reached.is_empty() {
-            return false;
-        }
-        self.report(format!(
-            "{name}: the change reaches {} file(s) outside it: {}",
-            reached.len(),
-            crate::text::cut(&reached.join(", "), 300)
-        ))
-        .await;
-        true
-    }
-
     async fn report(&self, message: String) {
         self.executor
             .context()
@@ -510,77 +403,6 @@ impl Runner<'_> {
             .as_ref()
             .map_or(0, |p| p.steps.iter().filter(|s| s.status == StepStatus::Done).count());
         Stop { reason, summary: format!("{why}; {done} step(s) were done") }
-    }
-
-    /// Says what was wrong with the workspace's role files, and refuses a role asked for that
-    /// does not exist; audits how the goal routes.
-    async fn roles_ready(&mut self, request: &TaskRequest) -> Result<(), Stop> {
-        for problem in &self.profiles.problems {
-            self.executor.record("role_file", serde_json::json!({"problem": problem}));
-            let message = format!("Tokamak uses the built-in role profile instead: {problem}");
-            self.executor.context().editor.show_message(MessageLevel::Warning, message).await;
-        }
-        if let Some(role) = &request.role
-            && self.profiles.get(role).is_none()
-        {
-            return Err(Stop {
-                reason: ExitReason::Failed,
-                summary: format!(
-                    "there is no role {role:?}; the roles are {}",
-                    self.profiles.names().join(", ")
-                ),
-            });
-        }
-        let routed = self.route(&request.goal, request.role.as_deref());
-        self.executor.record(
-            "role",
-            serde_json::json!({"for": "goal", "role": routed.0, "words": routed.1, "explicit": request.role.is_some()}),
-        );
-        Ok(())
-    }
-
-    /// The profile for `text` (the role asked for, else the one its words route to) and the
-    /// words that chose it.
-    fn route(&self, text: &str, explicit: Option<&str>) -> (String, Vec<String>) {
-        if let Some(name) = explicit {
-            return (name.to_ascii_lowercase(), Vec::new());
-        }
-        let routed = route(text, None);
-        (routed.role.name().to_string(), routed.words)
-    }
-
-    /// The step's role and mode: the executor enforces them from now on; the mode change and
-    /// the routing are audited. Returns the profile and how the plan shows it.
-    fn enter_role(&mut self, text: &str, explicit: Option<&str>) -> (Arc<Profile>, Mode, String) {
-        let (name, words) = self.route(text, explicit);
-        let profile = Arc::new(
-            self.profiles
-                .get(&name)
-                .cloned()
-                .unwrap_or_else(|| crate::modes::built_in(crate::modes::Role::Coder)),
-        );
-        let role_mode = Role::from_name(&name).map_or(Mode::Implementation, Role::mode);
-        // the role says who acts; the task's intent where the machine starts (seed 000): a
-        // coder's step asked to refactor, to fix, or where something is starts there (from
-        // looking, its first change goes on to implementation: `target_found`). Reviewing,
-        // testing and design go to their own roles.
-        let intent = crate::modes::intent(text).filter(|(mode, _)| {
-            explicit.is_none()
-                && role_mode == Mode::Implementation
-                && matches!(mode, Mode::Refactor | Mode::Debug | Mode::ContextNav)
-        });
-        let mode = intent.as_ref().map_or(role_mode, |(mode, _)| *mode);
-        self.executor.act_as(Arc::clone(&profile), mode);
-        let why = match (explicit, words.is_empty()) {
-            (Some(_), _) => "asked for".to_string(),
-            (None, true) => "the default".to_string(),
-            (None, false) => format!("for {}", words.join(", ")),
-        };
-        self.executor.record(
-            "role",
-            serde_json::json!({"for": text.lines().next().unwrap_or_default(), "role": name, "words": words, "mode": mode, "intent": intent.map(|(_, words)| words)}),
-        );
-        (profile, mode, format!("{name}, {mode} ({why})"))
     }
 
     /// The workspace as the prompts show it for `question` (summaries cost tokens too), and
@@ -830,19 +652,8 @@ impl Runner<'_> {
             }
             // the review (QA): what the step introduced that a reviewer would send back — the
             // checkers' warnings in the files it changed (an unused import, a shadowed name)
-            if self.executor.authority().is_some_and(|(_, mode)| mode == Mode::Qa)
-                && !observation.warned.is_empty()
-            {
-                let found: Vec<String> = observation
-                    .warned
-                    .iter()
-                    .flat_map(|(file, list)| {
-                        list.iter().map(move |d| {
-                            let code = d.code.as_deref().map(|c| format!(" ({c})")).unwrap_or_default();
-                            format!("{file}: {}{code}", d.message)
-                        })
-                    })
-                    .collect();
+            let found = self.review(&observation);
+            if !found.is_empty() {
                 if !reviewed && self.iterations < self.context.limits.iterations {
                     reviewed = true;
                     self.iterations += 1;
@@ -906,285 +717,4 @@ impl Runner<'_> {
             return Ok(());
         }
     }
-
-    /// The git mode's work: the run's changes committed in the project's repository with the
-    /// step's title (`auto_commit`; the executor asks where the approval level says), told as a
-    /// tool call of the run's own; `committed`, or `commit_failed` with git's reason — the
-    /// changes stay either way. Returns what happened, for the step's note.
-    async fn commit_step(&mut self, name: &str, step: &crate::run::plan::PlanStep) -> Result<String, Stop> {
-        let message = format!("{}\n\nTokamak run {}, step {}.", step.title, self.run.run_id, step.id);
-        let action = Action::GitCommit { message };
-        let editor = Arc::clone(&self.executor.context().editor);
-        let id = format!("commit-{}", step.id);
-        let call = RunEvent::ToolCall {
-            id: id.clone(),
-            kind: action.tool_kind(),
-            title: action.title(),
-            paths: Vec::new(),
-        };
-        editor.run_event(&self.run.run_id, &call).await;
-        let (ok, said) = match self.executor.execute(&action).await {
-            Ok(result) => (result.ok, result.summary),
-            Err(hit) => (false, hit.to_string()),
-        };
-        let said = if ok { said } else { format!("not committed: {said}") };
-        let result = RunEvent::ToolResult {
-            id,
-            ok,
-            summary: said.clone(),
-            changed: Vec::new(),
-            files: Vec::new(),
-            check: None,
-            output: None,
-        };
-        editor.run_event(&self.run.run_id, &result).await;
-        self.outcome(name, if ok { "committed" } else { "commit_failed" }, |_| {}).await?;
-        Ok(said)
-    }
-
-    /// The errors step `step` introduced in `files` (settled diagnostics now against those
-    /// of the text before the run changed them), and the test command's outcome; told to the
-    /// user as a `RunEvent::Checked`.
-    async fn observe(&self, step: &str, files: &[String]) -> Check {
-        let mut introduced = Vec::new();
-        let mut resolved = Vec::new();
-        let mut warned = Vec::new();
-        for file in files {
-            let root = self.executor.context().confinement.root();
-            let path = root.join(file);
-            let Ok(uri) = Url::from_file_path(&path) else { continue };
-            let after = match self.diagnostics_now(&uri).await {
-                Some(after) => after,
-                None => continue, // deleted, or not text
-            };
-            let before = match self.executor.original(file).flatten() {
-                Some(text) => self.diagnostics_of_text(&uri, &text).await,
-                None => Vec::new(),
-            };
-            let (new, gone) = checks::compare(&checks::errors(&before), &checks::errors(&after));
-            if !new.is_empty() {
-                introduced.push((file.clone(), new));
-            }
-            if !gone.is_empty() {
-                resolved.push((file.clone(), gone));
-            }
-            let (new, _) = checks::compare(&checks::warnings(&before), &checks::warnings(&after));
-            if !new.is_empty() {
-                warned.push((file.clone(), new));
-            }
-        }
-        let tests = match self.executor.context().settings.test_command.clone() {
-            Some(command) if !self.cancel.is_cancelled() => Some(self.run_tests(command).await),
-            _ => None,
-        };
-        let check = Check {
-            step: Some(step.to_string()),
-            files: files.to_vec(),
-            introduced,
-            resolved,
-            warned,
-            tests,
-        };
-        self.executor.context().editor.run_event(&self.run.run_id, &RunEvent::Checked(check.clone())).await;
-        check
-    }
-
-    /// Runs the tests: first those that reach what the run changed (SPEC C6, `[test]
-    /// impact_first`), then, when they pass and `then_all` says so, the whole command.
-    async fn run_tests(&self, command: Vec<String>) -> TestOutcome {
-        let settings = &self.executor.context().settings;
-        let root = self.executor.context().confinement.root();
-        let mut focused = None;
-        if settings.test_impact_first
-            && let Some(impact) = self.executor.run_impact(None).await
-        {
-            self.executor.record(
-                "impact",
-                serde_json::json!({
-                    "changed": impact.symbols.iter().map(|(_, n)| n.clone()).collect::<Vec<_>>(),
-                    "callers": impact.callers.len(),
-                    "importers": impact.importers.len(),
-                    "tests": impact.tests.len(),
-                }),
-            );
-            focused = crate::context::focused_test_command(&command, root, &impact.tests);
-        }
-        let mut output = String::new();
-        if let Some(focused) = focused {
-            let count = focused.len() - command.len();
-            self.report(format!("running the {count} test(s) that reach the change")).await;
-            let (passed, ran, text) = self.run_command(focused).await;
-            output.push_str(&format!("The tests that reach the change ({count}):\n{text}\n"));
-            if !passed || !settings.test_then_all {
-                return TestOutcome { passed, ran, output: crate::text::cut(&output, 6 * 1024) };
-            }
-            output.push_str("They pass. The whole test command:\n");
-        }
-        self.report("running the tests".to_string()).await;
-        let (passed, ran, text) = self.run_command(command).await;
-        output.push_str(&text);
-        TestOutcome { passed, ran, output: crate::text::cut(&output, 6 * 1024) }
-    }
-
-    /// Runs a test command, told to the user as a tool call of the run's own: whether it
-    /// passed, whether it ran at all (a refused command did not), and its output.
-    async fn run_command(&self, command: Vec<String>) -> (bool, bool, String) {
-        let action = Action::Run { command, timeout: None };
-        let editor = &self.executor.context().editor;
-        let number = self.test_runs.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-        let id = format!("tests-{number}");
-        let call = RunEvent::ToolCall {
-            id: id.clone(),
-            kind: action.tool_kind(),
-            title: action.title(),
-            paths: Vec::new(),
-        };
-        editor.run_event(&self.run.run_id, &call).await;
-        let (passed, ran, text, summary) = match self.executor.execute(&action).await {
-            Ok(result) => {
-                let passed = result.exit_status == Some(0);
-                (passed, result.ok, crate::text::cut(&result.text, 4 * 1024), result.summary)
-            }
-            Err(hit) => (false, false, hit.to_string(), hit.to_string()),
-        };
-        let verdict = match (ran, passed) {
-            (false, _) => "did not run",
-            (true, true) => "passed",
-            (true, false) => "failed",
-        };
-        let summary = format!("the tests {verdict} ({summary})");
-        let result = RunEvent::ToolResult {
-            id,
-            ok: passed,
-            summary,
-            changed: Vec::new(),
-            files: Vec::new(),
-            check: None,
-            output: Some(text.clone()),
-        };
-        editor.run_event(&self.run.run_id, &result).await;
-        (passed, ran, text)
-    }
-
-    /// A file's settled diagnostics: the open document's, else the file's on disk checked by
-    /// an Observer of its own. `None` when it is gone or not text.
-    async fn diagnostics_now(&self, uri: &Url) -> Option<Vec<Diagnostic>> {
-        let observer = &self.executor.context().observer;
-        let timeout = Duration::from_millis(self.context.fix.settle_timeout_ms.max(1));
-        if let Some(snapshot) = observer.snapshot(uri) {
-            return match observer.settled(uri, snapshot.version, timeout).await {
-                Ok(_) => Some(observer.diagnostics_at(uri, snapshot.version)),
-                // the user typed meanwhile: what there is
-                Err(_) => Some(observer.diagnostics(uri)),
-            };
-        }
-        let text = crate::workspace::read_text(&uri.to_file_path().ok()?).ok()?;
-        Some(self.diagnostics_of_text(uri, &text).await)
-    }
-
-    /// The settled diagnostics of `text` as the file `uri`, from an Observer of its own.
-    async fn diagnostics_of_text(&self, uri: &Url, text: &str) -> Vec<Diagnostic> {
-        let timeout = Duration::from_millis(self.context.fix.settle_timeout_ms.max(1));
-        checks::diagnostics_of_text(self.executor.context(), uri, text, timeout).await
-    }
-
-    /// The fix loop on `diagnostics` in `file`: through the editor when it has the file open,
-    /// else on disk with an Observer of its own.
-    async fn fix_file(&mut self, file: &str, diagnostics: Vec<Diagnostic>) {
-        let context = self.executor.context();
-        let root = context.confinement.root().to_path_buf();
-        let Ok(uri) = Url::from_file_path(root.join(file)) else { return };
-        let open = context.observer.snapshot(&uri).is_some();
-        let (observer, editor): (Arc<Observer>, Arc<dyn Editor>) = if open {
-            (Arc::clone(&context.observer), Arc::new(Nested(Arc::clone(&context.editor))))
-        } else {
-            let disk: Arc<dyn Editor> = Arc::new(DiskEditor { root: root.clone() });
-            (context.observer.private(Arc::clone(&disk)), disk)
-        };
-        if !open {
-            let Ok(text) = crate::workspace::read_text(&root.join(file)) else { return };
-            observer.open(uri.clone(), "", 0, &text).await;
-        }
-        let fix_context = FixContext {
-            observer: Arc::clone(&observer),
-            editor,
-            model: self.context.model.clone(),
-            settings: self.context.fix.clone(),
-            root: Some(root),
-            history: None,
-            // at high the fix's changes are asked too, as the task's (its id is the one the
-            // editor knows, and the wait is the task's)
-            approver: (self.executor.context().settings.approval == crate::config::ApprovalLevel::High).then(
-                || {
-                    Arc::new(crate::executor::OnBehalfOf {
-                        approver: Arc::clone(&self.executor.context().approver),
-                        run_id: self.run.run_id.clone(),
-                        clock: self.executor.waits(),
-                    }) as Arc<dyn crate::executor::Approver>
-                },
-            ),
-        };
-        let runs = Runs::default();
-        let Ok(handle) = runs.start(&uri) else { return };
-        // the task's cancel (and time limit) stops its fix too
-        let (parent, child) = (self.cancel.clone(), handle.cancel.clone());
-        let link = tokio::spawn(async move {
-            parent.cancelled().await;
-            child.cancel();
-        });
-        let report = fix(
-            &fix_context,
-            &FixRequest { uri: uri.clone(), scope: Scope::Diagnostics(diagnostics) },
-            handle,
-        )
-        .await;
-        link.abort();
-        self.add_tokens(report.tokens);
-        self.executor.record(
-            "fix",
-            json!({"file": file, "exit_reason": report.exit_reason, "summary": report.summary, "tokens": report.tokens}),
-        );
-        if !open {
-            observer.close(&uri).await;
-        }
-    }
-}
-
-/// The editor as a run's inner fix loop sees it: edits and messages go through, its own
-/// progress and end do not (the run reports those).
-struct Nested(Arc<dyn Editor>);
-
-#[async_trait]
-impl Editor for Nested {
-    async fn publish_diagnostics(&self, snapshot: &DocumentSnapshot, diagnostics: Vec<Diagnostic>) {
-        self.0.publish_diagnostics(snapshot, diagnostics).await;
-    }
-
-    async fn clear_diagnostics(&self, uri: &Url) {
-        self.0.clear_diagnostics(uri).await;
-    }
-
-    async fn show_message(&self, level: MessageLevel, message: String) {
-        self.0.show_message(level, message).await;
-    }
-
-    async fn apply_edit(&self, edit: DocumentEdit<'_>) -> EditOutcome {
-        self.0.apply_edit(edit).await
-    }
-
-    fn makes_file_operation(&self, operation: &FileOperation) -> bool {
-        self.0.makes_file_operation(operation)
-    }
-
-    async fn file_operation(&self, operation: &FileOperation) -> EditOutcome {
-        self.0.file_operation(operation).await
-    }
-}
-
-/// The first error a step introduced, in one line.
-fn first_error(observation: &Check) -> Option<String> {
-    observation
-        .introduced
-        .iter()
-        .find_map(|(file, diagnostics)| diagnostics.first().map(|d| format!("{file}: {}", d.message)))
 }

@@ -1,0 +1,270 @@
+//! What a step's checks see (SPEC P3): the settled diagnostics of the files it changed
+//! against their text before the run (errors introduced, and warnings for the review), the
+//! project's tests (those that reach the change first), and the fix loop on what it broke —
+//! through the editor for an open document, on disk otherwise.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::json;
+use url::Url;
+
+use super::Runner;
+use crate::agent::checks;
+use crate::agent::fix::{FixContext, FixRequest, fix};
+use crate::agent::runs::Runs;
+use crate::agent::targets::Scope;
+use crate::editor::{DocumentEdit, EditOutcome, Editor, FileOperation, MessageLevel, RunEvent};
+use crate::executor::{Action, DiskEditor};
+use crate::observer::{Diagnostic, Observer};
+use crate::run::{Check, TestOutcome};
+use crate::workspace::DocumentSnapshot;
+
+impl Runner<'_> {
+    /// The errors step `step` introduced in `files` (settled diagnostics now against those
+    /// of the text before the run changed them), and the test command's outcome; told to the
+    /// user as a `RunEvent::Checked`.
+    pub(super) async fn observe(&self, step: &str, files: &[String]) -> Check {
+        let mut introduced = Vec::new();
+        let mut resolved = Vec::new();
+        let mut warned = Vec::new();
+        for file in files {
+            let root = self.executor.context().confinement.root();
+            let path = root.join(file);
+            let Ok(uri) = Url::from_file_path(&path) else { continue };
+            let after = match self.diagnostics_now(&uri).await {
+                Some(after) => after,
+                None => continue, // deleted, or not text
+            };
+            let before = match self.executor.original(file).flatten() {
+                Some(text) => self.diagnostics_of_text(&uri, &text).await,
+                None => Vec::new(),
+            };
+            let (new, gone) = checks::compare(&checks::errors(&before), &checks::errors(&after));
+            if !new.is_empty() {
+                introduced.push((file.clone(), new));
+            }
+            if !gone.is_empty() {
+                resolved.push((file.clone(), gone));
+            }
+            let (new, _) = checks::compare(&checks::warnings(&before), &checks::warnings(&after));
+            if !new.is_empty() {
+                warned.push((file.clone(), new));
+            }
+        }
+        let tests = match self.executor.context().settings.test_command.clone() {
+            Some(command) if !self.cancel.is_cancelled() => Some(self.run_tests(command).await),
+            _ => None,
+        };
+        let check = Check {
+            step: Some(step.to_string()),
+            files: files.to_vec(),
+            introduced,
+            resolved,
+            warned,
+            tests,
+        };
+        self.executor.context().editor.run_event(&self.run.run_id, &RunEvent::Checked(check.clone())).await;
+        check
+    }
+
+    /// Runs the tests: first those that reach what the run changed (SPEC C6, `[test]
+    /// impact_first`), then, when they pass and `then_all` says so, the whole command.
+    pub(super) async fn run_tests(&self, command: Vec<String>) -> TestOutcome {
+        let settings = &self.executor.context().settings;
+        let root = self.executor.context().confinement.root();
+        let mut focused = None;
+        if settings.test_impact_first
+            && let Some(impact) = self.executor.run_impact(None).await
+        {
+            self.executor.record(
+                "impact",
+                serde_json::json!({
+                    "changed": impact.symbols.iter().map(|(_, n)| n.clone()).collect::<Vec<_>>(),
+                    "callers": impact.callers.len(),
+                    "importers": impact.importers.len(),
+                    "tests": impact.tests.len(),
+                }),
+            );
+            focused = crate::context::focused_test_command(&command, root, &impact.tests);
+        }
+        let mut output = String::new();
+        if let Some(focused) = focused {
+            let count = focused.len() - command.len();
+            self.report(format!("running the {count} test(s) that reach the change")).await;
+            let (passed, ran, text) = self.run_command(focused).await;
+            output.push_str(&format!("The tests that reach the change ({count}):\n{text}\n"));
+            if !passed || !settings.test_then_all {
+                return TestOutcome { passed, ran, output: crate::text::cut(&output, 6 * 1024) };
+            }
+            output.push_str("They pass. The whole test command:\n");
+        }
+        self.report("running the tests".to_string()).await;
+        let (passed, ran, text) = self.run_command(command).await;
+        output.push_str(&text);
+        TestOutcome { passed, ran, output: crate::text::cut(&output, 6 * 1024) }
+    }
+
+    /// Runs a test command, told to the user as a tool call of the run's own: whether it
+    /// passed, whether it ran at all (a refused command did not), and its output.
+    pub(super) async fn run_command(&self, command: Vec<String>) -> (bool, bool, String) {
+        let action = Action::Run { command, timeout: None };
+        let editor = &self.executor.context().editor;
+        let number = self.test_runs.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        let id = format!("tests-{number}");
+        let call = RunEvent::ToolCall {
+            id: id.clone(),
+            kind: action.tool_kind(),
+            title: action.title(),
+            paths: Vec::new(),
+        };
+        editor.run_event(&self.run.run_id, &call).await;
+        let (passed, ran, text, summary) = match self.executor.execute(&action).await {
+            Ok(result) => {
+                let passed = result.exit_status == Some(0);
+                (passed, result.ok, crate::text::cut(&result.text, 4 * 1024), result.summary)
+            }
+            Err(hit) => (false, false, hit.to_string(), hit.to_string()),
+        };
+        let verdict = match (ran, passed) {
+            (false, _) => "did not run",
+            (true, true) => "passed",
+            (true, false) => "failed",
+        };
+        let summary = format!("the tests {verdict} ({summary})");
+        let result = RunEvent::ToolResult {
+            id,
+            ok: passed,
+            summary,
+            changed: Vec::new(),
+            files: Vec::new(),
+            check: None,
+            output: Some(text.clone()),
+        };
+        editor.run_event(&self.run.run_id, &result).await;
+        (passed, ran, text)
+    }
+
+    /// A file's settled diagnostics: the open document's, else the file's on disk checked by
+    /// an Observer of its own. `None` when it is gone or not text.
+    pub(super) async fn diagnostics_now(&self, uri: &Url) -> Option<Vec<Diagnostic>> {
+        let observer = &self.executor.context().observer;
+        let timeout = Duration::from_millis(self.context.fix.settle_timeout_ms.max(1));
+        if let Some(snapshot) = observer.snapshot(uri) {
+            return match observer.settled(uri, snapshot.version, timeout).await {
+                Ok(_) => Some(observer.diagnostics_at(uri, snapshot.version)),
+                // the user typed meanwhile: what there is
+                Err(_) => Some(observer.diagnostics(uri)),
+            };
+        }
+        let text = crate::workspace::read_text(&uri.to_file_path().ok()?).ok()?;
+        Some(self.diagnostics_of_text(uri, &text).await)
+    }
+
+    /// The settled diagnostics of `text` as the file `uri`, from an Observer of its own.
+    pub(super) async fn diagnostics_of_text(&self, uri: &Url, text: &str) -> Vec<Diagnostic> {
+        let timeout = Duration::from_millis(self.context.fix.settle_timeout_ms.max(1));
+        checks::diagnostics_of_text(self.executor.context(), uri, text, timeout).await
+    }
+
+    /// The fix loop on `diagnostics` in `file`: through the editor when it has the file open,
+    /// else on disk with an Observer of its own.
+    pub(super) async fn fix_file(&mut self, file: &str, diagnostics: Vec<Diagnostic>) {
+        let context = self.executor.context();
+        let root = context.confinement.root().to_path_buf();
+        let Ok(uri) = Url::from_file_path(root.join(file)) else { return };
+        let open = context.observer.snapshot(&uri).is_some();
+        let (observer, editor): (Arc<Observer>, Arc<dyn Editor>) = if open {
+            (Arc::clone(&context.observer), Arc::new(Nested(Arc::clone(&context.editor))))
+        } else {
+            let disk: Arc<dyn Editor> = Arc::new(DiskEditor { root: root.clone() });
+            (context.observer.private(Arc::clone(&disk)), disk)
+        };
+        if !open {
+            let Ok(text) = crate::workspace::read_text(&root.join(file)) else { return };
+            observer.open(uri.clone(), "", 0, &text).await;
+        }
+        let fix_context = FixContext {
+            observer: Arc::clone(&observer),
+            editor,
+            model: self.context.model.clone(),
+            settings: self.context.fix.clone(),
+            root: Some(root),
+            history: None,
+            // at high the fix's changes are asked too, as the task's (its id is the one the
+            // editor knows, and the wait is the task's)
+            approver: (self.executor.context().settings.approval == crate::config::ApprovalLevel::High).then(
+                || {
+                    Arc::new(crate::executor::OnBehalfOf {
+                        approver: Arc::clone(&self.executor.context().approver),
+                        run_id: self.run.run_id.clone(),
+                        clock: self.executor.waits(),
+                    }) as Arc<dyn crate::executor::Approver>
+                },
+            ),
+        };
+        let runs = Runs::default();
+        let Ok(handle) = runs.start(&uri) else { return };
+        // the task's cancel (and time limit) stops its fix too
+        let (parent, child) = (self.cancel.clone(), handle.cancel.clone());
+        let link = tokio::spawn(async move {
+            parent.cancelled().await;
+            child.cancel();
+        });
+        let report = fix(
+            &fix_context,
+            &FixRequest { uri: uri.clone(), scope: Scope::Diagnostics(diagnostics) },
+            handle,
+        )
+        .await;
+        link.abort();
+        self.add_tokens(report.tokens);
+        self.executor.record(
+            "fix",
+            json!({"file": file, "exit_reason": report.exit_reason, "summary": report.summary, "tokens": report.tokens}),
+        );
+        if !open {
+            observer.close(&uri).await;
+        }
+    }
+}
+
+/// The editor as a run's inner fix loop sees it: edits and messages go through, its own
+/// progress and end do not (the run reports those).
+struct Nested(Arc<dyn Editor>);
+
+#[async_trait]
+impl Editor for Nested {
+    async fn publish_diagnostics(&self, snapshot: &DocumentSnapshot, diagnostics: Vec<Diagnostic>) {
+        self.0.publish_diagnostics(snapshot, diagnostics).await;
+    }
+
+    async fn clear_diagnostics(&self, uri: &Url) {
+        self.0.clear_diagnostics(uri).await;
+    }
+
+    async fn show_message(&self, level: MessageLevel, message: String) {
+        self.0.show_message(level, message).await;
+    }
+
+    async fn apply_edit(&self, edit: DocumentEdit<'_>) -> EditOutcome {
+        self.0.apply_edit(edit).await
+    }
+
+    fn makes_file_operation(&self, operation: &FileOperation) -> bool {
+        self.0.makes_file_operation(operation)
+    }
+
+    async fn file_operation(&self, operation: &FileOperation) -> EditOutcome {
+        self.0.file_operation(operation).await
+    }
+}
+
+/// The first error a step introduced, in one line.
+pub(super) fn first_error(observation: &Check) -> Option<String> {
+    observation
+        .introduced
+        .iter()
+        .find_map(|(file, diagnostics)| diagnostics.first().map(|d| format!("{file}: {}", d.message)))
+}
