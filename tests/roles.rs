@@ -62,7 +62,7 @@ fn a_reviewer_cannot_write_and_is_told_the_rule() {
         action(json!({"action": "run", "command": "rm -rf src"})),
         done("total() does not handle None: MAJOR, src/app.py:2"),
     ]);
-    let (output, user) = run(root, &model, "코드 리뷰해줘: total 함수", None);
+    let (output, user) = run(root, &model, "src/app.py 리뷰해줘", None);
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
     assert_eq!(std::fs::read_to_string(root.join("src/app.py")).unwrap(), APP, "the file is unchanged");
     assert!(root.join("src").is_dir());
