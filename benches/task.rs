@@ -285,7 +285,7 @@ fn bench_task_steps(c: &mut Criterion) {
 fn bench_mode_transitions(c: &mut Criterion) {
     use tokamak::modes::{Mode, ModeContext, ModeMachine};
     let context =
-        ModeContext { auto_test: true, files_touched: 1, pending_changes: 1, ..ModeContext::default() };
+        ModeContext { auto_test: true, files_touched: 1, pending_changes: Some(1), ..ModeContext::default() };
     c.bench_function(
         "mode machine: seed 000's step, four transitions with their audit lines (divide by 4)",
         |b| {

@@ -162,10 +162,11 @@ fn a_seven_file_change_goes_through_multi_file_and_impact() {
     );
 }
 
-/// `auto_commit = true`: the step reviewed goes to the git mode, which commits its change in
-/// the project's repository with the step's title.
+/// `auto_commit = true`: each step reviewed goes to the git mode, which commits the step's own
+/// changes in the project's repository with the step's title — a file an earlier step changed
+/// too, when this step changed it again.
 #[test]
-fn auto_commit_ends_in_the_git_mode_with_a_commit() {
+fn auto_commit_ends_each_step_in_the_git_mode_with_a_commit_of_its_own() {
     if !support::require_tools(&["pytest", "git"]) {
         return;
     }
@@ -181,29 +182,71 @@ fn auto_commit_ends_in_the_git_mode_with_a_commit() {
     git(&["config", "user.name", "A User"]);
     git(&["add", "-A"]);
     git(&["commit", "-q", "-m", "start"]);
+    let second = "Make total skip None values in calc.py";
     let (output, user, _model) = run(
         root,
         vec![
-            openai_chat(&format!("1. {GOAL}\n")),
+            openai_chat(&format!("1. {GOAL}\n2. {second} [depends: 1]\n")),
             edit("calc.py", "    return 0", "    return sum(xs)"),
             done("added"),
+            edit("calc.py", "    return sum(xs)", "    return sum(x for x in xs if x is not None)"),
+            support::replies::create("CHANGES.md", "total skips None\n"),
+            done("skipped"),
         ],
     );
     assert_eq!(output.status.code(), Some(0), "{}", said(&output));
     let trail = support::mode_trail(user.cache.path());
+    let ends: Vec<&String> =
+        trail.iter().filter(|t| t.starts_with("qa -approved->") || t.starts_with("git ")).collect();
     assert_eq!(
-        trail[trail.len() - 3..],
-        ["test -tests_passed-> qa", "qa -approved-> git", "git -committed-> idle"],
+        ends,
+        ["qa -approved-> git", "git -committed-> idle", "qa -approved-> git", "git -committed-> idle"],
         "{trail:?}\n{}",
         said(&output)
     );
-    // the commit: the step's title, the file it changed, nothing left uncommitted
-    assert_eq!(git(&["log", "-1", "--format=%s"]).trim(), GOAL);
-    assert_eq!(git(&["show", "--name-only", "--format=", "HEAD"]).trim(), "calc.py");
-    assert_eq!(git(&["status", "--porcelain", "--", "calc.py"]), "");
-    // and the step's note says which commit
+    // two commits, each the step's title and the step's own files; nothing left uncommitted
+    assert_eq!(git(&["log", "-2", "--format=%s"]).trim(), format!("{second}\n{GOAL}"));
+    assert_eq!(git(&["show", "--name-only", "--format=", "HEAD~1"]).trim(), "calc.py");
+    assert_eq!(git(&["show", "--name-only", "--format=", "HEAD"]).trim(), "CHANGES.md\ncalc.py");
+    assert_eq!(git(&["status", "--porcelain", "--", "calc.py", "CHANGES.md"]), "");
+    // and each step's note says which commit
     let head = git(&["rev-parse", "--short", "HEAD"]);
     assert!(said(&output).contains(&format!("(committed {})", head.trim())), "{}", said(&output));
+}
+
+/// A test command that does not run says nothing of the code: here the folder is not trusted
+/// and nobody is at a terminal to approve it, so it is refused; the step is reviewed without
+/// it, and its note says why.
+#[test]
+fn tests_that_do_not_run_are_skipped_to_the_review() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(root.join("calc.py"), TOTAL).unwrap();
+    std::fs::write(root.join("tokamak.toml"), "[checkers]\nenable = []\n").unwrap();
+    let model = ModelServer::start(vec![
+        openai_chat(&format!("1. {GOAL}\n")),
+        edit("calc.py", "    return 0", "    return sum(xs)"),
+        done("added"),
+    ]);
+    // changes are made without asking; a command not on the allow-list is asked, and refused
+    let user = UserDirs::new();
+    user.write_settings("approval = \"low\"\n");
+    let output = user
+        .command(&["run", GOAL, "--test-command", "python3 -m pytest -q"])
+        .current_dir(root)
+        .env("TOKAMAK_LLM_URL", model.url())
+        .env("TOKAMAK_MODEL", "scripted")
+        .envs(support::tool_env())
+        .output()
+        .expect("tokamak runs");
+    assert_eq!(output.status.code(), Some(0), "{}", said(&output));
+    assert_eq!(
+        support::mode_trail(user.cache.path())[2..],
+        ["implementation -code_complete-> test", "test -tests_skipped-> qa", "qa -approved-> idle"],
+        "{}",
+        said(&output)
+    );
+    assert!(said(&output).contains("the tests did not run"), "{}", said(&output));
 }
 
 /// The review (QA) finds a warning the step introduced — ruff's unused import — and sends the
@@ -241,6 +284,8 @@ fn the_review_sends_back_what_the_step_introduced() {
     assert_eq!(requests.len(), 5, "{}", said(&output));
     let review = requests[3].body["messages"].to_string();
     assert!(review.contains("the review found what it introduced") && review.contains("F401"), "{review}");
+    // the step's note keeps what it did before the review, and what the review made it do
+    assert!(said(&output).contains("added; after the review: cleaned up"), "{}", said(&output));
     assert_eq!(
         support::mode_trail(user.cache.path())[2..],
         [

@@ -563,7 +563,7 @@ fn repeated_sentence() -> String {
     "stopped: the same action came back with the same result three times".to_string()
 }
 
-fn limit_reason(hit: LimitHit) -> ExitReason {
+pub(super) fn limit_reason(hit: LimitHit) -> ExitReason {
     match hit {
         LimitHit::ToolCalls(_) => ExitReason::ToolCallLimit,
         LimitHit::Revisions(_) => ExitReason::RevisionLimit,

@@ -106,6 +106,7 @@ impl Executor {
         let mut state = lock(&self.state);
         state.revisions += 1;
         for file in files {
+            state.writes.push(file.relative.clone());
             if !state.changed.contains(&file.relative) {
                 state.changed.push(file.relative.clone());
             }

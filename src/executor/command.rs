@@ -205,7 +205,7 @@ impl Executor {
         let ask_anyway = origin == Origin::Model && settings.approval == ApprovalLevel::High;
         if !listed || ask_anyway {
             let request = Request::Command { argv: argv.to_vec() };
-            if let Err(reason) = self.ask(&request).await {
+            if let Err(reason) = self.ask(&request, origin).await {
                 let reason = if settings.trusted || listed {
                     reason
                 } else {

@@ -186,7 +186,10 @@ impl Executor {
         // a step that started by looking for its place (seed 000's `search_intent`) has found
         // it when it first asks to change something: on to implementation, which may
         let navigating = self.navigating();
-        if navigating == Some(Navigating::ForTheStep) && action.kind() == ActionKind::Write {
+        if navigating == Some(Navigating::ForTheStep)
+            && action.kind() == ActionKind::Write
+            && self.authority().is_some_and(|(profile, _)| self.role_forbids(&profile, action).is_none())
+        {
             self.fire_mode("target_found", &self.mode_context());
         }
         if let Some(rule) = self.forbidden(action) {
@@ -203,7 +206,7 @@ impl Executor {
         let look = action.kind() == ActionKind::Read;
         if look && self.context.settings.approval == ApprovalLevel::High {
             let request = Request::Look { action: action.name().to_string(), summary: describe_look(action) };
-            if let Err(reason) = self.ask(&request).await {
+            if let Err(reason) = self.ask(&request, Origin::Model).await {
                 self.count_call(action)?;
                 return Ok(ActionResult::refused(reason));
             }
@@ -228,9 +231,10 @@ impl Executor {
     }
 
     /// Asks the approver, as long as the run is not cancelled; every question and answer is
-    /// audited (`approval`). A person's rejection sends the model back to context
-    /// navigation. `Err`: the sentence for the model.
-    pub(super) async fn ask(&self, request: &Request) -> Result<(), String> {
+    /// audited (`approval`). A person's rejection of the model's action sends the model back
+    /// to context navigation (one of the run's own — its tests, its commit — does not).
+    /// `Err`: the sentence for the model.
+    pub(super) async fn ask(&self, request: &Request, origin: Origin) -> Result<(), String> {
         let decision = tokio::select! {
             decision = self.waits.time(self.context.approver.decide(&self.run_id, request)) => decision,
             () = self.cancel.cancelled() => Decision::Refuse("the run was cancelled while it waited for the user's approval".to_string()),
@@ -248,8 +252,10 @@ impl Executor {
             Decision::Approve => Ok(()),
             Decision::Refuse(reason) => Err(reason),
             Decision::Reject(reason) => {
-                let back = self.authority().is_some();
-                self.shift_mode("rejected");
+                let back = self.authority().is_some() && origin == Origin::Model;
+                if back {
+                    self.shift_mode("rejected");
+                }
                 let mut sentence = format!("The user rejected this ({}): {reason}.", request.summary());
                 if back {
                     sentence.push_str(
@@ -288,6 +294,12 @@ impl Executor {
             };
             return Some(format!("the {mode} mode does not allow {what} ({})", action.name()));
         }
+        self.role_forbids(&profile, action)
+    }
+
+    /// The rule of the role `profile` that forbids `action`, if one does: its actions, the
+    /// paths it may write, the commands it may run.
+    fn role_forbids(&self, profile: &crate::modes::Profile, action: &Action) -> Option<String> {
         if let Some(rule) = profile.refuses_action(action.name()) {
             return Some(rule);
         }
@@ -327,6 +339,6 @@ impl Executor {
             return Ok(());
         }
         let request = Request::Change { action: action.to_string(), summary, diff, file };
-        self.ask(&request).await.map_err(Stop::Refused)
+        self.ask(&request, Origin::Model).await.map_err(Stop::Refused)
     }
 }

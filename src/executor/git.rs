@@ -3,15 +3,27 @@
 
 use serde_json::json;
 
-use super::{Executor, Request};
+use super::{Executor, LimitHit, Origin, Request};
 use crate::action::ActionResult;
 use crate::config::ApprovalLevel;
 use crate::process::clean_output;
 use crate::text::cut;
 
 impl Executor {
+    /// The model's `git_commit`: every file the run changed.
     pub(super) async fn commit(&self, message: &str) -> ActionResult {
-        let files = self.changed_files();
+        self.commit_only(message, self.changed_files(), Origin::Model).await
+    }
+
+    /// The run's own commit (the git mode's): `files` only, counted against the run's
+    /// actions.
+    pub async fn commit_files(&self, message: &str, files: Vec<String>) -> Result<ActionResult, LimitHit> {
+        let action = crate::action::Action::GitCommit { message: message.to_string() };
+        self.count_call(&action)?;
+        Ok(self.commit_only(message, files, Origin::Run).await)
+    }
+
+    async fn commit_only(&self, message: &str, files: Vec<String>, origin: Origin) -> ActionResult {
         if files.is_empty() {
             return ActionResult::refused("this run changed no files, so there is nothing to commit");
         }
@@ -34,7 +46,7 @@ impl Executor {
         let settings = &self.context.settings;
         if !(settings.auto_commit && settings.trusted) || settings.approval == ApprovalLevel::High {
             let request = Request::Commit { message: message.to_string(), files: files.clone() };
-            if let Err(reason) = self.ask(&request).await {
+            if let Err(reason) = self.ask(&request, origin).await {
                 return ActionResult::refused(reason);
             }
         }

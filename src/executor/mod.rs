@@ -154,6 +154,9 @@ struct RunState {
     revisions: u32,
     /// Files the run changed (relative), in order of first change.
     changed: Vec<String>,
+    /// Every change's files (relative), in order: what a step wrote is what came after its
+    /// mark (`Executor::writes`).
+    writes: Vec<String>,
     /// The sha256 of each file's text as the run last read or wrote it (`None`: absent).
     seen: HashMap<PathBuf, Option<String>>,
     /// Each changed file's text before the run first changed it (`None`: it did not exist).
@@ -225,6 +228,24 @@ impl Executor {
     /// Files the run changed so far (relative to the root).
     pub fn changed_files(&self) -> Vec<String> {
         lock(&self.state).changed.clone()
+    }
+
+    /// A mark in the run's changes: what [`Executor::written_since`] counts from.
+    pub fn writes(&self) -> usize {
+        lock(&self.state).writes.len()
+    }
+
+    /// The files changed since `mark` (a step's own changes, files earlier steps changed too
+    /// included), each once, in order of first change.
+    pub fn written_since(&self, mark: usize) -> Vec<String> {
+        let state = lock(&self.state);
+        let mut files: Vec<String> = Vec::new();
+        for file in state.writes.iter().skip(mark) {
+            if !files.contains(file) {
+                files.push(file.clone());
+            }
+        }
+        files
     }
 
     /// A changed file's text before the run first changed it (`Some(None)`: it did not exist;

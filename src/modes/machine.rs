@@ -16,8 +16,9 @@ pub struct ModeContext {
     pub tests_passed: Option<bool>,
     /// Files the run touched.
     pub files_touched: usize,
-    /// Changes made but not yet checked (the step's files since it started).
-    pub pending_changes: usize,
+    /// Changes made but not yet checked (the step's files since it started); `None`: not a
+    /// step's outcome.
+    pub pending_changes: Option<usize>,
     /// The last error, in one line (a diagnostic, or the failing test's first line).
     pub last_error: Option<String>,
     /// The approval level (`low`, `medium`, `high`).
@@ -32,7 +33,7 @@ impl ModeContext {
     /// Seed 000: a change of more than five files is a large one (the step's own change
     /// when it is known, else the run's).
     pub fn is_large_change(&self) -> bool {
-        if self.pending_changes > 0 { self.pending_changes > 5 } else { self.files_touched > 5 }
+        self.pending_changes.unwrap_or(self.files_touched) > 5
     }
 }
 
@@ -152,6 +153,9 @@ pub const RULES: &[Rule] = &[
     rule(Impact, "affected_tests", Test, 9),
     // the callers outside the change were looked at and there are no tests to run: reviewed
     rule(Impact, "impact_assessed", Qa, 8),
+    // the tests could not run (a person or the policy refused the command, it is missing):
+    // reviewed without them, and the step's note says so
+    rule(Test, "tests_skipped", Qa, 7),
     rule(Impact, "additional_fixes", Implementation, 8),
     rule(Git, "committed", Idle, 9),
     // the commit was refused (not a repository, a hook, a person): the changes stay, uncommitted

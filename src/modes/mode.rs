@@ -248,7 +248,9 @@ impl Mode {
             }
             Mode::Documentation => "write or update the documentation; leave the code as it is",
             Mode::Design => "write the design down as a document; change no code",
-            Mode::ContextNav => "find where the work belongs (list, search, read) before anything changes",
+            Mode::ContextNav => {
+                "find where the work belongs (list, search, read) before anything changes; once you have, your first change moves the step on to implementation"
+            }
             Mode::Impact => "find what the change reaches: callers, importers and the tests that cover them",
             Mode::Git => "record the work in git",
             _ => "do the step's work",

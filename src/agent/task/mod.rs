@@ -481,7 +481,8 @@ impl Runner<'_> {
             plan.steps[index].status = StepStatus::Running;
             (plan.outline(), plan.steps[index].clone(), plan.steps.len())
         };
-        let changed_before = self.executor.changed_files();
+        // what the step writes, files earlier steps changed too included
+        let mark = self.executor.writes();
         let mut goal = step.title.clone();
         if !step.detail.is_empty() {
             goal.push_str(&format!("\n{}", step.detail));
@@ -534,6 +535,8 @@ impl Runner<'_> {
         let mut feedback = String::new();
         // the review sends the step back once; what it finds after that is only said
         let mut reviewed = false;
+        // what the step did before the review sent it back, for its note
+        let mut first_summary: Option<String> = None;
         let mut left_warnings = 0;
         loop {
             let mut context_text = format!(
@@ -579,8 +582,7 @@ impl Runner<'_> {
                 other => return Err(Stop { reason: other, summary: outcome.summary }),
             }
             // observe what the step changed
-            let step_files: Vec<String> =
-                self.executor.changed_files().into_iter().filter(|f| !changed_before.contains(f)).collect();
+            let step_files = self.executor.written_since(mark);
             self.edits_done(&name, &step_files).await?;
             let mut observation = self.observe(&step.id, &step_files).await;
             // the model said it was finished and the checks or tests send it back: it ended early
@@ -647,8 +649,13 @@ impl Runner<'_> {
                 );
                 continue;
             }
-            if let Some(TestOutcome { passed: true, ran: true, .. }) = &observation.tests {
-                self.outcome(&name, "tests_passed", |c| c.tests_passed = Some(true)).await?;
+            match &observation.tests {
+                Some(TestOutcome { passed: true, ran: true, .. }) => {
+                    self.outcome(&name, "tests_passed", |c| c.tests_passed = Some(true)).await?;
+                }
+                // refused or missing: reviewed without them (the note says why)
+                Some(TestOutcome { ran: false, .. }) => self.outcome(&name, "tests_skipped", |_| {}).await?,
+                _ => {}
             }
             // the review (QA): what the step introduced that a reviewer would send back — the
             // checkers' warnings in the files it changed (an unused import, a shadowed name)
@@ -657,6 +664,7 @@ impl Runner<'_> {
                 if !reviewed && self.iterations < self.context.limits.iterations {
                     reviewed = true;
                     self.iterations += 1;
+                    first_summary = Some(outcome.summary.trim_end_matches('.').to_string());
                     let first = found.first().cloned();
                     self.outcome(&name, "issues_found", |c| c.last_error = first).await?;
                     feedback = format!(
@@ -671,7 +679,7 @@ impl Runner<'_> {
             // something, else done
             self.outcome(&name, "approved", |c| c.auto_commit &= !step_files.is_empty()).await?;
             let committed = if self.executor.authority().is_some_and(|(_, mode)| mode == Mode::Git) {
-                Some(self.commit_step(&name, &step).await?)
+                Some(self.commit_step(&name, &step, step_files.clone()).await?)
             } else {
                 None
             };
@@ -696,6 +704,9 @@ impl Runner<'_> {
                         }
                         _ => outcome.summary.clone(),
                     };
+                    if let Some(first) = &first_summary {
+                        step.note = format!("{first}; after the review: {}", step.note);
+                    }
                     if left_warnings > 0 {
                         step.note = format!(
                             "{} (the review's {left_warnings} warning(s) are left)",

@@ -152,7 +152,7 @@ impl Runner<'_> {
                 Some(Mode::Documentation) => "doc_complete",
                 _ => return Ok(()),
             };
-            self.outcome(name, trigger, |c| c.pending_changes = files.len()).await?;
+            self.outcome(name, trigger, |c| c.pending_changes = Some(files.len())).await?;
             if mode(self) == before {
                 return Ok(());
             }
@@ -209,17 +209,19 @@ impl Runner<'_> {
             .collect()
     }
 
-    /// The git mode's work: the run's changes committed in the project's repository with the
-    /// step's title (`auto_commit`; the executor asks where the approval level says), told as a
-    /// tool call of the run's own; `committed`, or `commit_failed` with git's reason — the
-    /// changes stay either way. Returns what happened, for the step's note.
+    /// The git mode's work: the step's own changes (`files`) committed in the project's
+    /// repository with the step's title (`auto_commit`; the executor asks where the approval
+    /// level says, and a person's no does not send the model to navigation), told as a tool
+    /// call of the run's own; `committed`, or `commit_failed` with git's reason — the changes
+    /// stay either way. Returns what happened, for the step's note; a limit of the run's stops it.
     pub(super) async fn commit_step(
         &mut self,
         name: &str,
         step: &crate::run::plan::PlanStep,
+        files: Vec<String>,
     ) -> Result<String, Stop> {
         let message = format!("{}\n\nTokamak run {}, step {}.", step.title, self.run.run_id, step.id);
-        let action = Action::GitCommit { message };
+        let action = Action::GitCommit { message: message.clone() };
         let editor = Arc::clone(&self.executor.context().editor);
         let id = format!("commit-{}", step.id);
         let call = RunEvent::ToolCall {
@@ -229,9 +231,11 @@ impl Runner<'_> {
             paths: Vec::new(),
         };
         editor.run_event(&self.run.run_id, &call).await;
-        let (ok, said) = match self.executor.execute(&action).await {
+        let (ok, said) = match self.executor.commit_files(&message, files).await {
             Ok(result) => (result.ok, result.summary),
-            Err(hit) => (false, hit.to_string()),
+            Err(hit) => {
+                return Err(Stop { reason: crate::agent::act::limit_reason(hit), summary: hit.to_string() });
+            }
         };
         let said = if ok { said } else { format!("not committed: {said}") };
         let result = RunEvent::ToolResult {
