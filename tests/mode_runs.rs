@@ -372,3 +372,50 @@ fn what_the_review_finds_twice_is_left_and_said() {
     assert_eq!(trail.iter().filter(|t| t.as_str() == "qa -issues_found-> implementation").count(), 1);
     assert_eq!(trail.last().map(String::as_str), Some("qa -approved-> idle"), "{trail:?}");
 }
+
+/// A test runner that is not installed did not run — under bubblewrap (which says so in its
+/// own words) as without it — rather than failing the step's tests.
+#[test]
+fn a_missing_test_runner_did_not_run_with_or_without_bwrap() {
+    for with_bwrap in [true, false] {
+        if with_bwrap && !support::require_tools(&["bwrap"]) {
+            continue;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(root.join("calc.py"), TOTAL).unwrap();
+        std::fs::write(
+            root.join("tokamak.toml"),
+            "[checkers]\nenable = []\n\n[test]\ncommand = [\"tokamak-no-such-test-runner\"]\n",
+        )
+        .unwrap();
+        let model = ModelServer::start(vec![
+            openai_chat(&format!("1. {GOAL}\n")),
+            edit("calc.py", "    return 0", "    return sum(xs)"),
+            done("added"),
+        ]);
+        let user = UserDirs::trusting(&[root]);
+        let (_bin, path) = support::path_without(&["bwrap"]);
+        let mut command = user.command(&["run", GOAL, "--yes"]);
+        command
+            .current_dir(root)
+            .env("TOKAMAK_LLM_URL", model.url())
+            .env("TOKAMAK_MODEL", "scripted")
+            .envs(support::tool_env());
+        if !with_bwrap {
+            command.env("PATH", path);
+        }
+        let output = command.output().expect("tokamak runs");
+        assert_eq!(output.status.code(), Some(0), "bwrap {with_bwrap}: {}", said(&output));
+        assert!(
+            said(&output).contains("`tokamak-no-such-test-runner` could not be started"),
+            "bwrap {with_bwrap}: {}",
+            said(&output)
+        );
+        assert!(
+            support::mode_trail(user.cache.path()).contains(&"test -tests_skipped-> qa".to_string()),
+            "bwrap {with_bwrap}: {}",
+            said(&output)
+        );
+    }
+}

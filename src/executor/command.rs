@@ -317,6 +317,18 @@ impl Executor {
                 }
             },
         };
+        // bubblewrap could not start the program (not installed in the sandbox's view): it did
+        // not run, as when it cannot be started without bubblewrap
+        if bwrap.is_some()
+            && outcome.status == Some(1)
+            && let Some(line) = outcome.stderr.lines().find(|l| l.starts_with("bwrap: execvp "))
+        {
+            return ActionResult::refused(format!(
+                "`{}` could not be started: {}",
+                argv[0],
+                line.trim_start_matches("bwrap: ")
+            ));
+        }
         if bwrap.is_none() {
             let (from, to) = (copy.dir().to_string_lossy(), self.root().to_string_lossy());
             outcome.stdout = repoint(&outcome.stdout, &from, &to);
