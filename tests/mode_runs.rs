@@ -249,6 +249,20 @@ fn tests_that_do_not_run_are_skipped_to_the_review() {
     assert!(said(&output).contains("the tests did not run"), "{}", said(&output));
 }
 
+/// A run whose step adds an unused import (ruff's F401) on the way, in a project ruff checks;
+/// `then`: the model's replies after the review sends the step back.
+fn unused_import_run(then: Vec<Scripted>) -> (tempfile::TempDir, Output, UserDirs, ModelServer) {
+    let dir = project_checked(&[("calc.py", TOTAL), ("test_calc.py", TEST_TOTAL)], "", "[\"ruff\"]");
+    let mut script = vec![
+        openai_chat(&format!("1. {GOAL}\n")),
+        edit("calc.py", "def total(xs):\n    return 0", "import os\n\n\ndef total(xs):\n    return sum(xs)"),
+        done("added"),
+    ];
+    script.extend(then);
+    let (output, user, model) = run(dir.path(), script);
+    (dir, output, user, model)
+}
+
 /// The review (QA) finds a warning the step introduced — ruff's unused import — and sends the
 /// step back once; cleaned up, tested and reviewed again, it is done.
 #[test]
@@ -256,23 +270,12 @@ fn the_review_sends_back_what_the_step_introduced() {
     if !support::require_tools(&["pytest", "ruff"]) {
         return;
     }
-    let dir = project_checked(&[("calc.py", TOTAL), ("test_calc.py", TEST_TOTAL)], "", "[\"ruff\"]");
+    let (dir, output, user, model) = unused_import_run(vec![
+        // told what the review found
+        edit("calc.py", "import os\n\n\ndef total(xs):", "def total(xs):"),
+        done("cleaned up"),
+    ]);
     let root = dir.path();
-    let (output, user, model) = run(
-        root,
-        vec![
-            openai_chat(&format!("1. {GOAL}\n")),
-            edit(
-                "calc.py",
-                "def total(xs):\n    return 0",
-                "import os\n\n\ndef total(xs):\n    return sum(xs)",
-            ),
-            done("added"),
-            // told what the review found
-            edit("calc.py", "import os\n\n\ndef total(xs):", "def total(xs):"),
-            done("cleaned up"),
-        ],
-    );
     assert_eq!(output.status.code(), Some(0), "{}", said(&output));
     assert_eq!(
         std::fs::read_to_string(root.join("calc.py")).unwrap(),
@@ -350,22 +353,8 @@ fn what_the_review_finds_twice_is_left_and_said() {
     if !support::require_tools(&["pytest", "ruff"]) {
         return;
     }
-    let dir = project_checked(&[("calc.py", TOTAL), ("test_calc.py", TEST_TOTAL)], "", "[\"ruff\"]");
-    let root = dir.path();
-    let (output, user, _model) = run(
-        root,
-        vec![
-            openai_chat(&format!("1. {GOAL}\n")),
-            edit(
-                "calc.py",
-                "def total(xs):\n    return 0",
-                "import os\n\n\ndef total(xs):\n    return sum(xs)",
-            ),
-            done("added"),
-            // told what the review found, it changes nothing
-            done("the import is needed"),
-        ],
-    );
+    // told what the review found, it changes nothing
+    let (_dir, output, user, _model) = unused_import_run(vec![done("the import is needed")]);
     assert_eq!(output.status.code(), Some(0), "{}", said(&output));
     assert!(said(&output).contains("(the review's 1 warning(s) are left)"), "{}", said(&output));
     let trail = support::mode_trail(user.cache.path());

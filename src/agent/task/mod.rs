@@ -243,6 +243,31 @@ struct Runner<'a> {
 }
 
 impl Runner<'_> {
+    /// Tells the editor of an action of the run's own (its tests, its commit) as a tool call
+    /// `id`, then of its result.
+    async fn own_call(&self, id: &str, action: &crate::executor::Action) {
+        let call = RunEvent::ToolCall {
+            id: id.to_string(),
+            kind: action.tool_kind(),
+            title: action.title(),
+            paths: Vec::new(),
+        };
+        self.executor.context().editor.run_event(&self.run.run_id, &call).await;
+    }
+
+    async fn own_result(&self, id: &str, ok: bool, summary: String, output: Option<String>) {
+        let result = RunEvent::ToolResult {
+            id: id.to_string(),
+            ok,
+            summary,
+            changed: Vec::new(),
+            files: Vec::new(),
+            check: None,
+            output,
+        };
+        self.executor.context().editor.run_event(&self.run.run_id, &result).await;
+    }
+
     async fn report(&self, message: String) {
         self.executor
             .context()

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde_json::json;
 
 use super::{Runner, Stop, TaskRequest};
-use crate::editor::{MessageLevel, RunEvent};
+use crate::editor::MessageLevel;
 use crate::executor::Action;
 use crate::modes::{Mode, Profile, Role, route};
 use crate::run::ExitReason;
@@ -221,16 +221,8 @@ impl Runner<'_> {
         files: Vec<String>,
     ) -> Result<String, Stop> {
         let message = format!("{}\n\nTokamak run {}, step {}.", step.title, self.run.run_id, step.id);
-        let action = Action::GitCommit { message: message.clone() };
-        let editor = Arc::clone(&self.executor.context().editor);
         let id = format!("commit-{}", step.id);
-        let call = RunEvent::ToolCall {
-            id: id.clone(),
-            kind: action.tool_kind(),
-            title: action.title(),
-            paths: Vec::new(),
-        };
-        editor.run_event(&self.run.run_id, &call).await;
+        self.own_call(&id, &Action::GitCommit { message: message.clone() }).await;
         let (ok, said) = match self.executor.commit_files(&message, files).await {
             Ok(result) => (result.ok, result.summary),
             Err(hit) => {
@@ -238,16 +230,7 @@ impl Runner<'_> {
             }
         };
         let said = if ok { said } else { format!("not committed: {said}") };
-        let result = RunEvent::ToolResult {
-            id,
-            ok,
-            summary: said.clone(),
-            changed: Vec::new(),
-            files: Vec::new(),
-            check: None,
-            output: None,
-        };
-        editor.run_event(&self.run.run_id, &result).await;
+        self.own_result(&id, ok, said.clone(), None).await;
         self.outcome(name, if ok { "committed" } else { "commit_failed" }, |_| {}).await?;
         Ok(said)
     }

@@ -110,16 +110,9 @@ impl Runner<'_> {
     /// passed, whether it ran at all (a refused command did not), and its output.
     pub(super) async fn run_command(&self, command: Vec<String>) -> (bool, bool, String) {
         let action = Action::Run { command, timeout: None };
-        let editor = &self.executor.context().editor;
         let number = self.test_runs.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
         let id = format!("tests-{number}");
-        let call = RunEvent::ToolCall {
-            id: id.clone(),
-            kind: action.tool_kind(),
-            title: action.title(),
-            paths: Vec::new(),
-        };
-        editor.run_event(&self.run.run_id, &call).await;
+        self.own_call(&id, &action).await;
         let (passed, ran, text, summary) = match self.executor.execute(&action).await {
             Ok(result) => {
                 let passed = result.exit_status == Some(0);
@@ -132,17 +125,7 @@ impl Runner<'_> {
             (true, true) => "passed",
             (true, false) => "failed",
         };
-        let summary = format!("the tests {verdict} ({summary})");
-        let result = RunEvent::ToolResult {
-            id,
-            ok: passed,
-            summary,
-            changed: Vec::new(),
-            files: Vec::new(),
-            check: None,
-            output: Some(text.clone()),
-        };
-        editor.run_event(&self.run.run_id, &result).await;
+        self.own_result(&id, passed, format!("the tests {verdict} ({summary})"), Some(text.clone())).await;
         (passed, ran, text)
     }
 
