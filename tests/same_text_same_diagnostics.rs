@@ -156,6 +156,10 @@ fn settle(client: &mut LspClient, uris: &[&str]) {
     let mut count = usize::MAX;
     loop {
         std::thread::sleep(Duration::from_millis(300));
+        // a request's answer comes after everything the server sent before it: the publishes
+        // of the quiet spell are read in (a settled answer can overtake the publish it
+        // settled on, which is written just after)
+        client.observer_diagnostics(uris[0], false);
         let now = client.seen(|m| m["method"] == "textDocument/publishDiagnostics").len();
         if now == count {
             return;
