@@ -39,8 +39,8 @@ pub enum Mode {
 }
 
 /// The engine's phases (SPEC P1): `idle → planning → executing → observing → reflecting →
-/// fixing → done` (or `failed`). Each working mode is one of them ([`Mode::phase`]); a run
-/// ends `done` or `failed` by its exit reason.
+/// fixing`. Each mode is one of them ([`Mode::phase`]); a run's `done` or `failed` is its exit
+/// reason (the audit log's `exit` line), not a mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Phase {
@@ -50,8 +50,6 @@ pub enum Phase {
     Observing,
     Reflecting,
     Fixing,
-    Done,
-    Failed,
 }
 
 /// What a mode lets the agent do.

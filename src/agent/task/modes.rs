@@ -19,9 +19,12 @@ impl Runner<'_> {
     pub(super) fn enter_planning(&mut self, goal: &str) {
         let explicit = self.explicit_role.clone();
         let (name, _) = self.route(goal, explicit.as_deref());
-        let profile =
-            self.profiles.get(&name).cloned().unwrap_or_else(|| crate::modes::built_in(Role::Coder));
-        self.executor.act_as(Arc::new(profile), Mode::Planning);
+        self.executor.act_as(self.profile(&name), Mode::Planning);
+    }
+
+    /// The profile of the role `name` (the coder's built-in one when there is none).
+    fn profile(&self, name: &str) -> Arc<Profile> {
+        Arc::new(self.profiles.get(name).cloned().unwrap_or_else(|| crate::modes::built_in(Role::Coder)))
     }
 
     /// Says what was wrong with the workspace's role files, and refuses a role asked for that
@@ -65,12 +68,7 @@ impl Runner<'_> {
     /// the routing are audited. Returns the profile and how the plan shows it.
     pub(super) fn enter_role(&mut self, text: &str, explicit: Option<&str>) -> (Arc<Profile>, Mode, String) {
         let (name, words) = self.route(text, explicit);
-        let profile = Arc::new(
-            self.profiles
-                .get(&name)
-                .cloned()
-                .unwrap_or_else(|| crate::modes::built_in(crate::modes::Role::Coder)),
-        );
+        let profile = self.profile(&name);
         let role_mode = Role::from_name(&name).map_or(Mode::Implementation, Role::mode);
         // the role says who acts; the task's intent where the machine starts (seed 000): a
         // coder's step asked to refactor, to fix, or where something is starts there (from
