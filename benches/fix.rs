@@ -34,6 +34,7 @@ impl Model for Stub {
             endpoint: "in-process".into(),
             tools: tokamak::model::ToolsMode::Text,
             max_tokens: 2048,
+            parallel: None,
         }
     }
 
@@ -95,6 +96,7 @@ fn bench_fix_iteration(c: &mut Criterion) {
         root: None,
         history: None,
         approver: None,
+        verify: None,
     };
     let runs = Runs::default();
     let settle = Duration::from_secs(10);

@@ -76,6 +76,7 @@ impl Model for Script {
             endpoint: "in-process".into(),
             tools: ToolsMode::Native,
             max_tokens: 2048,
+            parallel: None,
         }
     }
 

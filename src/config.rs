@@ -417,7 +417,15 @@ pub struct FixSettings {
     pub settle_timeout_ms: u64,
     /// Tokens of code shown around the errors (enclosing scopes, else nearby lines).
     pub context_tokens: usize,
+    /// Candidate fixes asked for per model attempt when a test command can verify them (SPEC
+    /// V1; at most [`MAX_CANDIDATES`]); `1`: one fix, applied as it comes.
+    pub candidates: u32,
 }
+
+/// The most candidates one attempt asks for: one per temperature of [`CANDIDATE_TEMPERATURES`].
+pub const MAX_CANDIDATES: u32 = 5;
+/// The temperatures candidates are asked at, in order (SPEC V1: diversity, the steadiest first).
+pub const CANDIDATE_TEMPERATURES: [f32; 5] = [0.2, 0.5, 0.7, 0.9, 1.0];
 
 impl Default for FixSettings {
     fn default() -> Self {
@@ -428,6 +436,7 @@ impl Default for FixSettings {
             similarity: 0.85,
             settle_timeout_ms: 60_000,
             context_tokens: 3_000,
+            candidates: 3,
         }
     }
 }

@@ -70,6 +70,11 @@ enum Command {
         /// Model attempts per file (default: fix.max_attempts, 3).
         #[arg(long)]
         max_attempts: Option<u32>,
+        /// Candidate fixes per attempt, each verified by the tests (`[test] command`) in a
+        /// sandboxed copy; the first that passes is applied (default: fix.candidates, 3; at
+        /// most 5; 1: one fix, applied as it comes).
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=5))]
+        candidates: Option<u32>,
         /// Change nothing on disk; print the diff that would be made.
         #[arg(long)]
         dry_run: bool,
@@ -289,6 +294,9 @@ enum BenchWhat {
         filter: Option<String>,
         #[arg(long)]
         max_attempts: Option<u32>,
+        /// Candidate fixes per attempt, verified by each case's `[test] command` (1..=5).
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=5))]
+        candidates: Option<u32>,
         #[command(flatten)]
         model: BenchModel,
         #[arg(long, value_enum, default_value_t = Format::Text)]
@@ -388,11 +396,12 @@ fn main() -> ExitCode {
             tokamak::logging::init_cli();
             runtime.block_on(run_model_check(role.as_deref(), stream))
         }
-        Command::Fix { paths, max_attempts, dry_run, format, checkers } => {
+        Command::Fix { paths, max_attempts, candidates, dry_run, format, checkers } => {
             tokamak::logging::init_cli();
             let checkers = checkers.map(|names| names.into_iter().filter(|n| n != "none").collect());
             let options = FixOptions {
                 max_attempts,
+                candidates,
                 dry_run,
                 progress: format == Format::Text,
                 checkers,
@@ -415,9 +424,9 @@ fn main() -> ExitCode {
             let result = bench_latency(&file, against.as_deref(), keystrokes, pause);
             print_bench(result, format, |results| tokamak::server::latency::table(results))
         }
-        Command::Bench { what: BenchWhat::Fix { dir, filter, max_attempts, model, format } } => {
+        Command::Bench { what: BenchWhat::Fix { dir, filter, max_attempts, candidates, model, format } } => {
             tokamak::logging::init_cli();
-            let options = BenchOptions { filter, max_attempts, model: model.overlay() };
+            let options = BenchOptions { filter, max_attempts, candidates, model: model.overlay() };
             runtime.block_on(run_bench_fix(&dir, format, &options))
         }
         Command::Bench { what: BenchWhat::Task { dir, filter, model, format } } => {
@@ -722,6 +731,17 @@ async fn run_fix(paths: &[PathBuf], format: Format, options: &FixOptions) -> Exi
             }
             for result in &results {
                 println!("[{}] {}", result.exit_reason, result.summary);
+                for candidate in &result.candidates {
+                    let outcome = serde_json::to_value(candidate.outcome).unwrap_or_default();
+                    println!(
+                        "  attempt {} candidate {} (temperature {}): {} — {}",
+                        candidate.attempt,
+                        candidate.number,
+                        candidate.temperature,
+                        outcome.as_str().unwrap_or_default(),
+                        candidate.why
+                    );
+                }
             }
         }
         Format::Json => match serde_json::to_string_pretty(&results) {

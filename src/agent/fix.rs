@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use url::Url;
 
+use super::candidates;
 use super::ladder::{DeterministicFix, Rung, apply_fixes, checker_fixes};
 use super::prompt::FixPrompt;
 use super::runs::RunHandle;
@@ -51,6 +52,10 @@ pub struct FixContext {
     /// Who is asked before each change (`approval = "high"`: every action is asked); `None`:
     /// the fix the user asked for is made as it comes, undoable in the editor.
     pub approver: Option<Arc<dyn crate::executor::Approver>>,
+    /// Runs the project's tests on candidate fixes (SPEC V2): with `fix.candidates` over 1 and
+    /// a trusted workspace's `[test] command`, each model attempt asks for several fixes and
+    /// applies the first that passes. `None`: one fix at a time, as it comes.
+    pub verify: Option<Arc<crate::executor::ExecutorContext>>,
 }
 
 /// Counts that survive the run being stopped from outside (cancel, time limit).
@@ -66,6 +71,9 @@ struct Tally {
     waits: Arc<crate::executor::WaitClock>,
     /// The time spent waiting for the model, and for the editor and the checks.
     waited: crate::run::Waited,
+    /// Each candidate fix tried, and what the tests could not decide.
+    candidates: Vec<crate::run::CandidateReport>,
+    candidate_note: Option<String>,
 }
 
 /// Why the loop ended, and the sentence that says so.
@@ -147,6 +155,7 @@ async fn fix_inner(
         tool_calls: 0,
         endings: Default::default(),
         waited: tally.waited,
+        candidates: tally.candidates,
     }
 }
 
@@ -159,6 +168,23 @@ fn summarize(name: &str, stop: &Stop, tally: &Tally) -> String {
     if tally.attempts > 0 {
         facts.push(format!("{} model attempt(s)", tally.attempts));
     }
+    if !tally.candidates.is_empty() {
+        facts.push(format!("{} candidate(s) tried", tally.candidates.len()));
+        use crate::run::CandidateOutcome;
+        for candidate in tally.candidates.iter().rev() {
+            match candidate.outcome {
+                CandidateOutcome::Passed => {
+                    facts.push(format!("candidate {} passed the tests", candidate.number))
+                }
+                CandidateOutcome::PassedButKnownFailures => facts.push(format!(
+                    "candidate {} passed all but the tests that failed without any fix",
+                    candidate.number
+                )),
+                _ => continue,
+            }
+            break;
+        }
+    }
     if tally.tokens.total() > 0 {
         facts.push(format!("{} tokens", tally.tokens.total()));
     }
@@ -167,6 +193,9 @@ fn summarize(name: &str, stop: &Stop, tally: &Tally) -> String {
     }
     if tally.changed && stop.reason != ExitReason::Clean {
         summary.push_str("; the edits already made are kept");
+    }
+    if let Some(note) = &tally.candidate_note {
+        summary.push_str(&format!("; {note}"));
     }
     summary.push('.');
     summary
@@ -263,6 +292,13 @@ async fn fix_loop(
         ),
         _ => String::new(),
     };
+    // candidates when the tests can tell them apart (SPEC V1–V2)
+    let verifier = context
+        .verify
+        .as_deref()
+        .filter(|verify| settings.candidates > 1 && verify.verification_command().is_some());
+    let tests_before = tokio::sync::OnceCell::new();
+    let mut last_round: Option<String> = None;
     for attempt in 1..=settings.max_attempts {
         let spent = lock(tally).tokens.total();
         if spent >= settings.max_tokens {
@@ -276,12 +312,21 @@ async fn fix_loop(
         report(
             context,
             run,
-            format!(
-                "attempt {attempt}/{}: asking {} about {} problem(s)",
-                settings.max_attempts,
-                info.model,
-                focus.len()
-            ),
+            match verifier {
+                Some(_) => format!(
+                    "attempt {attempt}/{}: asking {} for {} candidate fixes of {} problem(s)",
+                    settings.max_attempts,
+                    info.model,
+                    settings.candidates.min(crate::config::MAX_CANDIDATES),
+                    focus.len()
+                ),
+                None => format!(
+                    "attempt {attempt}/{}: asking {} about {} problem(s)",
+                    settings.max_attempts,
+                    info.model,
+                    focus.len()
+                ),
+            },
             Some(percentage),
         )
         .await;
@@ -293,53 +338,111 @@ async fn fix_loop(
             context_tokens: settings.context_tokens,
             rules: &rules,
         };
-        let options = CallOptions { deltas: None, cancel: run.cancel.child_token() };
-        let asked = std::time::Instant::now();
-        let reply = model.send(&Request::chat(prompt.messages()), &options).await;
-        lock(tally).waited.model_ms += asked.elapsed().as_secs_f64() * 1000.0;
-        let reply = match reply {
-            Ok(reply) => reply,
-            Err(ModelError::Cancelled { .. }) => return Err(Stop::new(ExitReason::Cancelled, "Cancelled")),
-            Err(err) => return Err(Stop::failed(format!("the model could not be used: {err}"))),
-        };
-        if let Some(journal) = journal {
-            journal.record(
-                "prompt",
-                serde_json::json!({
-                    "attempt": attempt,
-                    "targets": focus.len(),
-                    "prompt_tokens": reply.usage.prompt_tokens,
-                    "completion_tokens": reply.usage.completion_tokens,
-                    "estimated": reply.usage.estimated,
-                }),
-            );
-        }
-        {
-            let mut tally = lock(tally);
-            tally.attempts = attempt;
-            tally.tokens.add(Tokens::of(&reply.usage));
-        }
-        tracing::debug!("{}: attempt {attempt} reply:\n{}", run.run_id, reply.text);
-
         let base = snapshot.rope.to_string();
-        let new_text = match blocks_for(&reply.text, &snapshot, context.root.as_deref(), &path) {
-            Err(reason) => {
-                history.push(format!("Attempt {attempt}: {reason}"));
-                continue;
+        let read =
+            |reply: &str| read_reply(reply, &snapshot, context.root.as_deref(), &path, settings.similarity);
+        let (new_text, label) = if let Some(verify) = verifier {
+            let round = candidates::Round {
+                model: &model,
+                request: Request::chat(prompt.messages()),
+                count: settings.candidates as usize,
+                attempt,
+                run_id: &run.run_id,
+                cancel: &run.cancel,
+                editor: context.editor.as_ref(),
+                uri,
+                base: &base,
+                prepare: &read,
+                targets: &targets,
+                problems: &baseline,
+                observer: &context.observer,
+                settle_timeout: Duration::from_millis(settings.settle_timeout_ms.max(1)),
+                verify,
+                baseline: &tests_before,
+            };
+            let outcome = candidates::round(round).await;
+            {
+                let mut tally = lock(tally);
+                tally.attempts = attempt;
+                for usage in &outcome.usage {
+                    tally.tokens.add(Tokens::of(usage));
+                }
+                tally.waited.model_ms += outcome.model_time.as_secs_f64() * 1000.0;
+                tally.waited.checks_ms += outcome.verify_time.as_secs_f64() * 1000.0;
+                tally.candidates.extend(outcome.reports.iter().cloned());
+                if outcome.chosen.is_some() {
+                    tally.candidate_note = outcome.note.clone();
+                }
             }
-            Ok(blocks) => match apply_blocks(&base, &blocks, settings.similarity) {
-                Err(err) => {
-                    history.push(format!("Attempt {attempt}: {err}. Nothing from that reply was applied."));
+            if let Some(journal) = journal {
+                journal.record(
+                    "candidates",
+                    serde_json::json!({
+                        "attempt": attempt,
+                        "asked": settings.candidates,
+                        "concurrency": outcome.concurrency.reached,
+                        "in_turn": outcome.concurrency.in_turn,
+                        "model_ms": outcome.model_time.as_secs_f64() * 1000.0,
+                        "verify_ms": outcome.verify_time.as_secs_f64() * 1000.0,
+                        "chosen": outcome.chosen.as_ref().map(|c| c.number),
+                        "candidates": outcome.reports,
+                    }),
+                );
+            }
+            if let Some(err) = outcome.failed {
+                return Err(match err {
+                    ModelError::Cancelled { .. } => Stop::new(ExitReason::Cancelled, "Cancelled"),
+                    err => Stop::failed(format!("the model could not be used: {err}")),
+                });
+            }
+            match outcome.chosen {
+                Some(chosen) => {
+                    (chosen.text, format!("Tokamak: fix attempt {attempt} (candidate {})", chosen.number))
+                }
+                None => {
+                    let lost = candidates_lost(&outcome.reports, outcome.note.as_deref());
+                    history.push(format!("Attempt {attempt}: {lost}"));
+                    last_round = Some(lost);
                     continue;
                 }
-                Ok(applied) if applied.text == base => {
-                    history.push(
-                        format!("Attempt {attempt}: your blocks changed nothing: what they REPLACE with is already in the file."),
-                    );
+            }
+        } else {
+            let options = CallOptions { deltas: None, cancel: run.cancel.child_token() };
+            let asked = std::time::Instant::now();
+            let reply = model.send(&Request::chat(prompt.messages()), &options).await;
+            lock(tally).waited.model_ms += asked.elapsed().as_secs_f64() * 1000.0;
+            let reply = match reply {
+                Ok(reply) => reply,
+                Err(ModelError::Cancelled { .. }) => {
+                    return Err(Stop::new(ExitReason::Cancelled, "Cancelled"));
+                }
+                Err(err) => return Err(Stop::failed(format!("the model could not be used: {err}"))),
+            };
+            if let Some(journal) = journal {
+                journal.record(
+                    "prompt",
+                    serde_json::json!({
+                        "attempt": attempt,
+                        "targets": focus.len(),
+                        "prompt_tokens": reply.usage.prompt_tokens,
+                        "completion_tokens": reply.usage.completion_tokens,
+                        "estimated": reply.usage.estimated,
+                    }),
+                );
+            }
+            {
+                let mut tally = lock(tally);
+                tally.attempts = attempt;
+                tally.tokens.add(Tokens::of(&reply.usage));
+            }
+            tracing::debug!("{}: attempt {attempt} reply:\n{}", run.run_id, reply.text);
+            match read(&reply.text) {
+                Ok(text) => (text, format!("Tokamak: fix attempt {attempt}")),
+                Err(why) => {
+                    history.push(format!("Attempt {attempt}: {why}"));
                     continue;
                 }
-                Ok(applied) => applied.text,
-            },
+            }
         };
         let edits = minimal_edits(&base, &new_text);
         report(
@@ -349,7 +452,6 @@ async fn fix_loop(
             Some(percentage),
         )
         .await;
-        let label = format!("Tokamak: fix attempt {attempt}");
         apply_counted(context, journal, &run.run_id, &snapshot, &edits, &label, tally).await?;
         let (after, now) = observe(context, uri, tally).await?;
         let comparison = compare(&targets, &baseline, &now);
@@ -389,10 +491,47 @@ async fn fix_loop(
         focus = comparison.next_targets();
     }
     let left = lock(tally).targets_after;
+    if let Some(lost) = last_round {
+        return Err(Stop::new(
+            ExitReason::MaxAttempts,
+            format!("nothing was applied in the last attempt: {lost}"),
+        ));
+    }
     Err(Stop::new(
         ExitReason::MaxAttempts,
         format!("{left} problem(s) left after {} attempts (fix.max_attempts)", settings.max_attempts),
     ))
+}
+
+/// Why a round's candidates all lost, for the next prompt and the report: "3 candidate fixes
+/// were tried and none passed the tests: candidate 1: the tests failed: E assert …; …".
+fn candidates_lost(reports: &[crate::run::CandidateReport], note: Option<&str>) -> String {
+    let each: Vec<String> = reports.iter().map(|r| format!("candidate {}: {}", r.number, r.why)).collect();
+    let mut out = format!("{} candidate fix(es) were tried and none passed the tests", reports.len());
+    if let Some(note) = note {
+        out = format!("{out} ({note})");
+    }
+    format!("{out}: {}", each.join("; "))
+}
+
+/// The document's new text from a model reply, or why there is none (what the next prompt
+/// is told): no blocks, a block for another file, a SEARCH not found, or no change.
+fn read_reply(
+    reply: &str,
+    snapshot: &DocumentSnapshot,
+    root: Option<&Path>,
+    path: &str,
+    similarity: f32,
+) -> Result<String, String> {
+    let base = snapshot.rope.to_string();
+    let blocks = blocks_for(reply, snapshot, root, path)?;
+    match apply_blocks(&base, &blocks, similarity) {
+        Err(err) => Err(format!("{err}. Nothing from that reply was applied.")),
+        Ok(applied) if applied.text == base => {
+            Err("your blocks changed nothing: what they REPLACE with is already in the file.".to_string())
+        }
+        Ok(applied) => Ok(applied.text),
+    }
 }
 
 /// "fixed N problem(s)", saying how many of them no source could re-check on the new text
@@ -455,7 +594,7 @@ fn near_focus(snapshot: &DocumentSnapshot, focus: &[Diagnostic], range: TextRang
 }
 
 /// A syntax error, from Tokamak's own parse or a checker's (`invalid-syntax`, TS1005).
-fn is_syntax(diagnostic: &Diagnostic) -> bool {
+pub(super) fn is_syntax(diagnostic: &Diagnostic) -> bool {
     diagnostic.code.as_deref() == Some(crate::observer::SYNTAX_CODE)
         || diagnostic.code.as_deref() == Some("invalid-syntax")
         || diagnostic.code.as_deref().is_some_and(|c| c.starts_with("TS1"))

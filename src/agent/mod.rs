@@ -9,6 +9,7 @@
 
 mod act;
 mod calls;
+mod candidates;
 pub mod checks;
 mod fit;
 mod fix;

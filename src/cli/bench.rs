@@ -55,6 +55,8 @@ pub struct BenchOptions {
     /// Only cases whose folder name contains this.
     pub filter: Option<String>,
     pub max_attempts: Option<u32>,
+    /// Candidate fixes per attempt (`fix.candidates`), where a case has a test command.
+    pub candidates: Option<u32>,
     /// `[model]` settings laid over each case's (base_url, model).
     pub model: serde_json::Value,
 }
@@ -112,6 +114,7 @@ pub async fn bench_fix(dir: &Path, options: &BenchOptions) -> anyhow::Result<Vec
         copy_case(&folder, work.path())?;
         let fix_options = FixOptions {
             max_attempts: options.max_attempts,
+            candidates: options.candidates,
             dry_run: false,
             progress: false,
             checkers: None,

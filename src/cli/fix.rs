@@ -19,6 +19,8 @@ use crate::workspace::{read_text, source_files};
 pub struct FixOptions {
     /// Overrides `fix.max_attempts`.
     pub max_attempts: Option<u32>,
+    /// Overrides `fix.candidates` (verified by `[test] command`; at most 5).
+    pub candidates: Option<u32>,
     /// Change nothing on disk; print what would change.
     pub dry_run: bool,
     /// Print progress lines on stderr.
@@ -46,6 +48,9 @@ pub struct FileResult {
     pub changed: bool,
     /// The unified diff of the change (empty when nothing changed).
     pub diff: String,
+    /// Each candidate fix tried (none when one fix was asked for at a time).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub candidates: Vec<crate::run::CandidateReport>,
     #[serde(skip)]
     pub wall: std::time::Duration,
     #[serde(skip)]
@@ -68,6 +73,9 @@ pub async fn fix(paths: &[PathBuf], options: &FixOptions) -> anyhow::Result<Vec<
     let mut settings = loaded.settings;
     if let Some(max) = options.max_attempts {
         settings.fix.max_attempts = max;
+    }
+    if let Some(count) = options.candidates {
+        settings.fix.candidates = count.clamp(1, crate::config::MAX_CANDIDATES);
     }
     if let Some(names) = &options.checkers {
         settings.checkers.enable = Some(names.clone());
@@ -126,6 +134,7 @@ pub async fn fix(paths: &[PathBuf], options: &FixOptions) -> anyhow::Result<Vec<
             targets: report.targets_before,
             changed: final_text != text,
             diff,
+            candidates: report.candidates,
             wall: started.elapsed(),
             final_text,
         });

@@ -25,6 +25,7 @@ mod navigate;
 pub mod policy;
 mod rollback;
 mod sandbox;
+mod verify;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -49,6 +50,7 @@ pub use gate::{LimitHit, ModeListener};
 pub use policy::{Approver, ChangedFile, Decision, OnBehalfOf, RefuseUnlisted, Request, WaitClock};
 pub use rollback::{RollbackError, RollbackReport, rollback};
 pub use sandbox::{Placement, SandboxError, ShadowCopy, placement};
+pub use verify::{TestVerdict, why_failed};
 
 use crate::config::{ApprovalLevel, CommandSettings, LimitSettings, SandboxMode};
 use crate::editor::Editor;

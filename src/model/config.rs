@@ -99,6 +99,9 @@ pub struct ModelSettings {
     /// The model's context window in tokens, when the server does not say (unset: asked of
     /// the server where it can say).
     pub context_window: Option<u32>,
+    /// How many requests the server takes at once (unset: as many as are sent; `1`: one at a
+    /// time, as a llama.cpp server started with one slot).
+    pub parallel: Option<u32>,
 }
 
 impl ModelSettings {
@@ -119,6 +122,7 @@ impl ModelSettings {
             stream: top.stream.or(self.stream),
             thinking_tokens: top.thinking_tokens.or(self.thinking_tokens),
             context_window: top.context_window.or(self.context_window),
+            parallel: top.parallel.or(self.parallel),
         }
     }
 }
@@ -154,6 +158,8 @@ pub struct ModelConfig {
     pub thinking_tokens: Option<u32>,
     /// The context window in tokens as the settings give it (`model.context_window`).
     pub context_window: Option<u32>,
+    /// How many requests the server takes at once (`model.parallel`), when the settings say.
+    pub parallel: Option<u32>,
 }
 
 /// `model.tools`.
@@ -256,6 +262,7 @@ impl ModelConfig {
             stream: settings.stream.unwrap_or(false),
             thinking_tokens: settings.thinking_tokens.filter(|&t| t > 0),
             context_window: settings.context_window.filter(|&t| t > 0),
+            parallel: settings.parallel.filter(|&n| n > 0),
         })
     }
 

@@ -89,6 +89,7 @@ impl Client {
             endpoint: self.endpoint(path),
             tools: self.config.tools,
             max_tokens: self.config.max_tokens,
+            parallel: self.config.parallel,
         }
     }
 

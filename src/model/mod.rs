@@ -251,6 +251,8 @@ pub struct ModelInfo {
     pub tools: ToolsMode,
     /// The room a reply gets unless a request asks for more (`model.max_tokens`).
     pub max_tokens: u32,
+    /// How many requests the server takes at once (`model.parallel`; `None`: not said).
+    pub parallel: Option<u32>,
 }
 
 /// The one interface the agent uses.

@@ -9,4 +9,4 @@ mod report;
 
 pub use crate::action::{ChangedFile, ToolKind};
 pub use event::{Check, Progress, RunEvent, TestOutcome};
-pub use report::{Endings, ExitReason, RunReport, Tokens, Waited};
+pub use report::{CandidateOutcome, CandidateReport, Endings, ExitReason, RunReport, Tokens, Waited};

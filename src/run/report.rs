@@ -143,6 +143,51 @@ pub struct RunReport {
     pub endings: Endings,
     /// What the run waited on (a fix run's; a task run's are not counted yet).
     pub waited: Waited,
+    /// Each candidate fix the run tried, attempt by attempt (SPEC V1–V2; none when one fix
+    /// was asked for at a time).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub candidates: Vec<CandidateReport>,
+}
+
+/// What became of one candidate fix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CandidateOutcome {
+    /// The tests passed on it: it was applied.
+    Passed,
+    /// The tests that fail on it all failed without any fix too, and some of those it
+    /// affects pass: applied (the others are not its to fix).
+    PassedButKnownFailures,
+    /// The tests could not be run, and the checkers chose it: applied, not verified by the
+    /// tests.
+    ChosenByCheckers,
+    /// The tests failed on it.
+    TestsFailed,
+    /// Its reply could not be applied to the file (no blocks, a SEARCH not found, …).
+    DoesNotApply,
+    /// Its text does not parse: dropped without running the tests.
+    DoesNotParse,
+    /// The same text as an earlier candidate.
+    Duplicate,
+    /// Not tested: an earlier one passed first, or the tests could not run.
+    NotTested,
+    /// The model could not give it.
+    ModelFailed,
+}
+
+/// One candidate fix in the report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CandidateReport {
+    /// The model attempt it belongs to, and its number in it (1-based, by temperature).
+    pub attempt: u32,
+    pub number: u32,
+    pub temperature: f32,
+    pub outcome: CandidateOutcome,
+    /// Why it won or lost, in a sentence (a failing test's first lines).
+    pub why: String,
+    /// The time its copy and test run took.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub test_ms: Option<f64>,
 }
 
 impl RunReport {
@@ -163,6 +208,7 @@ impl RunReport {
             tool_calls: 0,
             endings: Endings::default(),
             waited: Waited::default(),
+            candidates: Vec::new(),
         }
     }
 }

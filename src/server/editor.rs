@@ -23,7 +23,8 @@ const EDIT_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long the editor may take to create a progress token.
 const PROGRESS_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// `tokamak/runFinished`: `{run_id, exit_reason, summary, files_changed, tokens}`.
+/// `tokamak/runFinished`: `{run_id, exit_reason, summary, files_changed, tokens, attempts,
+/// deterministic_fixes, candidates?}` (`candidates`: each candidate fix tried, when any).
 pub enum RunFinished {}
 
 impl Notification for RunFinished {
@@ -261,7 +262,7 @@ impl Editor for LspEditor {
     }
 
     async fn run_finished(&self, report: &RunReport) {
-        let params = json!({
+        let mut params = json!({
             "run_id": report.run_id,
             "uri": report.uri,
             "exit_reason": report.exit_reason,
@@ -271,6 +272,10 @@ impl Editor for LspEditor {
             "attempts": report.attempts,
             "deterministic_fixes": report.deterministic_fixes,
         });
+        if !report.candidates.is_empty() {
+            // each candidate fix tried: its number, temperature, outcome and why
+            params["candidates"] = json!(report.candidates);
+        }
         self.client.send_notification::<RunFinished>(params).await;
         let level = match report.exit_reason {
             crate::agent::ExitReason::Clean | crate::agent::ExitReason::Done => MessageLevel::Info,

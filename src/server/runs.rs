@@ -54,6 +54,7 @@ pub async fn fix(backend: &Backend, args: FixArgs) -> Result<Value> {
         root: backend.root.get().cloned().flatten(),
         history: backend.history(),
         approver: crate::session::fix_approver(backend.executor_context().as_ref()),
+        verify: backend.executor_context(),
     };
     let run_id = handle.run_id.clone();
     let request = FixRequest { uri: args.uri, scope };

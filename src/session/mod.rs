@@ -121,7 +121,9 @@ impl Session {
                 }
             }));
         }
-        let executor = match (root.as_deref(), options.agent) {
+        // the executor also runs the tests that choose among candidate fixes (SPEC V2)
+        let verifying = settings.fix.candidates > 1 && settings.test.command.is_some();
+        let executor = match (root.as_deref(), options.agent || verifying) {
             (Some(root), true) => match Confinement::new(root) {
                 Ok(confinement) => Some(ExecutorContext::new(
                     confinement,
@@ -164,6 +166,7 @@ impl Session {
             root: self.root.clone(),
             history: self.history.clone(),
             approver,
+            verify: self.executor.clone(),
         }
     }
 }

@@ -63,6 +63,22 @@ pub struct ModelServer {
     info: Info,
     /// The paths GET asked for, in order (not among `requests`).
     gets: Arc<Mutex<Vec<String>>>,
+    /// Replies by the request's `temperature` (as written, e.g. "0.5"), taken before the
+    /// common script.
+    by_temperature: ByTemperature,
+    /// Requests being answered now, the most there were, and whether a request that comes
+    /// while another is answered is refused with 503 (a server with one slot).
+    load: Arc<Load>,
+}
+
+type ByTemperature = Arc<Mutex<std::collections::HashMap<String, VecDeque<Scripted>>>>;
+
+#[derive(Default)]
+pub struct Load {
+    now: AtomicUsize,
+    most: AtomicUsize,
+    one_at_a_time: AtomicBool,
+    refused: AtomicUsize,
 }
 
 impl ModelServer {
@@ -77,10 +93,13 @@ impl ModelServer {
             stop: Arc::new(AtomicBool::new(false)),
             info: Arc::default(),
             gets: Arc::default(),
+            by_temperature: Arc::default(),
+            load: Arc::default(),
         };
         let (script, requests, disconnects, stop) =
             (server.script.clone(), server.requests.clone(), server.disconnects.clone(), server.stop.clone());
         let (info, gets) = (server.info.clone(), server.gets.clone());
+        let (by_temperature, load) = (server.by_temperature.clone(), server.load.clone());
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 if stop.load(Ordering::SeqCst) {
@@ -89,7 +108,8 @@ impl ModelServer {
                 let Ok(stream) = stream else { continue };
                 let (script, requests, disconnects) = (script.clone(), requests.clone(), disconnects.clone());
                 let about = (info.clone(), gets.clone());
-                std::thread::spawn(move || serve(stream, &script, &requests, &disconnects, &about));
+                let scripts = (script, by_temperature.clone(), load.clone());
+                std::thread::spawn(move || serve(stream, &scripts, &requests, &disconnects, &about));
             }
         });
         server
@@ -121,6 +141,33 @@ impl ModelServer {
     pub fn disconnects(&self) -> usize {
         self.disconnects.load(Ordering::SeqCst)
     }
+
+    /// Answers requests asking for `temperature` with `replies`, in turn, before the common
+    /// script (which answers the others, and these once they are used up).
+    pub fn at_temperature(&self, temperature: f32, replies: Vec<Scripted>) {
+        self.by_temperature.lock().unwrap().insert(temperature_key(temperature), replies.into());
+    }
+
+    /// From now on a request that comes while another is answered gets 503 at once, as from
+    /// a server with one slot.
+    pub fn one_at_a_time(&self) {
+        self.load.one_at_a_time.store(true, Ordering::SeqCst);
+    }
+
+    /// The most requests answered at once.
+    pub fn most_at_once(&self) -> usize {
+        self.load.most.load(Ordering::SeqCst)
+    }
+
+    /// Requests refused because another was being answered.
+    pub fn refused_busy(&self) -> usize {
+        self.load.refused.load(Ordering::SeqCst)
+    }
+}
+
+/// A temperature as the key of [`ModelServer::at_temperature`]: to two decimals.
+fn temperature_key(temperature: f32) -> String {
+    format!("{temperature:.2}")
 }
 
 impl Drop for ModelServer {
@@ -133,7 +180,7 @@ impl Drop for ModelServer {
 /// Serves requests on one connection (clients keep connections alive) until it closes.
 fn serve(
     stream: TcpStream,
-    script: &Mutex<VecDeque<Scripted>>,
+    (script, by_temperature, load): &(Arc<Mutex<VecDeque<Scripted>>>, ByTemperature, Arc<Load>),
     requests: &Mutex<Vec<Recorded>>,
     disconnects: &AtomicUsize,
     (info, gets): &(Info, Arc<Mutex<Vec<String>>>),
@@ -154,13 +201,30 @@ fn serve(
             }
             continue;
         }
+        let temperature = request.body["temperature"].as_f64().map(|t| temperature_key(t as f32));
         requests.lock().unwrap().push(request);
-        let reply = script
-            .lock()
-            .unwrap()
-            .pop_front()
-            .unwrap_or_else(|| error(500, "the scripted server has no reply left"));
-        if !respond(&mut writer, reply, disconnects) {
+        let now = load.now.fetch_add(1, Ordering::SeqCst) + 1;
+        load.most.fetch_max(now, Ordering::SeqCst);
+        if now > 1 && load.one_at_a_time.load(Ordering::SeqCst) {
+            load.refused.fetch_add(1, Ordering::SeqCst);
+            load.now.fetch_sub(1, Ordering::SeqCst);
+            if !respond(&mut writer, error(503, "the server is busy: no slot available"), disconnects) {
+                return;
+            }
+            continue;
+        }
+        let own = temperature
+            .and_then(|t| by_temperature.lock().unwrap().get_mut(&t).and_then(VecDeque::pop_front));
+        let reply = own.unwrap_or_else(|| {
+            script
+                .lock()
+                .unwrap()
+                .pop_front()
+                .unwrap_or_else(|| error(500, "the scripted server has no reply left"))
+        });
+        let kept = respond(&mut writer, reply, disconnects);
+        load.now.fetch_sub(1, Ordering::SeqCst);
+        if !kept {
             return;
         }
     }

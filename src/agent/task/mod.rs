@@ -202,6 +202,7 @@ pub async fn run_task(context: &TaskContext, request: TaskRequest, run: RunHandl
         tool_calls: executor.tool_calls(),
         endings: engine.endings,
         waited: Default::default(),
+        candidates: Vec::new(),
     };
     tracing::info!("{}: {} — {}", run.run_id, report.exit_reason, report.summary);
     if let Some(journal) = &journal {

@@ -186,6 +186,7 @@ impl Runner<'_> {
                     }) as Arc<dyn crate::executor::Approver>
                 },
             ),
+            verify: Some(Arc::clone(self.executor.context())),
         };
         let runs = Runs::default();
         let Ok(handle) = runs.start(&uri) else { return };

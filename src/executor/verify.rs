@@ -1,0 +1,242 @@
+//! The workspace's test command run on texts that are not the editor's (SPEC V2): a candidate
+//! fix's file over the editor's text, each in a shadow copy of its own, placed as every other
+//! command (bubblewrap where it works, else the copy at a path of its own), so two candidates'
+//! test runs share nothing and the workspace is never touched. Only a trusted workspace's
+//! configured `[test] command` runs this way: it is the run's own command, not the model's.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+
+use super::command::{CommandSpec, repoint, run};
+use super::{ExecutorContext, Placement, ShadowCopy, placement};
+use crate::editor::MessageLevel;
+
+/// Lines of a failing run's output kept to say why it failed.
+const WHY_LINES: usize = 6;
+
+/// How the tests went on one text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TestVerdict {
+    /// The command ran and exited 0.
+    pub passed: bool,
+    /// One sentence: "exit status 1 after 0.4 s", or why it could not run.
+    pub described: String,
+    /// The first lines that say why it failed (a failing test's assertion), empty when it
+    /// passed.
+    pub why: String,
+    /// The failing tests' names as the runner printed them (pytest's `FAILED path::name`,
+    /// node's `not ok`/`✖`, jest's `FAIL`, go's and cargo's), sorted; empty when none could be
+    /// read.
+    pub failed: Vec<String>,
+    /// Time spent making the copy, and running the command.
+    pub copy_time: Duration,
+    pub test_time: Duration,
+    /// Where it ran ("sandboxed: …" or "in a copy … (not isolated …)").
+    pub placement: &'static str,
+}
+
+impl ExecutorContext {
+    /// The test command candidate fixes are verified with: the configured `[test] command`
+    /// of a trusted workspace (an untrusted one's runs nothing unasked).
+    pub fn verification_command(&self) -> Option<&[String]> {
+        let command = self.settings.test_command.as_deref().filter(|c| !c.is_empty())?;
+        self.settings.trusted.then_some(command)
+    }
+
+    /// Runs the test command on the workspace with the editor's text and `texts` (absolute
+    /// path → text) over it, in a copy of its own named `label` under the run's sandbox
+    /// folder, removed afterwards. `Err`: it did not run (no command, the sandbox cannot be
+    /// made, the program cannot be started) — said in one sentence.
+    pub async fn test_texts(
+        &self,
+        run_id: &str,
+        label: &str,
+        texts: &HashMap<PathBuf, String>,
+        cancel: &CancellationToken,
+    ) -> Result<TestVerdict, String> {
+        let Some(argv) = self.verification_command().map(<[String]>::to_vec) else {
+            return Err("no test command is configured for a trusted workspace ([test] command)".to_string());
+        };
+        let root = self.confinement.root().to_path_buf();
+        let placed = placement(self.settings.sandbox).map_err(|err| err.to_string())?;
+        if let Placement::Copy { notice: Some(notice) } = &placed
+            && !self.sandbox_told.swap(true, Ordering::Relaxed)
+        {
+            self.editor.show_message(MessageLevel::Warning, notice.clone()).await;
+        }
+        let dir = crate::places::project_cache(&root).join("sandbox").join(format!("{run_id}-{label}"));
+        let isolated = matches!(placed, Placement::Bwrap(_));
+        let started = Instant::now();
+        let mut buffers: HashMap<PathBuf, String> = HashMap::new();
+        for snapshot in self.observer.open_documents() {
+            if let Some(path) = snapshot.path() {
+                buffers.insert(path, snapshot.rope.to_string());
+            }
+        }
+        buffers.extend(texts.iter().map(|(path, text)| (path.clone(), text.clone())));
+        let relative: HashMap<PathBuf, String> = buffers
+            .into_iter()
+            .filter_map(|(path, text)| Some((path.strip_prefix(&root).ok()?.to_path_buf(), text)))
+            .collect();
+        // making and filling the copy reads the whole workspace: off the async threads
+        let made = tokio::task::spawn_blocking(move || {
+            let mut copy = ShadowCopy::new(&root, &dir, isolated)?;
+            copy.sync(&relative)?;
+            Ok::<_, super::SandboxError>(copy)
+        })
+        .await
+        .map_err(|err| format!("the sandbox copy could not be made: {err}"))?;
+        let copy = made.map_err(|err| err.to_string())?;
+        let copy_time = started.elapsed();
+        let root = self.confinement.root();
+        let (cwd, argv_run, bwrap) = match &placed {
+            Placement::Bwrap(bwrap) => (
+                root.to_path_buf(),
+                argv.clone(),
+                Some((bwrap.clone(), copy.bwrap_args(Path::new(""), &argv))),
+            ),
+            Placement::Copy { .. } => {
+                let (from, to) = (root.to_string_lossy(), copy.dir().to_string_lossy());
+                (copy.dir().to_path_buf(), argv.iter().map(|a| repoint(a, &from, &to)).collect(), None)
+            }
+        };
+        let timeout = Duration::from_secs(self.settings.commands.timeout_s.max(1));
+        let spec = CommandSpec {
+            argv: &argv_run,
+            cwd: &cwd,
+            timeout,
+            max_output: self.settings.commands.max_output_bytes,
+            key_variables: &self.settings.key_variables,
+            bwrap: bwrap.as_ref().map(|(path, args)| (path.as_path(), args.clone())),
+        };
+        let outcome =
+            run(spec, cancel).await.map_err(|err| format!("`{}` could not be started: {err}", argv[0]))?;
+        let test_time = started.elapsed().saturating_sub(copy_time);
+        if bwrap.is_some()
+            && outcome.status == Some(1)
+            && let Some(line) = outcome.stderr.lines().find(|l| l.starts_with("bwrap: execvp "))
+        {
+            return Err(format!(
+                "`{}` could not be started: {}",
+                argv[0],
+                line.trim_start_matches("bwrap: ")
+            ));
+        }
+        let (mut stdout, mut stderr) = (outcome.stdout.clone(), outcome.stderr.clone());
+        if bwrap.is_none() {
+            let (from, to) = (copy.dir().to_string_lossy(), root.to_string_lossy());
+            stdout = repoint(&stdout, &from, &to);
+            stderr = repoint(&stderr, &from, &to);
+        }
+        drop(copy);
+        let passed = outcome.status == Some(0) && !outcome.timed_out && !outcome.cancelled;
+        Ok(TestVerdict {
+            passed,
+            described: outcome.describe(timeout),
+            why: if passed { String::new() } else { why_failed(&stdout, &stderr) },
+            failed: if passed { Vec::new() } else { failed_tests(&stdout, &stderr) },
+            copy_time,
+            test_time,
+            placement: placed.describe(),
+        })
+    }
+}
+
+/// The lines of a failing run that say why: the first lines naming a failure or an error
+/// (pytest's `E   assert …`, `FAILED …`, node's `not ok`, an `AssertionError`), else the
+/// output's last lines.
+pub fn why_failed(stdout: &str, stderr: &str) -> String {
+    let lines: Vec<&str> = stdout.lines().chain(stderr.lines()).map(str::trim_end).collect();
+    let telling = |line: &str| {
+        let trimmed = line.trim_start();
+        trimmed.starts_with("E ")
+            || trimmed.starts_with("FAILED")
+            || trimmed.starts_with("not ok")
+            || trimmed.starts_with("✖")
+            || trimmed.contains("Error:")
+            || trimmed.contains("AssertionError")
+            || trimmed.starts_with("actual:")
+            || trimmed.starts_with("expected:")
+            || (trimmed.starts_with("error") && !trimmed.ends_with("|-"))
+    };
+    let mut picked: Vec<&str> = Vec::new();
+    for line in &lines {
+        if telling(line) && !picked.contains(line) {
+            picked.push(line);
+        }
+        if picked.len() == WHY_LINES {
+            break;
+        }
+    }
+    if picked.is_empty() {
+        picked = lines.iter().rev().filter(|l| !l.trim().is_empty()).take(WHY_LINES).copied().collect();
+        picked.reverse();
+    }
+    picked.iter().map(|l| l.trim()).collect::<Vec<_>>().join("\n")
+}
+
+/// The names of the tests a run's output says failed, sorted, each once.
+pub fn failed_tests(stdout: &str, stderr: &str) -> Vec<String> {
+    let mut names: Vec<String> = stdout
+        .lines()
+        .chain(stderr.lines())
+        .filter_map(|line| {
+            let line = line.trim();
+            let name = if let Some(rest) = line.strip_prefix("FAILED ") {
+                // pytest: `FAILED test_calc.py::test_add - assert 5 == 4`
+                rest.split(" - ").next()?
+            } else if let Some(rest) = line.strip_prefix("not ok ") {
+                // TAP (node --test, …): `not ok 1 - sum adds`
+                rest.split_once(" - ")?.1.split(" # ").next()?
+            } else if let Some(rest) = line.strip_prefix("✖ ") {
+                // node's spec reporter: `✖ sum adds (1.2ms)`
+                if rest.ends_with("failing tests:") {
+                    return None;
+                }
+                rest.rsplit_once(" (").map_or(rest, |(name, _)| name)
+            } else if let Some(rest) = line.strip_prefix("--- FAIL: ") {
+                rest.split(" (").next()?
+            } else if let Some(rest) = line.strip_prefix("FAIL ") {
+                rest
+            } else {
+                line.strip_prefix("test ").and_then(|r| r.strip_suffix(" ... FAILED"))?
+            };
+            let name = name.trim();
+            (!name.is_empty()).then(|| name.to_string())
+        })
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failure_is_said_by_its_telling_lines() {
+        let pytest = "collected 2 items\n\ntest_calc.py .F\n\n    def test_add():\n>       assert add(2, 2) == 4\nE       assert 5 == 4\nE        +  where 5 = add(2, 2)\n\nFAILED test_calc.py::test_add - assert 5 == 4\n1 failed, 1 passed in 0.02s\n";
+        let why = why_failed(pytest, "");
+        assert!(why.starts_with("E       assert 5 == 4"), "{why}");
+        assert!(why.contains("FAILED test_calc.py::test_add"), "{why}");
+        let silent = why_failed("a\nb\n\nc\n", "");
+        assert_eq!(silent, "a\nb\nc");
+        assert_eq!(failed_tests(pytest, ""), ["test_calc.py::test_add"]);
+    }
+
+    #[test]
+    fn failing_tests_are_named_as_each_runner_prints_them() {
+        let node = "✖ sum adds (1.1ms)\nℹ tests 2\n✖ failing tests:\n\n✖ sum adds (1.1ms)\n  AssertionError [ERR_ASSERTION]\n";
+        assert_eq!(failed_tests(node, ""), ["sum adds"]);
+        let tap = "TAP version 13\nnot ok 1 - sum adds\nok 2 - other\n";
+        assert_eq!(failed_tests(tap, ""), ["sum adds"]);
+        let cargo = "test tests::one ... ok\ntest tests::two ... FAILED\n";
+        assert_eq!(failed_tests(cargo, ""), ["tests::two"]);
+        assert!(failed_tests("all good\n", "").is_empty());
+    }
+}
