@@ -25,16 +25,9 @@ fn python_fix(fixed: &str) -> Scripted {
     Scripted::Delayed(Duration::from_millis(300), Box::new(openai_chat(&reply)))
 }
 
+/// The project's pytest, as seed 000's scenario runs it.
 fn pytest() -> Vec<String> {
-    let tools = support::tools_dir();
-    vec![
-        tools.join("venv/bin/python").display().to_string(),
-        "-m".into(),
-        "pytest".into(),
-        "-q".into(),
-        "-p".into(),
-        "no:cacheprovider".into(),
-    ]
+    support::scenario::PYTHON.test_command()
 }
 
 /// A Python project: `calc.py` with an undefined name, its test, ruff and pytest; `extra`

@@ -113,6 +113,49 @@ fn fix_with_tokamak_from_the_code_action_menu() {
     assert!(report["stale"]["failureReason"].as_str().unwrap().contains("is stale"), "{report:#}");
 }
 
+/// *Fix with Tokamak* in a project with tests: two candidate fixes, the steadiest breaks the
+/// test and the next passes; the passing one lands in the buffer and the report says how many
+/// were tried.
+#[test]
+fn fix_with_tokamak_lands_the_candidate_that_passes_the_tests() {
+    if !support::require_tools(&["nvim", "pytest"]) {
+        return;
+    }
+    let broken = "def mean(values):\n    total = sum(values))\n    return total / len(values)\n";
+    let fix = |with: &str| {
+        let reply = format!(
+            "mean.py\n<<<<<<< SEARCH\n    total = sum(values))\n=======\n    total = {with}\n>>>>>>> REPLACE\n"
+        );
+        support::model_server::Scripted::Delayed(
+            std::time::Duration::from_millis(200),
+            Box::new(openai_chat(&reply)),
+        )
+    };
+    let model = ModelServer::start(Vec::new());
+    model.at_temperature(0.2, vec![fix("sum(values) + 1")]);
+    model.at_temperature(0.5, vec![fix("sum(values)")]);
+    let test = "from mean import mean\n\n\ndef test_mean():\n    assert mean([1, 2, 3]) == 2\n";
+    let dir = project(&[("mean.py", broken), ("test_mean.py", test)]);
+    let settings = json!({"test": {"command": PYTHON.test_command()}, "fix": {"candidates": 2}});
+    let env = [("TOKAMAK_E2E_SETTINGS".to_string(), settings.to_string())];
+    let (report, _user) = run_with("fix", dir.path(), "mean.py", &model, &env);
+    assert_eq!(report["run"]["exit_reason"], "clean", "{report:#}");
+    assert_eq!(report["text"], broken.replace("values))", "values)"));
+    let outcomes: Vec<&str> = report["run"]["candidates"]
+        .as_array()
+        .expect("the report lists the candidates")
+        .iter()
+        .map(|c| c["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(outcomes, ["tests_failed", "passed"], "{report:#}");
+    let summary = report["run"]["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("2 candidate(s) tried") && summary.contains("candidate 2 passed the tests"),
+        "{summary}"
+    );
+    assert_eq!(model.requests().len(), 2);
+}
+
 #[test]
 fn diagnostics_of_another_server_reach_tokamak() {
     if !support::require_tools(&["nvim", "ruff"]) {

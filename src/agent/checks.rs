@@ -3,6 +3,7 @@
 //! same checkers, on exactly that text). A step's observation and each edit's tool call (for a
 //! front end that shows them, SPEC A3) use it.
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,6 +13,7 @@ use super::targets::{Signature, problems};
 use crate::action::ChangedFile;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::executor::{DiskEditor, ExecutorContext};
+use crate::observer::Observer;
 
 /// The settled diagnostics of `text` as the document `uri`, checked apart from the editor's
 /// copy; none when they do not settle within `timeout`.
@@ -21,8 +23,20 @@ pub async fn diagnostics_of_text(
     text: &str,
     timeout: Duration,
 ) -> Vec<Diagnostic> {
-    let private =
-        context.observer.private(Arc::new(DiskEditor { root: context.confinement.root().to_path_buf() }));
+    diagnostics_in(&context.observer, context.confinement.root(), uri, text, timeout).await
+}
+
+/// The settled diagnostics of `text` as the document `uri` in the workspace `root`, checked by
+/// an Observer of its own with `observer`'s checkers; none when they do not settle within
+/// `timeout`.
+pub async fn diagnostics_in(
+    observer: &Observer,
+    root: &Path,
+    uri: &Url,
+    text: &str,
+    timeout: Duration,
+) -> Vec<Diagnostic> {
+    let private = observer.private(Arc::new(DiskEditor { root: root.to_path_buf() }));
     let snapshot = private.open(uri.clone(), "", 0, text).await;
     let diagnostics = match private.settled(uri, snapshot.version, timeout).await {
         Ok(settled) => settled.diagnostics,

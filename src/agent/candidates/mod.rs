@@ -18,10 +18,11 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use url::Url;
 
+use super::checks::diagnostics_in;
 use super::targets::{Comparison, Problems, compare};
 use crate::config::CANDIDATE_TEMPERATURES;
 use crate::editor::{Editor, Progress, RunEvent};
-use crate::executor::{DiskEditor, ExecutorContext, TestVerdict};
+use crate::executor::{ExecutorContext, TestVerdict};
 use crate::model::{Model, ModelError, Request, Usage};
 use crate::observer::{Diagnostic, Observer};
 use crate::run::{CandidateOutcome, CandidateReport};
@@ -217,7 +218,13 @@ pub async fn round(round: Round<'_>) -> RoundOutcome {
     let checks: Vec<_> = texts
         .iter()
         .map(|(_, _, text)| {
-            diagnostics_of(round.observer, round.verify, round.uri, text, round.settle_timeout)
+            diagnostics_in(
+                round.observer,
+                round.verify.confinement.root(),
+                round.uri,
+                text,
+                round.settle_timeout,
+            )
         })
         .collect();
     let checked = futures::future::join_all(checks).await;
@@ -367,24 +374,6 @@ fn fails_only_known(baseline: &Baseline, failed: &[String]) -> bool {
 fn finish(mut outcome: RoundOutcome) -> RoundOutcome {
     outcome.reports.sort_by_key(|r| r.number);
     outcome
-}
-
-/// The settled diagnostics of `text` as the document `uri`, in an Observer of its own.
-async fn diagnostics_of(
-    observer: &Arc<Observer>,
-    verify: &ExecutorContext,
-    uri: &Url,
-    text: &str,
-    timeout: Duration,
-) -> Vec<Diagnostic> {
-    let private = observer.private(Arc::new(DiskEditor { root: verify.confinement.root().to_path_buf() }));
-    let snapshot = private.open(uri.clone(), "", 0, text).await;
-    let diagnostics = match private.settled(uri, snapshot.version, timeout).await {
-        Ok(settled) => settled.diagnostics,
-        Err(_) => Vec::new(),
-    };
-    private.close(uri).await;
-    diagnostics
 }
 
 async fn progress(round: &Round<'_>, message: String) {
