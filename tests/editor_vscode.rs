@@ -102,12 +102,15 @@ fn end_to_end_in_code_server(vsix: &std::path::Path) {
         return;
     }
     let broken = "def mean(values):\n    total = sum(values))\n    return total / len(values)\n";
-    let reply = "mean.py\n<<<<<<< SEARCH\n    total = sum(values))\n=======\n    total = sum(values)\n>>>>>>> REPLACE\n";
+    // two candidate fixes: the steadiest breaks the project's test, the next passes
+    let fix = |with: &str| {
+        let reply = format!("mean.py\n<<<<<<< SEARCH\n    total = sum(values))\n=======\n    total = {with}\n>>>>>>> REPLACE\n");
+        support::model_server::Scripted::Delayed(Duration::from_millis(200), Box::new(openai_chat(&reply)))
+    };
     let user_py = "class User:\n    def __init__(self, email: str) -> None:\n        self.email = email\n";
     let method = "        self.email = email\n\n    def validate_email(self) -> bool:\n        return \"@\" in self.email\n";
     let call = |name: &str, args: Value| support::model_server::openai_tool_calls("", &[(name, args)]);
     let model = ModelServer::start(vec![
-        openai_chat(reply),
         // "Tokamak: Run…": a plan of two steps, the first slow enough to be seen running
         openai_chat("1. Add validate_email to User in user.py\n2. Say so in NOTES.md [depends: 1]\n"),
         call(
@@ -124,13 +127,21 @@ fn end_to_end_in_code_server(vsix: &std::path::Path) {
         call("create", serde_json::json!({"path": "docs/NOTES.md", "text": "validate_email\n"})),
         call("done", serde_json::json!({"summary": "noted"})),
     ]);
+    model.at_temperature(0.2, vec![fix("sum(values) + 1")]);
+    model.at_temperature(0.5, vec![fix("sum(values)")]);
     let dir = tempfile::tempdir().expect("temp dir");
     let project = dir.path().join("project");
     std::fs::create_dir_all(project.join(".git")).unwrap();
     std::fs::write(project.join("mean.py"), broken).unwrap();
     std::fs::write(project.join("user.py"), user_py).unwrap();
-    std::fs::write(project.join("tokamak.toml"), "[checkers]\nenable = []\n[model]\nmax_retries = 0\n")
+    std::fs::write(project.join("test_mean.py"), "from mean import mean\n\n\ndef test_mean():\n    assert mean([1, 2, 3]) == 2\n")
         .unwrap();
+    let pytest = serde_json::to_string(&support::scenario::PYTHON.test_command()).unwrap();
+    std::fs::write(
+        project.join("tokamak.toml"),
+        format!("[checkers]\nenable = []\n[model]\nmax_retries = 0\n[test]\ncommand = {pytest}\n[fix]\ncandidates = 2\n"),
+    )
+    .unwrap();
     let (data, extensions) = (dir.path().join("data"), dir.path().join("extensions"));
     std::fs::create_dir_all(data.join("User")).unwrap();
     let settings = serde_json::json!({
@@ -249,10 +260,13 @@ fn end_to_end_in_code_server(vsix: &std::path::Path) {
         std::fs::read_to_string(project.join("docs/NOTES.md")).unwrap_or_default(),
         "validate_email\n"
     );
+    // the fix tried two candidates, and its summary said so
+    let said = report["fix_message"].as_str().unwrap_or_default();
+    assert!(said.contains("2 candidate(s) tried") && said.contains("candidate 2 passed the tests"), "{report:#}");
     let requests = model.requests();
-    assert_eq!(requests.len(), 8, "one fix, then the plan and six tool calls");
+    assert_eq!(requests.len(), 9, "two candidate fixes, then the plan and six tool calls");
     assert!(
-        requests[5].body.to_string().contains("put the notes in docs/NOTES.md"),
+        requests[6].body.to_string().contains("put the notes in docs/NOTES.md"),
         "the reason reached the model"
     );
 }

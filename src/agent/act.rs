@@ -329,7 +329,7 @@ pub async fn act(
                     Ok(Called::Act(action)) => {
                         match take(executor, &action, report, request.settle, &mut trajectory).await {
                             Ok(taken) => taken,
-                            Err(hit) => return end(limit_reason(hit), hit.to_string(), tokens, turns),
+                            Err(hit) => return end(limit_reason(&hit), hit.to_string(), tokens, turns),
                         }
                     }
                     // the last call of a cut reply is unfinished, not malformed
@@ -374,7 +374,7 @@ pub async fn act(
             Ok(TextReply::Act(action)) => {
                 match take(executor, &action, report, request.settle, &mut trajectory).await {
                     Ok(taken) => taken,
-                    Err(hit) => return end(limit_reason(hit), hit.to_string(), tokens, turns),
+                    Err(hit) => return end(limit_reason(&hit), hit.to_string(), tokens, turns),
                 }
             }
             Err(_) if cut => {
@@ -563,11 +563,12 @@ fn repeated_sentence() -> String {
     "stopped: the same action came back with the same result three times".to_string()
 }
 
-pub(super) fn limit_reason(hit: LimitHit) -> ExitReason {
+pub(super) fn limit_reason(hit: &LimitHit) -> ExitReason {
     match hit {
         LimitHit::ToolCalls(_) => ExitReason::ToolCallLimit,
         LimitHit::Revisions(_) => ExitReason::RevisionLimit,
         LimitHit::Files(_) => ExitReason::FileLimit,
+        LimitHit::Drifted(_) | LimitHit::Unsure(_) => ExitReason::Unsure,
     }
 }
 

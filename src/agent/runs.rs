@@ -25,6 +25,8 @@ struct Entry {
     audit: Option<std::path::PathBuf>,
     /// The role and mode it acts in now (task runs).
     mode: Option<String>,
+    /// The run's confidence in each file it doubted (SPEC G4), with the last reason.
+    confidence: std::collections::BTreeMap<String, (i32, String)>,
 }
 
 #[derive(Default)]
@@ -63,6 +65,17 @@ impl RunHandle {
         }
     }
 
+    /// A function that notes the run's confidence in a file (its path, the score, why), for
+    /// `tokamak.status`, for as long as the run is registered.
+    pub fn confidence_setter(&self) -> impl Fn(&str, i32, &str) + Send + Sync + 'static {
+        let (runs, run_id) = (self.runs.clone(), self.run_id.clone());
+        move |file, score, why| {
+            if let Some(entry) = lock(&runs.inner).running.get_mut(&run_id) {
+                entry.confidence.insert(file.to_string(), (score, why.to_string()));
+            }
+        }
+    }
+
     /// Notes the role and mode the run acts in now (for `tokamak.status`).
     pub fn set_mode(&self, mode: &str) {
         if let Some(entry) = lock(&self.runs.inner).running.get_mut(&self.run_id) {
@@ -90,7 +103,13 @@ impl Runs {
         let cancel = CancellationToken::new();
         inner.running.insert(
             run_id.clone(),
-            Entry { uri: uri.clone(), cancel: cancel.clone(), audit: None, mode: None },
+            Entry {
+                uri: uri.clone(),
+                cancel: cancel.clone(),
+                audit: None,
+                mode: None,
+                confidence: Default::default(),
+            },
         );
         Ok(RunHandle { run_id, cancel, runs: self.clone() })
     }
@@ -116,6 +135,15 @@ impl Runs {
     /// The role and mode a run acts in now, if it said.
     pub fn mode(&self, run_id: &str) -> Option<String> {
         lock(&self.inner).running.get(run_id).and_then(|e| e.mode.clone())
+    }
+
+    /// The run's confidence in each file it doubted: `(file, score, the last reason)`.
+    pub fn confidence(&self, run_id: &str) -> Vec<(String, i32, String)> {
+        lock(&self.inner)
+            .running
+            .get(run_id)
+            .map(|e| e.confidence.iter().map(|(f, (s, w))| (f.clone(), *s, w.clone())).collect())
+            .unwrap_or_default()
     }
 
     /// Notes where a run's audit log is (for `tokamak.status`).

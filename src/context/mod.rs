@@ -6,6 +6,7 @@
 //! (`view.rs`); what a change reaches, tests included (`impact.rs`).
 
 mod extract;
+mod fingerprint;
 mod impact;
 mod index;
 mod live;
@@ -18,6 +19,7 @@ mod terms;
 mod view;
 
 pub use extract::{Call, Definition, FileFacts, Import, facts, facts_of_tree};
+pub use fingerprint::{Drift, Fingerprint};
 pub use impact::{
     Impact, TestTarget, changed_definitions, describe as describe_impact, focused_test_command, impact,
     is_test_file,

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use serde_json::json;
 
+use super::look::{MAX_READ_BYTES, show_lines};
 use super::{Access, ChangedFile, Confined, Executor, LimitHit, Stop, apply_to_document, file_uri};
 use crate::action::ActionResult;
 use crate::edit::{Block, apply_blocks, minimal_edits, parse_reply};
@@ -58,21 +59,22 @@ pub(super) fn write_new_bytes(path: &Path, bytes: &[u8]) -> std::io::Result<()> 
 }
 
 impl Executor {
-    /// Refuses when the run saw `path` and it changed since, by someone else.
-    pub(super) fn unchanged_since_seen(
+    /// Refuses when the run saw `path` and it changed since, by someone else (a whole new
+    /// text is only as good as the text it was made from); the drift is handled and audited
+    /// as every change's is ([`Executor::ground`]).
+    pub(super) async fn unchanged_since_seen(
         &self,
         confined: &Confined,
         now: Option<&str>,
         what: &str,
     ) -> Result<(), Stop> {
-        let seen = lock(&self.state).seen.get(&confined.path).cloned();
-        let now = now.map(|t| crate::places::sha256_hex(t.as_bytes()));
-        match seen {
-            Some(seen) if seen != now => Err(Stop::Refused(format!(
-                "{} changed since this run last read it, so it was not {what}; read it again first",
-                confined.relative
+        match self.ground(confined, now).await?.drift {
+            Some((drift, changed)) => Err(Stop::Refused(format!(
+                "{} changed since this run last read it ({} drift: {changed}), so it was not {what}; read it again first",
+                confined.relative,
+                drift.as_str()
             ))),
-            _ => Ok(()),
+            None => Ok(()),
         }
     }
 
@@ -150,10 +152,36 @@ impl Executor {
         };
         if blocks.iter().any(|b| matches!(b, Block::WholeFile { .. })) {
             // a whole new text is only as good as the text it was made from
-            self.unchanged_since_seen(&confined, Some(&base), "replaced")?;
+            self.unchanged_since_seen(&confined, Some(&base), "replaced").await?;
         }
-        let applied = apply_blocks(&base, &blocks, self.context.settings.similarity)
-            .map_err(|err| Stop::Refused(format!("{err}; nothing from that edit was applied")))?;
+        let grounded = self.ground(&confined, Some(&base)).await?;
+        let applied = match apply_blocks(&base, &blocks, self.context.settings.similarity) {
+            Ok(applied) => applied,
+            Err(err) => {
+                self.doubt_path(&confined.path, &confined.relative, 15, "an edit did not apply");
+                let mut reason = format!("{err}; nothing from that edit was applied");
+                if let Some((drift, changed)) = &grounded.drift {
+                    reason.push_str(&format!(
+                        ". {} changed since you read it ({} drift: {changed}); here it is now:\n{}",
+                        confined.relative,
+                        drift.as_str(),
+                        show_lines(&confined.relative, &base, None, MAX_READ_BYTES)
+                    ));
+                    self.remember(&confined.path, Some(&base));
+                }
+                return Err(Stop::Refused(reason));
+            }
+        };
+        if grounded.exact_only && !applied.notes.is_empty() {
+            // unsure of the file: a change is made only where it applies exactly
+            self.remember(&confined.path, Some(&base));
+            return Err(Stop::Refused(format!(
+                "Tokamak's confidence in {} is low, so an edit is made only where its SEARCH matches exactly ({}); nothing was applied. Here it is now:\n{}",
+                confined.relative,
+                applied.notes.join("; "),
+                show_lines(&confined.relative, &base, None, MAX_READ_BYTES)
+            )));
+        }
         if applied.text == base {
             return Err(Stop::Refused(format!(
                 "the edit changes nothing in {}: what it puts there is already there",
@@ -200,21 +228,25 @@ impl Executor {
             }
         };
         self.after_change(&[&confined]);
-        self.remember(&confined.path, Some(&new_text));
+        self.remember_written(&confined.path, &confined.relative, &new_text);
         let (added, removed) = line_stats(&base, &new_text);
         if let Some(journal) = &self.journal {
             journal.record("edit", json!({"path": confined.relative, "added": added, "removed": removed}));
         }
-        Ok(ActionResult::done(
-            format!("edited {} (+{added} -{removed} lines)", confined.relative),
-            format!("edited {} (+{added} -{removed})", confined.relative),
-        )
-        .changed(vec![confined.relative.clone()])
-        .with_files(vec![ChangedFile {
-            path: confined.relative.clone(),
-            before: Some(base),
-            after: Some(new_text),
-        }]))
+        let mut said = format!("edited {} (+{added} -{removed} lines)", confined.relative);
+        if let Some((drift, changed)) = &grounded.drift {
+            said.push_str(&format!(
+                "; it had changed since you read it ({} drift: {changed}), and the edit was made on its text as it is now",
+                drift.as_str()
+            ));
+        }
+        Ok(ActionResult::done(said, format!("edited {} (+{added} -{removed})", confined.relative))
+            .changed(vec![confined.relative.clone()])
+            .with_files(vec![ChangedFile {
+                path: confined.relative.clone(),
+                before: Some(base),
+                after: Some(new_text),
+            }]))
     }
 
     pub(super) async fn create(&self, raw: &str, text: &str) -> Result<ActionResult, Stop> {
@@ -257,7 +289,7 @@ impl Executor {
             }
         }
         self.after_change(&[&confined]);
-        self.remember(&confined.path, Some(text));
+        self.remember_written(&confined.path, &confined.relative, text);
         if let Some(journal) = &self.journal {
             journal.record("edit", json!({"path": confined.relative, "added": text.lines().count(), "removed": 0, "created": true}));
         }
@@ -297,7 +329,7 @@ impl Executor {
             )));
         }
         let now = self.text_of(&confined.path).ok();
-        self.unchanged_since_seen(confined, now.as_deref(), what)
+        self.unchanged_since_seen(confined, now.as_deref(), what).await
     }
 
     pub(super) async fn delete(&self, raw: &str) -> Result<ActionResult, Stop> {

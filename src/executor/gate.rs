@@ -13,7 +13,7 @@ use crate::config::ApprovalLevel;
 use crate::sync::lock;
 
 /// A limit of `[limits]` that stopped a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LimitHit {
     #[error("stopped at {0} actions (limits.tool_calls)")]
     ToolCalls(u32),
@@ -21,6 +21,13 @@ pub enum LimitHit {
     Revisions(u32),
     #[error("stopped: changing one more file would pass {0} files (limits.files)")]
     Files(u32),
+    /// A file changed under the run beyond what it planned on (SPEC G3), and nobody said to
+    /// go on.
+    #[error("stopped: {0}")]
+    Drifted(String),
+    /// The run's confidence in a file fell under 40 (SPEC G4), and nobody said to go on.
+    #[error("stopped: {0}")]
+    Unsure(String),
 }
 
 /// Told the run's role and new mode, and the trigger that led there.
@@ -274,7 +281,7 @@ impl Executor {
         if state.tool_calls >= limit {
             drop(state);
             let hit = LimitHit::ToolCalls(limit);
-            self.record_limit(action, hit);
+            self.record_limit(action, &hit);
             return Err(hit);
         }
         state.tool_calls += 1;
@@ -321,7 +328,7 @@ impl Executor {
         None
     }
 
-    pub(super) fn record_limit(&self, action: &Action, hit: LimitHit) {
+    pub(super) fn record_limit(&self, action: &Action, hit: &LimitHit) {
         if let Some(journal) = &self.journal {
             journal.record("limit", json!({"action": action.name(), "limit": hit.to_string()}));
         }

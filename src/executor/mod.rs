@@ -20,6 +20,7 @@ mod disk_editor;
 mod document;
 mod gate;
 mod git;
+mod ground;
 mod look;
 mod navigate;
 pub mod policy;
@@ -47,6 +48,7 @@ pub use disk_editor::{DiskEditor, write_edit};
 pub use document::{DocumentEditError, apply_to_document};
 use gate::Authority;
 pub use gate::{LimitHit, ModeListener};
+pub use ground::{ASK_BELOW, ConfidenceListener, REREAD_BELOW};
 pub use policy::{Approver, ChangedFile, Decision, OnBehalfOf, RefuseUnlisted, Request, WaitClock};
 pub use rollback::{RollbackError, RollbackReport, rollback};
 pub use sandbox::{Placement, SandboxError, ShadowCopy, placement};
@@ -159,8 +161,13 @@ struct RunState {
     /// Every change's files (relative), in order: what a step wrote is what came after its
     /// mark (`Executor::writes`).
     writes: Vec<String>,
-    /// The sha256 of each file's text as the run last read or wrote it (`None`: absent).
-    seen: HashMap<PathBuf, Option<String>>,
+    /// Each file's fingerprint as the run last read or wrote it (`None`: absent).
+    seen: HashMap<PathBuf, Option<crate::context::Fingerprint>>,
+    /// The sha256 of each text the run wrote to a file, in order (an edit undone is a text
+    /// seen before).
+    written: HashMap<PathBuf, Vec<String>>,
+    /// How sure the run is of each file it doubted (SPEC G4).
+    confidence: HashMap<PathBuf, ground::Confidence>,
     /// Each changed file's text before the run first changed it (`None`: it did not exist).
     originals: HashMap<String, Option<String>>,
     /// How often each state (the changed files' texts, an action and its result) was seen.
@@ -183,6 +190,8 @@ pub struct Executor {
     authority: Mutex<Option<Authority>>,
     /// Told of each mode a rejection leads to and back (for the run's status).
     mode_listener: Mutex<Option<ModeListener>>,
+    /// Told of each change of confidence in a file (for the run's status).
+    confidence_listener: Mutex<Option<ConfidenceListener>>,
     /// The time spent waiting for a person's answers.
     waits: Arc<WaitClock>,
     journal: Option<Arc<Journal>>,
@@ -206,6 +215,7 @@ impl Executor {
             context,
             authority: Mutex::new(None),
             mode_listener: Mutex::new(None),
+            confidence_listener: Mutex::new(None),
             waits: Arc::new(WaitClock::default()),
             journal,
             cancel,
@@ -264,12 +274,13 @@ impl Executor {
         use sha2::{Digest, Sha256};
         let mut state = lock(&self.state);
         let mut hasher = Sha256::new();
-        let mut files: Vec<(&PathBuf, &Option<String>)> = state.seen.iter().collect();
+        let mut files: Vec<(&PathBuf, Option<&str>)> =
+            state.seen.iter().map(|(path, seen)| (path, seen.as_ref().map(|f| f.sha256.as_str()))).collect();
         files.sort();
         for (path, hash) in files {
             hasher.update(path.as_os_str().as_encoded_bytes());
             hasher.update([0]);
-            hasher.update(hash.as_deref().unwrap_or("-"));
+            hasher.update(hash.unwrap_or("-"));
             hasher.update([0]);
         }
         hasher.update(action);
@@ -322,7 +333,7 @@ impl Executor {
             Ok(result) => result,
             Err(Stop::Refused(reason)) => ActionResult::refused(reason),
             Err(Stop::Limit(hit)) => {
-                self.record_limit(action, hit);
+                self.record_limit(action, &hit);
                 return Err(hit);
             }
         };
@@ -400,8 +411,28 @@ impl Executor {
     }
 
     fn remember(&self, path: &Path, text: Option<&str>) {
-        let hash = text.map(|t| crate::places::sha256_hex(t.as_bytes()));
-        lock(&self.state).seen.insert(path.to_path_buf(), hash);
+        let fingerprint = text.map(|t| self.fingerprint(path, t));
+        lock(&self.state).seen.insert(path.to_path_buf(), fingerprint);
+    }
+
+    /// Remembers a text the run wrote to `path`; one it wrote before and changed since is an
+    /// edit undone, and lowers the run's confidence in the file.
+    fn remember_written(&self, path: &Path, relative: &str, text: &str) {
+        self.remember(path, Some(text));
+        let hash = crate::places::sha256_hex(text.as_bytes());
+        let undone = {
+            let mut state = lock(&self.state);
+            let original = state.originals.get(relative).cloned().flatten();
+            let history = state.written.entry(path.to_path_buf()).or_default();
+            let undone = history.last() != Some(&hash)
+                && (history.contains(&hash)
+                    || original.is_some_and(|o| crate::places::sha256_hex(o.as_bytes()) == hash));
+            history.push(hash);
+            undone
+        };
+        if undone {
+            self.doubt_path(path, relative, 10, "an edit of the run's was undone");
+        }
     }
 }
 

@@ -40,6 +40,9 @@ pub enum ExitReason {
     RepeatedState,
     /// The model would not go on (its provider's refusal or content filter).
     Refused,
+    /// A file changed under the run beyond what it planned on, or its confidence in a file
+    /// fell under 40, and nobody said to go on (SPEC G3–G4).
+    Unsure,
 }
 
 impl ExitReason {
@@ -60,6 +63,7 @@ impl ExitReason {
             ExitReason::IterationLimit => "iteration_limit",
             ExitReason::RepeatedState => "repeated_state",
             ExitReason::Refused => "refused",
+            ExitReason::Unsure => "unsure",
         }
     }
 }

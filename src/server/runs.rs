@@ -101,7 +101,13 @@ pub fn list(backend: &Backend) -> Value {
         .into_iter()
         .map(|(run_id, uri, audit)| {
             let mode = backend.runs.mode(&run_id);
-            json!({"run_id": run_id, "uri": uri, "audit_log": audit, "mode": mode})
+            let confidence: Vec<Value> = backend
+                .runs
+                .confidence(&run_id)
+                .into_iter()
+                .map(|(file, score, why)| json!({"file": file, "confidence": score, "why": why}))
+                .collect();
+            json!({"run_id": run_id, "uri": uri, "audit_log": audit, "mode": mode, "confidence": confidence})
         })
         .collect();
     Value::Array(runs)

@@ -158,6 +158,14 @@ try {
   // and the squiggle goes away
   await page.waitForSelector(".monaco-editor .squiggly-error", { state: "detached", timeout: 30000 });
   report.steps.push("clean");
+  // the run's summary, as the notification that ends it says
+  const finished = page.locator(".notifications-toasts .notification-toast", { hasText: "Tokamak: mean.py" });
+  try {
+    await finished.first().waitFor({ timeout: 20000 });
+    report.fix_message = await finished.first().innerText();
+  } catch {
+    report.fix_message = null;
+  }
   const goal = process.env.E2E_GOAL;
   if (goal) await planAndRun(page, goal);
   done(true);

@@ -524,6 +524,8 @@ impl Runner<'_> {
         // each transition from now on: in `tokamak.status` and on the step in the plan (sent
         // with the next plan update: `outcome` sends one for each transition it fires)
         let set_mode = self.run.mode_setter();
+        let set_confidence = self.run.confidence_setter();
+        self.executor.on_confidence(Box::new(move |file, score, why| set_confidence(file, score, why)));
         let plan = Arc::clone(&self.plan);
         self.executor.on_mode_change(Box::new(move |role, mode, trigger| {
             set_mode(&format!("{role}, {mode} ({})", trigger.replace('_', " ")));

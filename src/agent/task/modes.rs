@@ -224,7 +224,7 @@ impl Runner<'_> {
         let (ok, said) = match self.executor.commit_files(&message, files).await {
             Ok(result) => (result.ok, result.summary),
             Err(hit) => {
-                return Err(Stop { reason: crate::agent::act::limit_reason(hit), summary: hit.to_string() });
+                return Err(Stop { reason: crate::agent::act::limit_reason(&hit), summary: hit.to_string() });
             }
         };
         let said = if ok { said } else { format!("not committed: {said}") };

@@ -43,6 +43,8 @@ impl Runner<'_> {
             };
             let (new, gone) = checks::compare(&checks::errors(&before), &checks::errors(&after));
             if !new.is_empty() {
+                // errors the run left in a file lower its confidence in it (SPEC G4)
+                self.executor.doubt(file, 10, &format!("the step left {} error(s) in it", new.len()));
                 introduced.push((file.clone(), new));
             }
             if !gone.is_empty() {
@@ -203,6 +205,8 @@ impl Runner<'_> {
         )
         .await;
         link.abort();
+        // the fix changed the file around the executor: what it is now is what the run knows
+        self.executor.refresh(file);
         self.add_tokens(report.tokens);
         self.executor.record(
             "fix",

@@ -1,0 +1,211 @@
+//! What a run knows of a file it read or wrote (SPEC G3): its fingerprint — the sha256 of its
+//! text, its size and modification time, its top-level definitions with their signatures, and
+//! the hash of its tokens without whitespace or comments — and how far a file has drifted from
+//! one: `None`, `Minor` (whitespace or comments), `Moderate` (bodies or signatures changed),
+//! `Major` (definitions added, removed or renamed, or the file gone).
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::time::SystemTime;
+
+use crate::syntax::grammar;
+use crate::text::Language;
+
+/// A file as a run last saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fingerprint {
+    pub sha256: String,
+    pub size: usize,
+    /// The file's modification time on disk then (`None`: not on disk, or an open document's
+    /// unsaved text).
+    pub mtime: Option<SystemTime>,
+    /// Each definition as `container.name`, with its signature (`None` for a language
+    /// Tokamak does not parse: then any change but whitespace is `Moderate`).
+    pub definitions: Option<BTreeSet<(String, String)>>,
+    /// The hash of the text's tokens, comments and whitespace left out.
+    pub shape: String,
+}
+
+/// How far a file moved from its fingerprint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Drift {
+    None,
+    /// Whitespace or comments: absorbed.
+    Minor,
+    /// Code inside definitions, or a signature: the file is read again before it is acted on.
+    Moderate,
+    /// Definitions added, removed or renamed, or the file deleted: the step cannot assume
+    /// what it planned on.
+    Major,
+}
+
+impl Drift {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Drift::None => "none",
+            Drift::Minor => "minor",
+            Drift::Moderate => "moderate",
+            Drift::Major => "major",
+        }
+    }
+}
+
+impl Fingerprint {
+    /// The fingerprint of `text` as the file `path` (its language from the name; its mtime
+    /// from the disk when `on_disk`).
+    pub fn of(path: &Path, text: &str, on_disk: bool) -> Fingerprint {
+        let language = Language::from_path(path);
+        let (definitions, shape) = match parsed(language, text) {
+            Some((definitions, shape)) => (Some(definitions), shape),
+            None => (None, hash(text.split_whitespace().collect::<Vec<_>>().join(" ").as_bytes())),
+        };
+        Fingerprint {
+            sha256: hash(text.as_bytes()),
+            size: text.len(),
+            mtime: if on_disk { std::fs::metadata(path).and_then(|m| m.modified()).ok() } else { None },
+            definitions,
+            shape,
+        }
+    }
+
+    /// How far `now` (`None`: the file is gone) drifted from this, with what changed in a few
+    /// words ("removed total; added sum_all").
+    pub fn drift(&self, now: Option<&Fingerprint>) -> (Drift, String) {
+        let Some(now) = now else {
+            return (Drift::Major, "the file was deleted".to_string());
+        };
+        if now.sha256 == self.sha256 {
+            return (Drift::None, String::new());
+        }
+        if let (Some(before), Some(after)) = (&self.definitions, &now.definitions) {
+            let names = |set: &BTreeSet<(String, String)>| {
+                set.iter().map(|(n, _)| n.clone()).collect::<BTreeSet<_>>()
+            };
+            let (was, is) = (names(before), names(after));
+            if was != is {
+                let removed: Vec<&String> = was.difference(&is).collect();
+                let added: Vec<&String> = is.difference(&was).collect();
+                let mut said = Vec::new();
+                if !removed.is_empty() {
+                    said.push(format!("removed {}", join(&removed)));
+                }
+                if !added.is_empty() {
+                    said.push(format!("added {}", join(&added)));
+                }
+                return (Drift::Major, said.join("; "));
+            }
+            if before != after {
+                let changed: Vec<&String> = after
+                    .difference(before)
+                    .map(|(name, _)| name)
+                    .collect::<BTreeSet<_>>()
+                    .into_iter()
+                    .collect();
+                return (Drift::Moderate, format!("the signature of {} changed", join(&changed)));
+            }
+        }
+        if now.shape == self.shape {
+            return (Drift::Minor, "only whitespace or comments changed".to_string());
+        }
+        (Drift::Moderate, "code inside its definitions changed".to_string())
+    }
+}
+
+fn join(names: &[&String]) -> String {
+    let shown: Vec<&str> = names.iter().take(5).map(|n| n.as_str()).collect();
+    let more = if names.len() > 5 { format!(" and {} more", names.len() - 5) } else { String::new() };
+    format!("{}{more}", shown.join(", "))
+}
+
+fn hash(bytes: &[u8]) -> String {
+    crate::places::sha256_hex(bytes)
+}
+
+/// The definitions (with signatures) and the token shape of `text`, when the language is one
+/// Tokamak parses.
+fn parsed(language: Language, text: &str) -> Option<(BTreeSet<(String, String)>, String)> {
+    let mut parser = tree_sitter::Parser::new();
+    parser.set_language(&grammar(language)?).ok()?;
+    let tree = parser.parse(text, None)?;
+    let facts = super::facts_of_tree(&tree, text, language);
+    let definitions = facts
+        .definitions
+        .iter()
+        .map(|d| {
+            let name = match &d.container {
+                Some(container) => format!("{container}.{}", d.name),
+                None => d.name.clone(),
+            };
+            // a comment between a Python signature and its body is the signature's text
+            let signature = match language {
+                Language::Python => {
+                    d.signature.split(" #").next().unwrap_or_default().trim_end().trim_end_matches(':')
+                }
+                _ => d.signature.as_str(),
+            };
+            (name, signature.split_whitespace().collect::<Vec<_>>().join(" "))
+        })
+        .collect();
+    // the leaves in order, comments left out: whitespace and comments cannot change it
+    let mut shape: Vec<u8> = Vec::with_capacity(text.len());
+    let mut cursor = tree.walk();
+    let mut descend = true;
+    loop {
+        let node = cursor.node();
+        if descend && node.child_count() == 0 && !node.kind().contains("comment") {
+            shape.extend_from_slice(text.as_bytes().get(node.byte_range()).unwrap_or_default());
+            shape.push(0);
+        }
+        let dive = descend && !node.kind().contains("comment") && cursor.goto_first_child();
+        if dive {
+            continue;
+        }
+        if cursor.goto_next_sibling() {
+            descend = true;
+            continue;
+        }
+        if !cursor.goto_parent() {
+            break;
+        }
+        descend = false;
+    }
+    Some((definitions, hash(&shape)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn drift(before: &str, after: &str) -> (Drift, String) {
+        let path = Path::new("calc.py");
+        Fingerprint::of(path, before, false).drift(Some(&Fingerprint::of(path, after, false)))
+    }
+
+    const CALC: &str =
+        "def total(xs):\n    return sum(xs)\n\n\ndef mean(xs):\n    return total(xs) / len(xs)\n";
+
+    #[test]
+    fn drift_is_classified_by_what_changed() {
+        assert_eq!(drift(CALC, CALC).0, Drift::None);
+        let comment = CALC.replace("    return sum(xs)\n", "    # add them up\n    return sum( xs )\n");
+        assert_eq!(drift(CALC, &comment), (Drift::Minor, "only whitespace or comments changed".to_string()));
+        let body = CALC.replace("return sum(xs)", "return sum(xs) + 0");
+        assert_eq!(drift(CALC, &body).0, Drift::Moderate);
+        let signature = CALC.replace("def total(xs):", "def total(xs, start=0):");
+        assert_eq!(drift(CALC, &signature), (Drift::Moderate, "the signature of total changed".to_string()));
+        let renamed = CALC.replace("def total(xs):", "def sum_all(xs):");
+        assert_eq!(drift(CALC, &renamed), (Drift::Major, "removed total; added sum_all".to_string()));
+        let path = Path::new("calc.py");
+        assert_eq!(Fingerprint::of(path, CALC, false).drift(None).0, Drift::Major);
+    }
+
+    #[test]
+    fn a_file_tokamak_does_not_parse_drifts_by_its_words() {
+        let path = Path::new("notes.txt");
+        let before = Fingerprint::of(path, "one two\nthree\n", false);
+        assert!(before.definitions.is_none());
+        assert_eq!(before.drift(Some(&Fingerprint::of(path, "one  two three\n", false))).0, Drift::Minor);
+        assert_eq!(before.drift(Some(&Fingerprint::of(path, "one two four\n", false))).0, Drift::Moderate);
+    }
+}

@@ -1,0 +1,199 @@
+//! Before the run changes a file it has seen (SPEC G3–G4): how far the file drifted since —
+//! the user's typing, another program, a checkout — and how sure the run still is of it.
+//! Drift: minor (whitespace, comments) is absorbed; moderate (code inside definitions, a
+//! signature) has the change made on the file's current text only where it still applies,
+//! and shown the text otherwise; major (definitions added, removed or renamed, the file gone)
+//! asks the user whether the step goes on, and stops the run when nobody says yes.
+//! Confidence: 100 per file at the start, lowered by drift, edits that did not apply, errors a
+//! step left and edits undone; under 80 a change is made only where it applies exactly, with
+//! the file shown again otherwise; under 40 the user is asked before the next change, and
+//! the run stops when nobody says yes. Every drift and every change of confidence is audited
+//! and told to whoever listens (`tokamak.status`).
+
+use std::path::Path;
+
+use serde_json::json;
+
+use super::{Confined, Executor, LimitHit, Origin, Request, Stop};
+use crate::context::{Drift, Fingerprint};
+use crate::sync::lock;
+
+/// Confidence at which a change is made only where it applies exactly.
+pub const REREAD_BELOW: i32 = 80;
+/// Confidence at which the user is asked before the next change.
+pub const ASK_BELOW: i32 = 40;
+
+/// Told each file's new confidence (its workspace-relative path, the score, why).
+pub type ConfidenceListener = Box<dyn Fn(&str, i32, &str) + Send + Sync>;
+
+/// How sure the run is of one file.
+#[derive(Debug, Clone)]
+pub(super) struct Confidence {
+    pub score: i32,
+    /// Why it fell, oldest first.
+    pub reasons: Vec<String>,
+}
+
+impl Default for Confidence {
+    fn default() -> Self {
+        Confidence { score: 100, reasons: Vec::new() }
+    }
+}
+
+/// What grounding a change found.
+#[derive(Debug, Default)]
+pub(super) struct Grounded {
+    /// The file drifted since the run saw it: what to tell the model with the result.
+    pub drift: Option<(Drift, String)>,
+    /// The change must apply exactly (confidence under [`REREAD_BELOW`]).
+    pub exact_only: bool,
+}
+
+impl Executor {
+    /// Before a change to `confined`, whose text is now `now` (`None`: absent): its drift
+    /// since the run last saw it, handled by severity, and the run's confidence in it.
+    pub(super) async fn ground(&self, confined: &Confined, now: Option<&str>) -> Result<Grounded, Stop> {
+        let mut grounded = Grounded::default();
+        let seen = lock(&self.state).seen.get(&confined.path).cloned();
+        if let Some(seen) = seen {
+            let current = now.map(|text| self.fingerprint(&confined.path, text));
+            let (drift, what) = match &seen {
+                Some(before) => before.drift(current.as_ref()),
+                None if current.is_none() => (Drift::None, String::new()),
+                None => (Drift::Major, "it was created".to_string()),
+            };
+            if drift != Drift::None {
+                self.record(
+                    "drift",
+                    json!({"file": confined.relative, "severity": drift.as_str(), "what": what}),
+                );
+                let cost = match drift {
+                    Drift::None => 0,
+                    Drift::Minor => 5,
+                    Drift::Moderate => 15,
+                    Drift::Major => 40,
+                };
+                self.doubt_path(
+                    &confined.path,
+                    &confined.relative,
+                    cost,
+                    &format!("changed under the run: {what}"),
+                );
+                // what the file is now is what the run knows from here on
+                lock(&self.state).seen.insert(confined.path.clone(), current);
+                if drift == Drift::Major {
+                    let request = Request::Look {
+                        action: "go_on".to_string(),
+                        summary: format!(
+                            "go on changing {} although it changed under the run ({what})",
+                            confined.relative
+                        ),
+                    };
+                    if let Err(reason) = self.ask(&request, Origin::Run).await {
+                        return Err(Stop::Limit(LimitHit::Drifted(format!(
+                            "{} changed under the run ({what}) and the step was not to go on: {reason}",
+                            confined.relative
+                        ))));
+                    }
+                    self.restore_confidence(&confined.path, &confined.relative, "the user said to go on");
+                }
+                grounded.drift = Some((drift, what));
+            }
+        }
+        let confidence = self.confidence_of(&confined.path);
+        if confidence.score < ASK_BELOW {
+            let why = confidence.reasons.join("; ");
+            let request = Request::Look {
+                action: "go_on".to_string(),
+                summary: format!(
+                    "go on changing {}, though Tokamak's confidence in it is {} ({why})",
+                    confined.relative, confidence.score
+                ),
+            };
+            if let Err(reason) = self.ask(&request, Origin::Run).await {
+                return Err(Stop::Limit(LimitHit::Unsure(format!(
+                    "Tokamak's confidence in {} fell to {} ({why}), and the run was not to go on: {reason}",
+                    confined.relative, confidence.score
+                ))));
+            }
+            self.restore_confidence(&confined.path, &confined.relative, "the user said to go on");
+        }
+        grounded.exact_only = self.confidence_of(&confined.path).score < REREAD_BELOW;
+        Ok(grounded)
+    }
+
+    /// Lowers the run's confidence in a file (its workspace-relative path) by `cost`, saying
+    /// why: errors a step left in it, say.
+    pub fn doubt(&self, relative: &str, cost: i32, why: &str) {
+        let path = self.root().join(relative);
+        self.doubt_path(&path, relative, cost, why);
+    }
+
+    pub(super) fn doubt_path(&self, path: &Path, relative: &str, cost: i32, why: &str) {
+        let (from, to) = {
+            let mut state = lock(&self.state);
+            let confidence = state.confidence.entry(path.to_path_buf()).or_default();
+            let from = confidence.score;
+            confidence.score = (confidence.score - cost).max(0);
+            confidence.reasons.push(why.to_string());
+            (from, confidence.score)
+        };
+        self.told_confidence(relative, from, to, why);
+    }
+
+    fn restore_confidence(&self, path: &Path, relative: &str, why: &str) {
+        let from = {
+            let mut state = lock(&self.state);
+            let confidence = state.confidence.entry(path.to_path_buf()).or_default();
+            let from = confidence.score;
+            confidence.score = confidence.score.max(REREAD_BELOW - 20);
+            confidence.reasons.push(why.to_string());
+            from
+        };
+        self.told_confidence(relative, from, REREAD_BELOW - 20, why);
+    }
+
+    fn told_confidence(&self, relative: &str, from: i32, to: i32, why: &str) {
+        self.record("confidence", json!({"file": relative, "from": from, "to": to, "why": why}));
+        if let Some(listener) = lock(&self.confidence_listener).as_ref() {
+            listener(relative, to, why);
+        }
+    }
+
+    pub(super) fn confidence_of(&self, path: &Path) -> Confidence {
+        lock(&self.state).confidence.get(path).cloned().unwrap_or_default()
+    }
+
+    /// The run's confidence in each file it doubted (workspace-relative path, score).
+    pub fn confidences(&self) -> Vec<(String, i32)> {
+        let state = lock(&self.state);
+        let mut all: Vec<(String, i32)> = state
+            .confidence
+            .iter()
+            .map(|(path, c)| {
+                let relative = path.strip_prefix(self.root()).unwrap_or(path).display().to_string();
+                (relative, c.score)
+            })
+            .collect();
+        all.sort();
+        all
+    }
+
+    /// Tells `listener` of every change of confidence from now on.
+    pub fn on_confidence(&self, listener: ConfidenceListener) {
+        *lock(&self.confidence_listener) = Some(listener);
+    }
+
+    /// Takes a file's text as it is now as what the run knows of it (after a change made
+    /// around the executor: the run's own fix loop).
+    pub fn refresh(&self, relative: &str) {
+        let path = self.root().join(relative);
+        let text = self.text_of(&path).ok();
+        self.remember(&path, text.as_deref());
+    }
+
+    pub(super) fn fingerprint(&self, path: &Path, text: &str) -> Fingerprint {
+        let open = url::Url::from_file_path(path).ok().and_then(|uri| self.context.observer.snapshot(&uri));
+        Fingerprint::of(path, text, open.is_none())
+    }
+}

@@ -1,0 +1,190 @@
+//! Drift and confidence (SPEC G3–G4) as a user meets them headless: `tokamak run` on a
+//! temporary project, the scripted model reading a file and editing it a moment later, and
+//! the file changing on disk in between — a body changed is re-grounded, a definition renamed
+//! stops the step when nobody says to go on — and a run whose edits keep failing stopping
+//! once its confidence in the file falls under 40. Nothing the user wrote is lost.
+
+mod support;
+
+use std::path::Path;
+use std::process::{Child, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::UserDirs;
+use support::model_server::{ModelServer, Scripted, openai_chat};
+use support::scenario::{block, call};
+
+const CALC: &str = "def total(xs):\n    return sum(xs)\n\n\ndef mean(xs):\n    return total(xs) / len(xs)\n";
+
+fn project(settings: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::create_dir(dir.path().join(".git")).expect(".git");
+    std::fs::write(dir.path().join("calc.py"), CALC).expect("calc.py");
+    std::fs::write(dir.path().join("tokamak.toml"), format!("{settings}[checkers]\nenable = []\n"))
+        .expect("toml");
+    dir
+}
+
+/// `tokamak run GOAL` in `root`, started (`yes`: changes approved).
+fn start(user: &UserDirs, root: &Path, model: &ModelServer, yes: bool) -> Child {
+    let mut args = vec!["run", "make mean safe for an empty list", "--root"];
+    let root_arg = root.display().to_string();
+    args.push(&root_arg);
+    if yes {
+        args.push("--yes");
+    }
+    user.command(&args)
+        .current_dir(root)
+        .env("TOKAMAK_LLM_URL", model.url())
+        .env("TOKAMAK_MODEL", "scripted")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY")
+        .envs(support::tool_env())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start tokamak")
+}
+
+/// Waits until the model has been asked `count` times.
+fn wait_for_requests(model: &ModelServer, count: usize) {
+    let started = Instant::now();
+    while model.requests().len() < count {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the model was asked {} times",
+            model.requests().len()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn finish(child: Child) -> (Output, String) {
+    let output = child.wait_with_output().expect("tokamak ends");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    (output, stdout)
+}
+
+/// Every line of every audit log under the user's cache.
+fn audit(user: &UserDirs) -> Vec<Value> {
+    let mut lines = Vec::new();
+    let mut folders = vec![user.cache.path().to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                folders.push(path);
+            } else if path.extension().is_some_and(|e| e == "jsonl") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                lines.extend(text.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()));
+            }
+        }
+    }
+    lines
+}
+
+fn events<'a>(lines: &'a [Value], name: &str) -> Vec<&'a Value> {
+    lines.iter().filter(|l| l["event"] == name).collect()
+}
+
+/// What the model was told after each of its tool calls.
+fn results(model: &ModelServer) -> String {
+    model
+        .requests()
+        .iter()
+        .filter_map(|r| r.body["messages"].as_array().and_then(|m| m.last()).cloned())
+        .filter(|m| m["role"] == "tool")
+        .filter_map(|m| m["content"].as_str().map(str::to_string))
+        .collect::<Vec<_>>()
+        .join("\n---\n")
+}
+
+/// The model reads calc.py, and edits mean a moment later.
+fn read_then_edit() -> Vec<Scripted> {
+    let edit = block("    return total(xs) / len(xs)\n", "    return total(xs) / len(xs) if xs else 0.0\n");
+    vec![
+        openai_chat("1. Make mean return 0.0 for an empty list in calc.py\n"),
+        call("read", json!({"path": "calc.py"})),
+        Scripted::Delayed(
+            Duration::from_millis(1500),
+            Box::new(call("edit", json!({"path": "calc.py", "blocks": edit}))),
+        ),
+        call("done", json!({"summary": "mean is safe"})),
+    ]
+}
+
+#[test]
+fn a_body_changed_on_disk_between_read_and_edit_is_regrounded() {
+    let dir = project("");
+    let user = UserDirs::trusting(&[dir.path()]);
+    let model = ModelServer::start(read_then_edit());
+    let child = start(&user, dir.path(), &model, true);
+    // the model has read the file and is thinking about its edit: someone changes a body
+    wait_for_requests(&model, 3);
+    let theirs = CALC.replace("    return sum(xs)\n", "    return sum(xs, 0)\n");
+    std::fs::write(dir.path().join("calc.py"), &theirs).unwrap();
+    let (output, stdout) = finish(child);
+    assert_eq!(output.status.code(), Some(0), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    let now = std::fs::read_to_string(dir.path().join("calc.py")).unwrap();
+    assert!(now.contains("return sum(xs, 0)"), "their change is kept: {now}");
+    assert!(now.contains("if xs else 0.0"), "the edit landed on their text: {now}");
+    let told = results(&model);
+    assert!(told.contains("moderate drift: code inside its definitions changed"), "{told}");
+    let lines = audit(&user);
+    let drift = events(&lines, "drift");
+    assert_eq!(drift.len(), 1, "{lines:#?}");
+    assert_eq!(
+        (drift[0]["file"].as_str(), drift[0]["severity"].as_str()),
+        (Some("calc.py"), Some("moderate"))
+    );
+    let confidence = events(&lines, "confidence");
+    assert_eq!(confidence[0]["to"], 85, "{confidence:#?}");
+}
+
+#[test]
+fn a_definition_renamed_between_read_and_edit_stops_the_step_when_nobody_says_go_on() {
+    // approval "low": changes are not asked; the question about the drift is, and there is no
+    // terminal to answer it
+    let dir = project("approval = \"low\"\n");
+    let user = UserDirs::trusting(&[dir.path()]);
+    let model = ModelServer::start(read_then_edit());
+    let child = start(&user, dir.path(), &model, false);
+    wait_for_requests(&model, 3);
+    let theirs = CALC.replace("total", "sum_all");
+    std::fs::write(dir.path().join("calc.py"), &theirs).unwrap();
+    let (output, stdout) = finish(child);
+    assert_ne!(output.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("[unsure]"), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.contains("calc.py changed under the run (removed total; added sum_all)"), "{stdout}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("calc.py")).unwrap(), theirs, "nothing clobbered");
+    let lines = audit(&user);
+    let drift = events(&lines, "drift");
+    assert_eq!(drift[0]["severity"], "major", "{lines:#?}");
+    let asked = events(&lines, "approval");
+    assert!(asked.iter().any(|a| a["action"] == "go_on" && a["answer"] == "refused"), "{asked:#?}");
+}
+
+#[test]
+fn edits_that_keep_failing_lower_confidence_until_the_run_stops_and_asks() {
+    let dir = project("approval = \"low\"\n");
+    let user = UserDirs::trusting(&[dir.path()]);
+    let mut script = vec![openai_chat("1. Make mean return 0.0 for an empty list in calc.py\n")];
+    script.push(call("read", json!({"path": "calc.py"})));
+    for attempt in 1..=6 {
+        let wrong = block(&format!("    return nothing_like_this_{attempt}\n"), "    return 0\n");
+        script.push(call("edit", json!({"path": "calc.py", "blocks": wrong})));
+    }
+    script.push(call("done", json!({"summary": "gave up"})));
+    let model = ModelServer::start(script);
+    let child = start(&user, dir.path(), &model, false);
+    let (output, stdout) = finish(child);
+    assert!(stdout.contains("[unsure]"), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.contains("Tokamak's confidence in calc.py fell to 25"), "{stdout}");
+    assert!(stdout.contains("an edit did not apply"), "the reason is said: {stdout}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("calc.py")).unwrap(), CALC);
+    let lines = audit(&user);
+    let scores: Vec<i64> = events(&lines, "confidence").iter().filter_map(|c| c["to"].as_i64()).collect();
+    assert_eq!(scores, [85, 70, 55, 40, 25]);
+}
