@@ -188,3 +188,59 @@ fn edits_that_keep_failing_lower_confidence_until_the_run_stops_and_asks() {
     let scores: Vec<i64> = events(&lines, "confidence").iter().filter_map(|c| c["to"].as_i64()).collect();
     assert_eq!(scores, [85, 70, 55, 40, 25]);
 }
+
+/// In the editor the user's typing is drift too: a comment typed while the model thinks is
+/// absorbed — the edit lands beside it — and `tokamak.status` shows the run's confidence in
+/// the file while it runs.
+#[test]
+fn typing_a_comment_in_the_editor_during_a_run_is_minor_drift_and_status_shows_confidence() {
+    let dir = project("");
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let edit = block("    return total(xs) / len(xs)\n", "    return total(xs) / len(xs) if xs else 0.0\n");
+    let model = ModelServer::start(vec![
+        openai_chat("1. Make mean return 0.0 for an empty list in calc.py\n"),
+        call("read", json!({"path": "calc.py"})),
+        Scripted::Delayed(
+            Duration::from_millis(1500),
+            Box::new(call("edit", json!({"path": "calc.py", "blocks": edit}))),
+        ),
+        Scripted::Delayed(
+            Duration::from_millis(1500),
+            Box::new(call("done", json!({"summary": "mean is safe"}))),
+        ),
+    ]);
+    let options = json!({
+        "checkers": {"enable": []},
+        "model": {"base_url": model.url(), "model": "scripted", "max_retries": 0},
+    });
+    let mut client = support::LspClient::editor_for_project(&root, options);
+    let uri = client.open_file(&root.join("calc.py"), "python");
+    let started = client.request(
+        "workspace/executeCommand",
+        json!({"command": "tokamak.run", "arguments": [{"goal": "make mean safe for an empty list"}]}),
+    );
+    let run_id = started["result"]["run_id"].as_str().expect("a run id").to_string();
+    // the model has read the file and thinks about its edit: the user types a comment
+    wait_for_requests(&model, 3);
+    client.type_now(&uri, Box::new(|text| format!("# keep this fast\n{text}")));
+    client.wait_for("the edit", |m| m["method"] == "workspace/applyEdit");
+    let status =
+        client.request("workspace/executeCommand", json!({"command": "tokamak.status", "arguments": [{}]}));
+    let runs = status["result"]["runs"].as_array().expect("runs").clone();
+    let run = runs.iter().find(|r| r["run_id"] == run_id.as_str()).expect("the run is listed");
+    assert_eq!(run["confidence"][0]["file"], "calc.py", "{run:#}");
+    assert_eq!(run["confidence"][0]["confidence"], 95, "{run:#}");
+    let finished = client.wait_for("the run's end", |m| {
+        m["method"] == "tokamak/runFinished" && m["params"]["run_id"] == run_id.as_str()
+    })["params"]
+        .clone();
+    assert_eq!(finished["exit_reason"], "done", "{finished:#}");
+    let text = client.text(&uri);
+    assert!(text.starts_with("# keep this fast\n") && text.contains("if xs else 0.0"), "{text}");
+    assert!(
+        results(&model).contains("minor drift: only whitespace or comments changed"),
+        "{}",
+        results(&model)
+    );
+    client.shutdown();
+}

@@ -104,7 +104,9 @@ fn end_to_end_in_code_server(vsix: &std::path::Path) {
     let broken = "def mean(values):\n    total = sum(values))\n    return total / len(values)\n";
     // two candidate fixes: the steadiest breaks the project's test, the next passes
     let fix = |with: &str| {
-        let reply = format!("mean.py\n<<<<<<< SEARCH\n    total = sum(values))\n=======\n    total = {with}\n>>>>>>> REPLACE\n");
+        let reply = format!(
+            "mean.py\n<<<<<<< SEARCH\n    total = sum(values))\n=======\n    total = {with}\n>>>>>>> REPLACE\n"
+        );
         support::model_server::Scripted::Delayed(Duration::from_millis(200), Box::new(openai_chat(&reply)))
     };
     let user_py = "class User:\n    def __init__(self, email: str) -> None:\n        self.email = email\n";
@@ -134,8 +136,11 @@ fn end_to_end_in_code_server(vsix: &std::path::Path) {
     std::fs::create_dir_all(project.join(".git")).unwrap();
     std::fs::write(project.join("mean.py"), broken).unwrap();
     std::fs::write(project.join("user.py"), user_py).unwrap();
-    std::fs::write(project.join("test_mean.py"), "from mean import mean\n\n\ndef test_mean():\n    assert mean([1, 2, 3]) == 2\n")
-        .unwrap();
+    std::fs::write(
+        project.join("test_mean.py"),
+        "from mean import mean\n\n\ndef test_mean():\n    assert mean([1, 2, 3]) == 2\n",
+    )
+    .unwrap();
     let pytest = serde_json::to_string(&support::scenario::PYTHON.test_command()).unwrap();
     std::fs::write(
         project.join("tokamak.toml"),
@@ -262,7 +267,10 @@ fn end_to_end_in_code_server(vsix: &std::path::Path) {
     );
     // the fix tried two candidates, and its summary said so
     let said = report["fix_message"].as_str().unwrap_or_default();
-    assert!(said.contains("2 candidate(s) tried") && said.contains("candidate 2 passed the tests"), "{report:#}");
+    assert!(
+        said.contains("2 candidate(s) tried") && said.contains("candidate 2 passed the tests"),
+        "{report:#}"
+    );
     let requests = model.requests();
     assert_eq!(requests.len(), 9, "two candidate fixes, then the plan and six tool calls");
     assert!(
