@@ -244,3 +244,35 @@ fn typing_a_comment_in_the_editor_during_a_run_is_minor_drift_and_status_shows_c
     );
     client.shutdown();
 }
+
+/// A whole-file write made from the text the model read is refused once the file changed, and
+/// stays refused when the model simply sends it again: only reading the file again lets it
+/// through.
+#[test]
+fn a_whole_file_write_after_drift_stays_refused_until_the_file_is_read_again() {
+    let dir = project("");
+    let user = UserDirs::trusting(&[dir.path()]);
+    let mine = CALC.replace("/ len(xs)", "/ len(xs) if xs else 0.0");
+    let whole = format!("calc.py\n```python\n{mine}```\n");
+    let model = ModelServer::start(vec![
+        openai_chat("1. Make mean return 0.0 for an empty list in calc.py\n"),
+        call("read", json!({"path": "calc.py"})),
+        Scripted::Delayed(
+            Duration::from_millis(1500),
+            Box::new(call("edit", json!({"path": "calc.py", "blocks": whole}))),
+        ),
+        call("edit", json!({"path": "calc.py", "blocks": whole})),
+        call("done", json!({"summary": "gave up"})),
+    ]);
+    let child = start(&user, dir.path(), &model, true);
+    wait_for_requests(&model, 3);
+    let theirs = CALC.replace("    return sum(xs)\n", "    return sum(xs, 0)\n");
+    std::fs::write(dir.path().join("calc.py"), &theirs).unwrap();
+    let (output, stdout) = finish(child);
+    assert_eq!(std::fs::read_to_string(dir.path().join("calc.py")).unwrap(), theirs, "{stdout}");
+    let told = results(&model);
+    assert_eq!(told.matches("so it was not replaced; read it again first").count(), 2, "{told}");
+    let lines = audit(&user);
+    assert_eq!(events(&lines, "drift").len(), 1, "drift is audited and charged once: {lines:#?}");
+    let _ = output;
+}

@@ -23,24 +23,26 @@ pub async fn diagnostics_of_text(
     text: &str,
     timeout: Duration,
 ) -> Vec<Diagnostic> {
-    diagnostics_in(&context.observer, context.confinement.root(), uri, text, timeout).await
+    diagnostics_settled(&context.observer, context.confinement.root(), uri, text, timeout)
+        .await
+        .unwrap_or_default()
 }
 
 /// The settled diagnostics of `text` as the document `uri` in the workspace `root`, checked by
-/// an Observer of its own with `observer`'s checkers; none when they do not settle within
-/// `timeout`.
-pub async fn diagnostics_in(
+/// an Observer of its own with `observer`'s checkers; `None` when they do not settle within
+/// `timeout` or a checker did not report.
+pub async fn diagnostics_settled(
     observer: &Observer,
     root: &Path,
     uri: &Url,
     text: &str,
     timeout: Duration,
-) -> Vec<Diagnostic> {
+) -> Option<Vec<Diagnostic>> {
     let private = observer.private(Arc::new(DiskEditor { root: root.to_path_buf() }));
     let snapshot = private.open(uri.clone(), "", 0, text).await;
     let diagnostics = match private.settled(uri, snapshot.version, timeout).await {
-        Ok(settled) => settled.diagnostics,
-        Err(_) => Vec::new(),
+        Ok(settled) if settled.missing.is_empty() => Some(settled.diagnostics),
+        Ok(_) | Err(_) => None,
     };
     private.close(uri).await;
     diagnostics

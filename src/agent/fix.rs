@@ -297,7 +297,9 @@ async fn fix_loop(
         .verify
         .as_deref()
         .filter(|verify| settings.candidates > 1 && verify.verification_command().is_some());
-    let tests_before = tokio::sync::OnceCell::new();
+    // how the tests stand on the document's current text (after a candidate is applied, as
+    // they stood on it)
+    let mut tests_before: Option<candidates::Baseline> = None;
     let mut last_round: Option<String> = None;
     for attempt in 1..=settings.max_attempts {
         let spent = lock(tally).tokens.total();
@@ -358,7 +360,7 @@ async fn fix_loop(
                 observer: &context.observer,
                 settle_timeout: Duration::from_millis(settings.settle_timeout_ms.max(1)),
                 verify,
-                baseline: &tests_before,
+                baseline: tests_before.clone(),
             };
             let outcome = candidates::round(round).await;
             {
@@ -373,6 +375,7 @@ async fn fix_loop(
                 if outcome.chosen.is_some() {
                     tally.candidate_note = outcome.note.clone();
                 }
+                tests_before = Some(outcome.after.clone().unwrap_or_else(|| outcome.baseline.clone()));
             }
             if let Some(journal) = journal {
                 journal.record(

@@ -135,6 +135,9 @@ impl Approver for NoTerminal {
                 "there is no terminal to ask whether to change files, so nothing was changed; run tokamak run with --yes to allow changes, or set approval = \"low\" in your Tokamak settings"
                     .to_string(),
             ),
+            Request::Look { action, .. } if action == crate::executor::GO_ON => Decision::Refuse(
+                "there is no terminal to ask whether to go on; check the file and run again (or run tokamak run with --yes)".to_string(),
+            ),
             Request::Look { .. } => Decision::Refuse(
                 "approval = \"high\" asks before every action and there is no terminal to ask; run tokamak run with --yes, or lower approval".to_string(),
             ),

@@ -21,7 +21,7 @@ pub struct Fingerprint {
     pub mtime: Option<SystemTime>,
     /// Each definition as `container.name`, with its signature (`None` for a language
     /// Tokamak does not parse: then any change but whitespace is `Moderate`).
-    pub definitions: Option<BTreeSet<(String, String)>>,
+    pub definitions: Option<Vec<(String, String)>>,
     /// The hash of the text's tokens, comments and whitespace left out.
     pub shape: String,
 }
@@ -79,13 +79,16 @@ impl Fingerprint {
             return (Drift::None, String::new());
         }
         if let (Some(before), Some(after)) = (&self.definitions, &now.definitions) {
-            let names = |set: &BTreeSet<(String, String)>| {
-                set.iter().map(|(n, _)| n.clone()).collect::<BTreeSet<_>>()
-            };
+            let names = |list: &[(String, String)]| list.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
             let (was, is) = (names(before), names(after));
             if was != is {
-                let removed: Vec<&String> = was.difference(&is).collect();
-                let added: Vec<&String> = is.difference(&was).collect();
+                // by name, and by how many definitions have it (one of two of a name gone)
+                let count = |list: &[String], name: &String| list.iter().filter(|n| *n == name).count();
+                let all: BTreeSet<&String> = was.iter().chain(&is).collect();
+                let removed: Vec<&String> =
+                    all.iter().copied().filter(|n| count(&was, n) > count(&is, n)).collect();
+                let added: Vec<&String> =
+                    all.iter().copied().filter(|n| count(&is, n) > count(&was, n)).collect();
                 let mut said = Vec::new();
                 if !removed.is_empty() {
                     said.push(format!("removed {}", join(&removed)));
@@ -96,12 +99,9 @@ impl Fingerprint {
                 return (Drift::Major, said.join("; "));
             }
             if before != after {
-                let changed: Vec<&String> = after
-                    .difference(before)
-                    .map(|(name, _)| name)
-                    .collect::<BTreeSet<_>>()
-                    .into_iter()
-                    .collect();
+                let changed: BTreeSet<&String> =
+                    after.iter().filter(|d| !before.contains(d)).map(|(name, _)| name).collect();
+                let changed: Vec<&String> = changed.into_iter().collect();
                 return (Drift::Moderate, format!("the signature of {} changed", join(&changed)));
             }
         }
@@ -124,7 +124,7 @@ fn hash(bytes: &[u8]) -> String {
 
 /// The definitions (with signatures) and the token shape of `text`, when the language is one
 /// Tokamak parses.
-fn parsed(language: Language, text: &str) -> Option<(BTreeSet<(String, String)>, String)> {
+fn parsed(language: Language, text: &str) -> Option<(Vec<(String, String)>, String)> {
     let mut parser = tree_sitter::Parser::new();
     parser.set_language(&grammar(language)?).ok()?;
     let tree = parser.parse(text, None)?;
@@ -146,14 +146,23 @@ fn parsed(language: Language, text: &str) -> Option<(BTreeSet<(String, String)>,
             };
             (name, signature.split_whitespace().collect::<Vec<_>>().join(" "))
         })
-        .collect();
+        .collect::<Vec<_>>();
+    let mut definitions = definitions;
+    definitions.sort();
     // the leaves in order, comments left out: whitespace and comments cannot change it
     let mut shape: Vec<u8> = Vec::with_capacity(text.len());
     let mut cursor = tree.walk();
     let mut descend = true;
+    // Python's blocks are their indentation: a line's first token keeps its column
+    let mut row = usize::MAX;
     loop {
         let node = cursor.node();
         if descend && node.child_count() == 0 && !node.kind().contains("comment") {
+            let start = node.start_position();
+            if language == Language::Python && start.row != row {
+                row = start.row;
+                shape.extend_from_slice(format!("\n{}:", start.column).as_bytes());
+            }
             shape.extend_from_slice(text.as_bytes().get(node.byte_range()).unwrap_or_default());
             shape.push(0);
         }
@@ -189,6 +198,9 @@ mod tests {
     fn drift_is_classified_by_what_changed() {
         assert_eq!(drift(CALC, CALC).0, Drift::None);
         let comment = CALC.replace("    return sum(xs)\n", "    # add them up\n    return sum( xs )\n");
+        let dedented = "def f(x):\n    if x:\n        y = 1\n        return y\n    return 0\n";
+        let moved = "def f(x):\n    if x:\n        y = 1\n    return y\n    return 0\n";
+        assert_eq!(drift(dedented, moved).0, Drift::Moderate, "a statement moved out of its block");
         assert_eq!(drift(CALC, &comment), (Drift::Minor, "only whitespace or comments changed".to_string()));
         let body = CALC.replace("return sum(xs)", "return sum(xs) + 0");
         assert_eq!(drift(CALC, &body).0, Drift::Moderate);
@@ -196,6 +208,8 @@ mod tests {
         assert_eq!(drift(CALC, &signature), (Drift::Moderate, "the signature of total changed".to_string()));
         let renamed = CALC.replace("def total(xs):", "def sum_all(xs):");
         assert_eq!(drift(CALC, &renamed), (Drift::Major, "removed total; added sum_all".to_string()));
+        let twice = format!("{CALC}\n\ndef total(xs):\n    return 0\n");
+        assert_eq!(drift(&twice, CALC), (Drift::Major, "removed total".to_string()));
         let path = Path::new("calc.py");
         assert_eq!(Fingerprint::of(path, CALC, false).drift(None).0, Drift::Major);
     }

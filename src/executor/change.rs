@@ -59,23 +59,16 @@ pub(super) fn write_new_bytes(path: &Path, bytes: &[u8]) -> std::io::Result<()> 
 }
 
 impl Executor {
-    /// Refuses when the run saw `path` and it changed since, by someone else (a whole new
-    /// text is only as good as the text it was made from); the drift is handled and audited
-    /// as every change's is ([`Executor::ground`]).
+    /// Refuses when the run saw `path` and it changed since, by someone else, or by the run's
+    /// own fix since the model read it: a whole new text is only as good as the text it was
+    /// made from ([`Executor::ground`]).
     pub(super) async fn unchanged_since_seen(
         &self,
         confined: &Confined,
         now: Option<&str>,
         what: &str,
     ) -> Result<(), Stop> {
-        match self.ground(confined, now).await?.drift {
-            Some((drift, changed)) => Err(Stop::Refused(format!(
-                "{} changed since this run last read it ({} drift: {changed}), so it was not {what}; read it again first",
-                confined.relative,
-                drift.as_str()
-            ))),
-            None => Ok(()),
-        }
+        self.ground(confined, now, Some(what)).await.map(|_| ())
     }
 
     /// Counts a change to `files` against the limits before it is made, and takes the
@@ -150,11 +143,24 @@ impl Executor {
             Some(snapshot) => snapshot.rope.to_string(),
             None => read_text(&confined.path).map_err(|err| Stop::Refused(err.to_string()))?,
         };
-        if blocks.iter().any(|b| matches!(b, Block::WholeFile { .. })) {
-            // a whole new text is only as good as the text it was made from
-            self.unchanged_since_seen(&confined, Some(&base), "replaced").await?;
+        let whole = blocks.iter().any(|b| matches!(b, Block::WholeFile { .. })).then_some("replaced");
+        let grounded = self.ground(&confined, Some(&base), whole).await?;
+        if grounded.exact_only && !Executor::exact_blocks(&base, &blocks) {
+            // unsure of the file: a change is made only where its SEARCH is found as it is
+            self.doubt_path(&confined.path, &confined.relative, 15, "an edit did not apply exactly");
+            self.remember(&confined.path, Some(&base));
+            let why = match &grounded.drift {
+                Some((drift, changed)) => {
+                    format!("it changed since you read it ({} drift: {changed})", drift.as_str())
+                }
+                None => format!("Tokamak's confidence in it is {}", self.confidence_of(&confined.path).score),
+            };
+            return Err(Stop::Refused(format!(
+                "{} was not edited: {why}, so an edit is made only where each SEARCH is found exactly as it is now. Here it is now:\n{}",
+                confined.relative,
+                show_lines(&confined.relative, &base, None, MAX_READ_BYTES)
+            )));
         }
-        let grounded = self.ground(&confined, Some(&base)).await?;
         let applied = match apply_blocks(&base, &blocks, self.context.settings.similarity) {
             Ok(applied) => applied,
             Err(err) => {
@@ -172,16 +178,6 @@ impl Executor {
                 return Err(Stop::Refused(reason));
             }
         };
-        if grounded.exact_only && !applied.notes.is_empty() {
-            // unsure of the file: a change is made only where it applies exactly
-            self.remember(&confined.path, Some(&base));
-            return Err(Stop::Refused(format!(
-                "Tokamak's confidence in {} is low, so an edit is made only where its SEARCH matches exactly ({}); nothing was applied. Here it is now:\n{}",
-                confined.relative,
-                applied.notes.join("; "),
-                show_lines(&confined.relative, &base, None, MAX_READ_BYTES)
-            )));
-        }
         if applied.text == base {
             return Err(Stop::Refused(format!(
                 "the edit changes nothing in {}: what it puts there is already there",
@@ -235,9 +231,11 @@ impl Executor {
         }
         let mut said = format!("edited {} (+{added} -{removed} lines)", confined.relative);
         if let Some((drift, changed)) = &grounded.drift {
+            // the model is shown the text it now works on
             said.push_str(&format!(
-                "; it had changed since you read it ({} drift: {changed}), and the edit was made on its text as it is now",
-                drift.as_str()
+                "; it had changed since you read it ({} drift: {changed}), and the edit was made on its text as it is now:\n{}",
+                drift.as_str(),
+                show_lines(&confined.relative, &new_text, None, MAX_READ_BYTES)
             ));
         }
         Ok(ActionResult::done(said, format!("edited {} (+{added} -{removed})", confined.relative))

@@ -12,6 +12,8 @@
 
 use std::path::Path;
 
+use crate::edit::Block;
+
 use serde_json::json;
 
 use super::{Confined, Executor, LimitHit, Origin, Request, Stop};
@@ -22,6 +24,8 @@ use crate::sync::lock;
 pub const REREAD_BELOW: i32 = 80;
 /// Confidence at which the user is asked before the next change.
 pub const ASK_BELOW: i32 = 40;
+/// The action a question about going on is asked as (front ends show its summary).
+pub const GO_ON: &str = "go_on";
 
 /// Told each file's new confidence (its workspace-relative path, the score, why).
 pub type ConfidenceListener = Box<dyn Fn(&str, i32, &str) + Send + Sync>;
@@ -52,38 +56,61 @@ pub(super) struct Grounded {
 impl Executor {
     /// Before a change to `confined`, whose text is now `now` (`None`: absent): its drift
     /// since the run last saw it, handled by severity, and the run's confidence in it.
-    pub(super) async fn ground(&self, confined: &Confined, now: Option<&str>) -> Result<Grounded, Stop> {
+    /// `whole`: the change replaces, deletes or moves the whole file (the verb, "replaced"):
+    /// any drift refuses it until the model reads the file again, since a whole new text is
+    /// only as good as the text it was made from. What the run knows of the file changes only
+    /// where the model is shown its text.
+    pub(super) async fn ground(
+        &self,
+        confined: &Confined,
+        now: Option<&str>,
+        whole: Option<&str>,
+    ) -> Result<Grounded, Stop> {
         let mut grounded = Grounded::default();
-        let seen = lock(&self.state).seen.get(&confined.path).cloned();
+        let path = &confined.path;
+        let (seen, unread) = {
+            let state = lock(&self.state);
+            (state.seen.get(path).cloned(), state.unread.contains(path))
+        };
         if let Some(seen) = seen {
-            let current = now.map(|text| self.fingerprint(&confined.path, text));
+            let current = now.map(|text| self.fingerprint(path, text));
             let (drift, what) = match &seen {
                 Some(before) => before.drift(current.as_ref()),
                 None if current.is_none() => (Drift::None, String::new()),
                 None => (Drift::Major, "it was created".to_string()),
             };
             if drift != Drift::None {
-                self.record(
-                    "drift",
-                    json!({"file": confined.relative, "severity": drift.as_str(), "what": what}),
-                );
-                let cost = match drift {
-                    Drift::None => 0,
-                    Drift::Minor => 5,
-                    Drift::Moderate => 15,
-                    Drift::Major => 40,
-                };
-                self.doubt_path(
-                    &confined.path,
-                    &confined.relative,
-                    cost,
-                    &format!("changed under the run: {what}"),
-                );
-                // what the file is now is what the run knows from here on
-                lock(&self.state).seen.insert(confined.path.clone(), current);
-                if drift == Drift::Major {
+                // audited, charged and asked about once per text the file drifted to
+                let key = current.as_ref().map_or_else(|| "-".to_string(), |f| f.sha256.clone());
+                let first = lock(&self.state).drift_seen.insert(path.clone(), key.clone()) != Some(key);
+                if first {
+                    self.record(
+                        "drift",
+                        json!({"file": confined.relative, "severity": drift.as_str(), "what": what}),
+                    );
+                    let cost = match drift {
+                        Drift::None => 0,
+                        Drift::Minor => 5,
+                        Drift::Moderate => 15,
+                        Drift::Major => 40,
+                    };
+                    self.doubt_path(
+                        path,
+                        &confined.relative,
+                        cost,
+                        &format!("changed under the run: {what}"),
+                    );
+                }
+                if let Some(verb) = whole {
+                    return Err(Stop::Refused(format!(
+                        "{} changed since this run last read it ({} drift: {what}), so it was not {verb}; read it again first",
+                        confined.relative,
+                        drift.as_str()
+                    )));
+                }
+                if drift == Drift::Major && first {
                     let request = Request::Look {
-                        action: "go_on".to_string(),
+                        action: GO_ON.to_string(),
                         summary: format!(
                             "go on changing {} although it changed under the run ({what})",
                             confined.relative
@@ -95,16 +122,23 @@ impl Executor {
                             confined.relative
                         ))));
                     }
-                    self.restore_confidence(&confined.path, &confined.relative, "the user said to go on");
+                    self.restore_confidence(path, &confined.relative, "the user said to go on");
                 }
+                grounded.exact_only = drift >= Drift::Moderate;
                 grounded.drift = Some((drift, what));
             }
         }
-        let confidence = self.confidence_of(&confined.path);
+        if let (Some(verb), true) = (whole, unread) {
+            return Err(Stop::Refused(format!(
+                "{} was changed by the run's own fix since you read it, so it was not {verb}; read it again first",
+                confined.relative
+            )));
+        }
+        let confidence = self.confidence_of(path);
         if confidence.score < ASK_BELOW {
             let why = confidence.reasons.join("; ");
             let request = Request::Look {
-                action: "go_on".to_string(),
+                action: GO_ON.to_string(),
                 summary: format!(
                     "go on changing {}, though Tokamak's confidence in it is {} ({why})",
                     confined.relative, confidence.score
@@ -116,17 +150,20 @@ impl Executor {
                     confined.relative, confidence.score
                 ))));
             }
-            self.restore_confidence(&confined.path, &confined.relative, "the user said to go on");
+            self.restore_confidence(path, &confined.relative, "the user said to go on");
         }
-        grounded.exact_only = self.confidence_of(&confined.path).score < REREAD_BELOW;
+        grounded.exact_only |= self.confidence_of(path).score < REREAD_BELOW;
         Ok(grounded)
     }
 
-    /// Lowers the run's confidence in a file (its workspace-relative path) by `cost`, saying
-    /// why: errors a step left in it, say.
-    pub fn doubt(&self, relative: &str, cost: i32, why: &str) {
+    /// Lowers the run's confidence in a file for the errors a step left in it: only for more
+    /// than were charged for it before (the same errors seen again cost nothing).
+    pub fn doubt_errors(&self, relative: &str, errors: usize) {
         let path = self.root().join(relative);
-        self.doubt_path(&path, relative, cost, why);
+        let before = lock(&self.state).errors_charged.insert(path.clone(), errors).unwrap_or(0);
+        if errors > before {
+            self.doubt_path(&path, relative, 10, &format!("the run left {errors} error(s) in it"));
+        }
     }
 
     pub(super) fn doubt_path(&self, path: &Path, relative: &str, cost: i32, why: &str) {
@@ -184,12 +221,23 @@ impl Executor {
         *lock(&self.confidence_listener) = Some(listener);
     }
 
-    /// Takes a file's text as it is now as what the run knows of it (after a change made
-    /// around the executor: the run's own fix loop).
+    /// Takes a file's text as it is now as what the run knows of it after a change made
+    /// around the executor (the run's own fix loop): edits go on against it, but the model has
+    /// not seen it, so a whole-file write waits for a read.
     pub fn refresh(&self, relative: &str) {
         let path = self.root().join(relative);
         let text = self.text_of(&path).ok();
         self.remember(&path, text.as_deref());
+        lock(&self.state).unread.insert(path);
+    }
+
+    /// Whether every block is a SEARCH found exactly in `base` (what a change must be when the
+    /// run is unsure of a file).
+    pub(super) fn exact_blocks(base: &str, blocks: &[Block]) -> bool {
+        blocks.iter().all(|block| match block {
+            Block::SearchReplace { search, .. } => !search.is_empty() && base.contains(search.as_str()),
+            Block::WholeFile { .. } => false,
+        })
     }
 
     pub(super) fn fingerprint(&self, path: &Path, text: &str) -> Fingerprint {

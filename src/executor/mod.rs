@@ -48,7 +48,7 @@ pub use disk_editor::{DiskEditor, write_edit};
 pub use document::{DocumentEditError, apply_to_document};
 use gate::Authority;
 pub use gate::{LimitHit, ModeListener};
-pub use ground::{ASK_BELOW, ConfidenceListener, REREAD_BELOW};
+pub use ground::{ASK_BELOW, ConfidenceListener, GO_ON, REREAD_BELOW};
 pub use policy::{Approver, ChangedFile, Decision, OnBehalfOf, RefuseUnlisted, Request, WaitClock};
 pub use rollback::{RollbackError, RollbackReport, rollback};
 pub use sandbox::{Placement, SandboxError, ShadowCopy, placement};
@@ -168,6 +168,12 @@ struct RunState {
     written: HashMap<PathBuf, Vec<String>>,
     /// How sure the run is of each file it doubted (SPEC G4).
     confidence: HashMap<PathBuf, ground::Confidence>,
+    /// The sha256 each file last drifted to (drift is charged and asked about once per text).
+    drift_seen: HashMap<PathBuf, String>,
+    /// Files the run's own fix changed since the model last read them.
+    unread: std::collections::HashSet<PathBuf>,
+    /// Errors the run was charged for leaving in each file.
+    errors_charged: HashMap<PathBuf, usize>,
     /// Each changed file's text before the run first changed it (`None`: it did not exist).
     originals: HashMap<String, Option<String>>,
     /// How often each state (the changed files' texts, an action and its result) was seen.
@@ -412,7 +418,9 @@ impl Executor {
 
     fn remember(&self, path: &Path, text: Option<&str>) {
         let fingerprint = text.map(|t| self.fingerprint(path, t));
-        lock(&self.state).seen.insert(path.to_path_buf(), fingerprint);
+        let mut state = lock(&self.state);
+        state.seen.insert(path.to_path_buf(), fingerprint);
+        state.unread.remove(path);
     }
 
     /// Remembers a text the run wrote to `path`; one it wrote before and changed since is an

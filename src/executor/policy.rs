@@ -172,6 +172,9 @@ impl Approver for RefuseUnlisted {
                 "changes need the user's approval (approval = \"medium\"), and nobody could be asked; nothing was changed"
                     .to_string()
             }
+            Request::Look { action, .. } if action == super::GO_ON => {
+                "nobody could be asked whether to go on".to_string()
+            }
             Request::Look { .. } => {
                 "every action needs the user's approval (approval = \"high\"), and nobody could be asked".to_string()
             }

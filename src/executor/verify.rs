@@ -23,6 +23,9 @@ const WHY_LINES: usize = 6;
 pub struct TestVerdict {
     /// The command ran and exited 0.
     pub passed: bool,
+    /// It ended on its own with a failing status (not killed, not timed out): what a test
+    /// runner does when tests fail.
+    pub ended: bool,
     /// One sentence: "exit status 1 after 0.4 s", or why it could not run.
     pub described: String,
     /// The first lines that say why it failed (a failing test's assertion), empty when it
@@ -78,10 +81,21 @@ impl ExecutorContext {
             }
         }
         buffers.extend(texts.iter().map(|(path, text)| (path.clone(), text.clone())));
-        let relative: HashMap<PathBuf, String> = buffers
+        let mut relative: HashMap<PathBuf, String> = buffers
             .into_iter()
             .filter_map(|(path, text)| Some((path.strip_prefix(&root).ok()?.to_path_buf(), text)))
             .collect();
+        // the texts asked for must be in the copy: a test run without them says nothing of them
+        for (path, text) in texts {
+            let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
+            let inside = path.strip_prefix(&root).or_else(|_| real.strip_prefix(&root));
+            match inside {
+                Ok(inside) => {
+                    relative.insert(inside.to_path_buf(), text.clone());
+                }
+                Err(_) => return Err(format!("{} is outside the workspace's copy", path.display())),
+            }
+        }
         // making and filling the copy reads the whole workspace: off the async threads
         let made = tokio::task::spawn_blocking(move || {
             let mut copy = ShadowCopy::new(&root, &dir, isolated)?;
@@ -132,10 +146,12 @@ impl ExecutorContext {
             stdout = repoint(&stdout, &from, &to);
             stderr = repoint(&stderr, &from, &to);
         }
-        drop(copy);
+        // removing a whole workspace's copy is off the async threads too
+        tokio::task::spawn_blocking(move || drop(copy));
         let passed = outcome.status == Some(0) && !outcome.timed_out && !outcome.cancelled;
         Ok(TestVerdict {
             passed,
+            ended: matches!(outcome.status, Some(1) | Some(101)) && !outcome.timed_out && !outcome.cancelled,
             described: outcome.describe(timeout),
             why: if passed { String::new() } else { why_failed(&stdout, &stderr) },
             failed: if passed { Vec::new() } else { failed_tests(&stdout, &stderr) },
@@ -186,25 +202,28 @@ pub fn failed_tests(stdout: &str, stderr: &str) -> Vec<String> {
         .chain(stderr.lines())
         .filter_map(|line| {
             let line = line.trim();
-            let name = if let Some(rest) = line.strip_prefix("FAILED ") {
-                // pytest: `FAILED test_calc.py::test_add - assert 5 == 4`
-                rest.split(" - ").next()?
-            } else if let Some(rest) = line.strip_prefix("not ok ") {
-                // TAP (node --test, …): `not ok 1 - sum adds`
-                rest.split_once(" - ")?.1.split(" # ").next()?
-            } else if let Some(rest) = line.strip_prefix("✖ ") {
-                // node's spec reporter: `✖ sum adds (1.2ms)`
-                if rest.ends_with("failing tests:") {
-                    return None;
-                }
-                rest.rsplit_once(" (").map_or(rest, |(name, _)| name)
-            } else if let Some(rest) = line.strip_prefix("--- FAIL: ") {
-                rest.split(" (").next()?
-            } else if let Some(rest) = line.strip_prefix("FAIL ") {
-                rest
-            } else {
-                line.strip_prefix("test ").and_then(|r| r.strip_suffix(" ... FAILED"))?
-            };
+            let name =
+                if let Some(rest) = line.strip_prefix("FAILED ").or_else(|| line.strip_prefix("ERROR ")) {
+                    // pytest: `FAILED test_calc.py::test_add - assert 5 == 4`, and `ERROR …` for a
+                    // test that could not be set up or collected
+                    rest.split(" - ").next()?
+                } else if let Some(rest) = line.strip_prefix("not ok ") {
+                    // TAP (node --test, …): `not ok 1 - sum adds`
+                    rest.split_once(" - ")?.1.split(" # ").next()?
+                } else if let Some(rest) = line.strip_prefix("✖ ") {
+                    // node's spec reporter: `✖ sum adds (1.2ms)`
+                    if rest.ends_with("failing tests:") {
+                        return None;
+                    }
+                    rest.rsplit_once(" (").map_or(rest, |(name, _)| name)
+                } else if let Some(rest) = line.strip_prefix("--- FAIL: ") {
+                    rest.split(" (").next()?
+                } else if let Some(rest) = line.strip_prefix("FAIL ") {
+                    // jest: `FAIL src/a.test.ts (5.2 s)`: the time is not the test's name
+                    rest.rsplit_once(" (").map_or(rest, |(name, _)| name)
+                } else {
+                    line.strip_prefix("test ").and_then(|r| r.strip_suffix(" ... FAILED"))?
+                };
             let name = name.trim();
             (!name.is_empty()).then(|| name.to_string())
         })

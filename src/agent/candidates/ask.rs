@@ -1,6 +1,6 @@
 //! Asking the model for several candidate fixes at once (SPEC V1): one request per
 //! temperature, sent together up to what the server takes at once (`model.parallel`), and a
-//! server found to take one request at a time — it refused one with 429/503 while another was
+//! server found to take one request at a time — it refused one with 503 while another was
 //! in flight — asked in turn, the refused ones again, and remembered for the process.
 
 use std::collections::HashSet;
@@ -39,9 +39,9 @@ fn one_at_a_time() -> &'static Mutex<HashSet<String>> {
 
 /// A refusal that says the server is busy with another request (not a broken request).
 fn busy(error: &ModelError) -> bool {
+    // (a hosted API's 429 is its rate limit, which the client already waits out: not this)
     match error {
-        ModelError::RateLimited { .. } => true,
-        ModelError::Server { status, .. } => matches!(status, 429 | 503 | 529),
+        ModelError::Server { status, .. } => matches!(status, 503 | 529),
         ModelError::Rejected { detail, .. } | ModelError::BadReply { detail, .. } => {
             let detail = detail.to_lowercase();
             ["busy", "no slot", "slot unavailable", "overloaded", "too many requests"]

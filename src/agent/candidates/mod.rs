@@ -5,20 +5,22 @@
 //! sandboxed copy of its own: the first that passes is the one the fix loop applies. None
 //! passing, nothing is applied, and each candidate's report says why it lost.
 //!
-//! When the tests cannot decide — they fail without any fix, or cannot be run — the checkers
-//! choose, and the report says so: a candidate is never called tested when it was not.
+//! When the tests fail without any fix too, a candidate on which only some of those same
+//! tests fail wins as well. When the tests cannot decide — they cannot be run, or they fail
+//! without any fix and do not say which tests — the checkers choose among the candidates that
+//! resolve the problems without a new one, and the report says so: a candidate is never called
+//! tested when it was not, nor chosen by checkers that did not report on it.
 
 mod ask;
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 use url::Url;
 
-use super::checks::diagnostics_in;
+use super::checks::diagnostics_settled;
 use super::targets::{Comparison, Problems, compare};
 use crate::config::CANDIDATE_TEMPERATURES;
 use crate::editor::{Editor, Progress, RunEvent};
@@ -67,8 +69,10 @@ pub struct Round<'a> {
     pub settle_timeout: Duration,
     /// Runs the tests.
     pub verify: &'a ExecutorContext,
-    /// The tests on the text before the run (asked once; kept by the caller).
-    pub baseline: &'a tokio::sync::OnceCell<Baseline>,
+    /// How the tests stand on `base`, when known (the caller keeps it between rounds: the
+    /// chosen candidate's result is the next round's); `None`: run them while the model is
+    /// asked.
+    pub baseline: Option<Baseline>,
 }
 
 /// The candidate the round chose.
@@ -93,6 +97,10 @@ pub struct RoundOutcome {
     pub failed: Option<ModelError>,
     /// One sentence for the report when the tests could not choose.
     pub note: Option<String>,
+    /// How the tests stood on the text before the round, and on the chosen candidate (what
+    /// the next round starts from).
+    pub baseline: Baseline,
+    pub after: Option<Baseline>,
 }
 
 /// A candidate read and checked.
@@ -105,13 +113,16 @@ struct Judged {
     /// warning counts: an undefined name that ruff reports as one, say).
     appeared: Vec<Diagnostic>,
     changed_lines: usize,
+    /// The checkers reported on its text in time (one that did not knows nothing of it).
+    settled: bool,
 }
 
 impl Judged {
     /// Best first: no new errors, no new problems, the targets resolved, the smallest change,
     /// the steadiest.
-    fn rank(&self) -> (usize, usize, usize, usize, u32) {
+    fn rank(&self) -> (bool, usize, usize, usize, usize, u32) {
         (
+            !self.settled,
             self.comparison.introduced.len(),
             self.appeared.len(),
             self.comparison.remaining.len(),
@@ -126,21 +137,23 @@ pub async fn round(round: Round<'_>) -> RoundOutcome {
     let count = round.count.clamp(1, CANDIDATE_TEMPERATURES.len());
     let temperatures = &CANDIDATE_TEMPERATURES[..count];
     let started = Instant::now();
+    let file = round.uri.to_file_path().ok();
+    let known = round.baseline.clone();
     let baseline = async {
-        round
-            .baseline
-            .get_or_init(|| async {
-                match round.verify.test_texts(round.run_id, "baseline", &HashMap::new(), round.cancel).await {
-                    Ok(verdict) if verdict.passed => Baseline::Passing,
-                    Ok(verdict) => Baseline::Failing {
-                        first: first_line(&verdict.why, &verdict.described),
-                        failed: verdict.failed,
-                    },
-                    Err(why) => Baseline::CannotRun(why),
-                }
-            })
-            .await
-            .clone()
+        if let Some(known) = known {
+            return known;
+        }
+        if file.is_none() {
+            return Baseline::CannotRun(format!("{} is not a file in the workspace", round.uri));
+        }
+        match round.verify.test_texts(round.run_id, "baseline", &HashMap::new(), round.cancel).await {
+            Ok(verdict) if verdict.passed => Baseline::Passing,
+            Ok(verdict) => Baseline::Failing {
+                first: first_line(&verdict.why, &verdict.described),
+                failed: verdict.failed,
+            },
+            Err(why) => Baseline::CannotRun(why),
+        }
     };
     let asking = async {
         let asked = ask::ask(round.model, &round.request, temperatures, round.cancel).await;
@@ -156,6 +169,8 @@ pub async fn round(round: Round<'_>) -> RoundOutcome {
         verify_time: Duration::ZERO,
         failed: None,
         note: None,
+        baseline: baseline.clone(),
+        after: None,
     };
     let report = |number: u32, temperature: f32, outcome: CandidateOutcome, why: String| CandidateReport {
         attempt: round.attempt,
@@ -171,11 +186,12 @@ pub async fn round(round: Round<'_>) -> RoundOutcome {
     let mut errors = Vec::new();
     for asked in asked {
         let number = asked.index as u32 + 1;
+        let temperature = asked.temperature;
         match asked.reply {
             Err(err) => {
                 outcome.reports.push(report(
                     number,
-                    asked.temperature,
+                    temperature,
                     CandidateOutcome::ModelFailed,
                     err.to_string(),
                 ));
@@ -184,26 +200,23 @@ pub async fn round(round: Round<'_>) -> RoundOutcome {
             Ok(reply) => {
                 outcome.usage.push(reply.usage);
                 match (round.prepare)(&reply.text) {
-                    Err(why) => outcome.reports.push(report(
-                        number,
-                        asked.temperature,
-                        CandidateOutcome::DoesNotApply,
-                        why,
-                    )),
+                    Err(why) => {
+                        outcome.reports.push(report(number, temperature, CandidateOutcome::DoesNotApply, why))
+                    }
                     Ok(text) if text == round.base => outcome.reports.push(report(
                         number,
-                        asked.temperature,
+                        temperature,
                         CandidateOutcome::DoesNotApply,
                         "it changes nothing".to_string(),
                     )),
                     Ok(text) => match texts.iter().find(|(_, _, known)| *known == text) {
                         Some((first, ..)) => outcome.reports.push(report(
                             number,
-                            asked.temperature,
+                            temperature,
                             CandidateOutcome::Duplicate,
                             format!("the same text as candidate {first}"),
                         )),
-                        None => texts.push((number, asked.temperature, text)),
+                        None => texts.push((number, temperature, text)),
                     },
                 }
             }
@@ -218,7 +231,7 @@ pub async fn round(round: Round<'_>) -> RoundOutcome {
     let checks: Vec<_> = texts
         .iter()
         .map(|(_, _, text)| {
-            diagnostics_in(
+            diagnostics_settled(
                 round.observer,
                 round.verify.confinement.root(),
                 round.uri,
@@ -230,6 +243,8 @@ pub async fn round(round: Round<'_>) -> RoundOutcome {
     let checked = futures::future::join_all(checks).await;
     let mut judged = Vec::new();
     for ((number, temperature, text), diagnostics) in texts.into_iter().zip(checked) {
+        let settled = diagnostics.is_some();
+        let diagnostics = diagnostics.unwrap_or_default();
         let comparison = compare(round.targets, round.problems, &diagnostics);
         if let Some(broken) = comparison.introduced.iter().find(|d| super::fix::is_syntax(d)) {
             let at = line_of(&text, broken.range.start);
@@ -243,28 +258,39 @@ pub async fn round(round: Round<'_>) -> RoundOutcome {
         }
         let changed_lines = changed_lines(round.base, &text);
         let appeared = appeared(round.problems, &diagnostics);
-        judged.push(Judged { number, temperature, text, comparison, appeared, changed_lines });
+        judged.push(Judged { number, temperature, text, comparison, appeared, changed_lines, settled });
     }
     judged.sort_by_key(Judged::rank);
 
+    // the tests, best first, each candidate in a copy of its own
     let verify_started = Instant::now();
     let mut order = judged.into_iter();
     let mut untested: Vec<Judged> = Vec::new();
-    let mut tests_say: Option<String> = match &baseline {
+    let mut cannot: Option<String> = match &baseline {
         Baseline::CannotRun(why) => Some(format!("the tests could not be run ({why})")),
         _ => None,
     };
+    // tests that fail without any fix and name none cannot tell a candidate that fixes what
+    // it touches from one that does not, unless it makes them pass
+    let unnamed = match &baseline {
+        Baseline::Failing { first, failed } if failed.is_empty() => {
+            Some(format!("the tests fail without any fix too and do not say which ({first})"))
+        }
+        _ => None,
+    };
     for candidate in order.by_ref() {
-        if tests_say.is_some() {
+        if cannot.is_some() {
             untested.push(candidate);
             continue;
         }
         progress(&round, format!("candidate {}/{count}: running tests", candidate.number)).await;
         let label = format!("a{}-c{}", round.attempt, candidate.number);
-        let texts = match round.uri.to_file_path() {
-            Ok(path) => HashMap::from([(path, candidate.text.clone())]),
-            Err(()) => HashMap::<PathBuf, String>::new(),
+        let Some(path) = file.clone() else {
+            cannot = Some(format!("the tests could not be run ({} is not a file)", round.uri));
+            untested.push(candidate);
+            continue;
         };
+        let texts = HashMap::from([(path, candidate.text.clone())]);
         match round.verify.test_texts(round.run_id, &label, &texts, round.cancel).await {
             Ok(verdict) if verdict.passed => {
                 let mut passed = report(
@@ -275,10 +301,11 @@ pub async fn round(round: Round<'_>) -> RoundOutcome {
                 );
                 passed.test_ms = Some(ms(&verdict));
                 outcome.reports.push(passed);
+                outcome.after = Some(Baseline::Passing);
                 outcome.chosen = Some(Chosen { number: candidate.number, text: candidate.text });
                 break;
             }
-            Ok(verdict) if fails_only_known(&baseline, &verdict.failed) => {
+            Ok(verdict) if verdict.ended && fails_only_known(&baseline, &verdict.failed) => {
                 let why = format!(
                     "only tests that fail without any fix fail on it ({}); the others pass",
                     verdict.failed.join(", ")
@@ -291,6 +318,10 @@ pub async fn round(round: Round<'_>) -> RoundOutcome {
                 );
                 passed.test_ms = Some(ms(&verdict));
                 outcome.reports.push(passed);
+                outcome.after = Some(Baseline::Failing {
+                    first: first_line(&verdict.why, &verdict.described),
+                    failed: verdict.failed.clone(),
+                });
                 outcome.chosen = Some(Chosen { number: candidate.number, text: candidate.text });
                 break;
             }
@@ -303,25 +334,26 @@ pub async fn round(round: Round<'_>) -> RoundOutcome {
                 );
                 failed.test_ms = Some(ms(&verdict));
                 outcome.reports.push(failed);
+                if unnamed.is_some() {
+                    untested.push(candidate);
+                }
             }
             Err(why) => {
-                tests_say = Some(format!("the tests could not be run ({why})"));
+                cannot = Some(format!("the tests could not be run ({why})"));
                 untested.push(candidate);
             }
         }
     }
     outcome.verify_time = verify_started.elapsed();
-    if let (None, None, Baseline::Failing { first, .. }) = (&outcome.chosen, &tests_say, &baseline) {
-        outcome.note = Some(format!("without any fix the tests fail too: {first}"));
-    }
     let later: Vec<Judged> = order.collect();
     if outcome.chosen.is_none() {
-        // the tests could not be run: the checkers choose among what has no new error and
-        // resolves the targets
-        if let Some(why) = tests_say {
+        // the tests could not decide: the checkers choose among what they reported on, with no
+        // new problem, the targets resolved
+        if let Some(why) = cannot.or(unnamed) {
             untested.sort_by_key(Judged::rank);
-            if let Some(best) = untested.iter().position(|j| j.comparison.is_clean() && j.appeared.is_empty())
-            {
+            let best =
+                untested.iter().position(|j| j.settled && j.comparison.is_clean() && j.appeared.is_empty());
+            if let Some(best) = best {
                 let best = untested.remove(best);
                 let sentence = format!("{why}, so the checkers chose candidate {}", best.number);
                 outcome.reports.retain(|r| r.number != best.number);
@@ -335,8 +367,10 @@ pub async fn round(round: Round<'_>) -> RoundOutcome {
                 outcome.chosen = Some(Chosen { number: best.number, text: best.text });
             } else {
                 outcome.note =
-                    Some(format!("{why}, and no candidate resolves the problems without a new error"));
+                    Some(format!("{why}, and no candidate resolves the problems without a new one"));
             }
+        } else if let Baseline::Failing { first, .. } = &baseline {
+            outcome.note = Some(format!("without any fix the tests fail too: {first}"));
         }
         for left in &untested {
             if !outcome.reports.iter().any(|r| r.number == left.number) {
@@ -387,6 +421,9 @@ fn ms(verdict: &TestVerdict) -> f64 {
 
 /// What the checkers say of a candidate, in a few words.
 fn describe(judged: &Judged) -> String {
+    if !judged.settled {
+        return "the checkers did not report on it in time".to_string();
+    }
     let comparison = &judged.comparison;
     match (comparison.remaining.len(), comparison.introduced.first().or(judged.appeared.first())) {
         (_, Some(new)) => format!("the checkers find a new problem in it: {}", new.message),

@@ -44,7 +44,7 @@ impl Runner<'_> {
             let (new, gone) = checks::compare(&checks::errors(&before), &checks::errors(&after));
             if !new.is_empty() {
                 // errors the run left in a file lower its confidence in it (SPEC G4)
-                self.executor.doubt(file, 10, &format!("the step left {} error(s) in it", new.len()));
+                self.executor.doubt_errors(file, new.len());
                 introduced.push((file.clone(), new));
             }
             if !gone.is_empty() {
