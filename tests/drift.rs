@@ -67,26 +67,9 @@ fn finish(child: Child) -> (Output, String) {
     (output, stdout)
 }
 
-/// Every line of every audit log under the user's cache.
-fn audit(user: &UserDirs) -> Vec<Value> {
-    let mut lines = Vec::new();
-    let mut folders = vec![user.cache.path().to_path_buf()];
-    while let Some(folder) = folders.pop() {
-        for entry in std::fs::read_dir(&folder).into_iter().flatten().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                folders.push(path);
-            } else if path.extension().is_some_and(|e| e == "jsonl") {
-                let text = std::fs::read_to_string(&path).unwrap();
-                lines.extend(text.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()));
-            }
-        }
-    }
-    lines
-}
-
-fn events<'a>(lines: &'a [Value], name: &str) -> Vec<&'a Value> {
-    lines.iter().filter(|l| l["event"] == name).collect()
+/// The audit lines of `event` under the user's cache.
+fn events(user: &UserDirs, event: &str) -> Vec<Value> {
+    support::audit_events(user.cache.path(), event)
 }
 
 /// What the model was told after each of its tool calls.
@@ -132,14 +115,13 @@ fn a_body_changed_on_disk_between_read_and_edit_is_regrounded() {
     assert!(now.contains("if xs else 0.0"), "the edit landed on their text: {now}");
     let told = results(&model);
     assert!(told.contains("moderate drift: code inside its definitions changed"), "{told}");
-    let lines = audit(&user);
-    let drift = events(&lines, "drift");
-    assert_eq!(drift.len(), 1, "{lines:#?}");
+    let drift = events(&user, "drift");
+    assert_eq!(drift.len(), 1, "{drift:#?}");
     assert_eq!(
         (drift[0]["file"].as_str(), drift[0]["severity"].as_str()),
         (Some("calc.py"), Some("moderate"))
     );
-    let confidence = events(&lines, "confidence");
+    let confidence = events(&user, "confidence");
     assert_eq!(confidence[0]["to"], 85, "{confidence:#?}");
 }
 
@@ -159,10 +141,9 @@ fn a_definition_renamed_between_read_and_edit_stops_the_step_when_nobody_says_go
     assert!(stdout.contains("[unsure]"), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
     assert!(stdout.contains("calc.py changed under the run (removed total; added sum_all)"), "{stdout}");
     assert_eq!(std::fs::read_to_string(dir.path().join("calc.py")).unwrap(), theirs, "nothing clobbered");
-    let lines = audit(&user);
-    let drift = events(&lines, "drift");
-    assert_eq!(drift[0]["severity"], "major", "{lines:#?}");
-    let asked = events(&lines, "approval");
+    let drift = events(&user, "drift");
+    assert_eq!(drift[0]["severity"], "major", "{drift:#?}");
+    let asked = events(&user, "approval");
     assert!(asked.iter().any(|a| a["action"] == "go_on" && a["answer"] == "refused"), "{asked:#?}");
 }
 
@@ -184,8 +165,7 @@ fn edits_that_keep_failing_lower_confidence_until_the_run_stops_and_asks() {
     assert!(stdout.contains("Tokamak's confidence in calc.py fell to 25"), "{stdout}");
     assert!(stdout.contains("an edit did not apply"), "the reason is said: {stdout}");
     assert_eq!(std::fs::read_to_string(dir.path().join("calc.py")).unwrap(), CALC);
-    let lines = audit(&user);
-    let scores: Vec<i64> = events(&lines, "confidence").iter().filter_map(|c| c["to"].as_i64()).collect();
+    let scores: Vec<i64> = events(&user, "confidence").iter().filter_map(|c| c["to"].as_i64()).collect();
     assert_eq!(scores, [85, 70, 55, 40, 25]);
 }
 
@@ -272,7 +252,7 @@ fn a_whole_file_write_after_drift_stays_refused_until_the_file_is_read_again() {
     assert_eq!(std::fs::read_to_string(dir.path().join("calc.py")).unwrap(), theirs, "{stdout}");
     let told = results(&model);
     assert_eq!(told.matches("so it was not replaced; read it again first").count(), 2, "{told}");
-    let lines = audit(&user);
-    assert_eq!(events(&lines, "drift").len(), 1, "drift is audited and charged once: {lines:#?}");
+    let drift = events(&user, "drift");
+    assert_eq!(drift.len(), 1, "drift is audited and charged once: {drift:#?}");
     let _ = output;
 }
