@@ -49,6 +49,11 @@ fn python_project(model: &ModelServer, extra: &str) -> tempfile::TempDir {
 /// `tokamak fix --format json ARGS` in `dir`, trusted, with `path` as the server's `PATH`
 /// when given (a machine without bubblewrap).
 fn fix(dir: &Path, args: &[&str], path: Option<&str>) -> (Output, Value) {
+    fix_with(dir, args, path, &[])
+}
+
+/// As [`fix`], with more variables in Tokamak's environment.
+fn fix_with(dir: &Path, args: &[&str], path: Option<&str>, env: &[(&str, String)]) -> (Output, Value) {
     let user = UserDirs::trusting(&[dir]);
     let mut all = vec!["fix", "--format", "json"];
     all.extend_from_slice(args);
@@ -63,6 +68,7 @@ fn fix(dir: &Path, args: &[&str], path: Option<&str>) -> (Output, Value) {
     if let Some(path) = path {
         command.env("PATH", path);
     }
+    command.envs(env.iter().map(|(k, v)| (*k, v.as_str())));
     let output = command.output().expect("run tokamak");
     let results: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|_| {
         panic!(
@@ -435,4 +441,23 @@ fn tests_that_cannot_run_leave_the_choice_to_the_checkers_and_say_so() {
         "{summary}"
     );
     assert!(summary.contains("so the checkers chose candidate 2"), "{summary}");
+}
+
+/// Tokamak's cache inside the project (a user whose cache folder is under their home and who
+/// opens their home): each candidate's copy leaves out the cache, where the other copies are
+/// being made and removed, so the candidates' tests still decide.
+#[test]
+fn a_cache_folder_inside_the_project_is_not_copied_into_the_candidates_copies() {
+    if !support::require_tools(&["ruff", "pytest"]) {
+        return;
+    }
+    let model = ModelServer::start(Vec::new());
+    model.at_temperature(0.2, vec![python_fix("a - b")]);
+    model.at_temperature(0.5, vec![python_fix("a + b")]);
+    let dir = python_project(&model, "");
+    let cache = dir.path().join(".cache").display().to_string();
+    let (_, result) =
+        fix_with(dir.path(), &["--candidates", "2", "calc.py"], None, &[("XDG_CACHE_HOME", cache)]);
+    assert_eq!(result["exit_reason"], "clean", "{result:#}");
+    assert_eq!(outcomes(&result), [(1, "tests_failed".to_string()), (2, "passed".to_string())], "{result:#}");
 }

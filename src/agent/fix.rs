@@ -13,7 +13,7 @@ use super::candidates;
 use super::ladder::{DeterministicFix, Rung, apply_fixes, checker_fixes};
 use super::prompt::FixPrompt;
 use super::runs::RunHandle;
-use super::targets::{Comparison, Problems, Scope, compare, problems, select};
+use super::targets::{Comparison, Problems, Scope, compare, is_syntax, problems, select};
 use crate::config::{FixSettings, SyntaxSettings};
 use crate::edit::{Block, apply_blocks, minimal_edits, parse_reply};
 use crate::editor::{Editor, Progress, RunEvent};
@@ -594,14 +594,6 @@ fn near_focus(snapshot: &DocumentSnapshot, focus: &[Diagnostic], range: TextRang
     let line = |offset: usize| snapshot.rope.byte_to_line(offset.min(snapshot.rope.len_bytes()));
     let at = line(range.start);
     focus.iter().any(|d| line(d.range.start).saturating_sub(4) <= at && at <= line(d.range.end) + 4)
-}
-
-/// A syntax error, from Tokamak's own parse or a checker's (`invalid-syntax`, TS1005).
-pub(super) fn is_syntax(diagnostic: &Diagnostic) -> bool {
-    diagnostic.code.as_deref() == Some(crate::observer::SYNTAX_CODE)
-        || diagnostic.code.as_deref() == Some("invalid-syntax")
-        || diagnostic.code.as_deref().is_some_and(|c| c.starts_with("TS1"))
-        || (diagnostic.code.is_none() && diagnostic.message.contains("was not closed"))
 }
 
 /// The reply's blocks for this document. A block naming another file is refused: a fix run

@@ -152,6 +152,14 @@ pub fn compare(targets: &[Diagnostic], baseline: &Problems, now: &[Diagnostic]) 
     Comparison { remaining, introduced }
 }
 
+/// A syntax error, from Tokamak's own parse or a checker's (`invalid-syntax`, TS1005).
+pub(super) fn is_syntax(diagnostic: &Diagnostic) -> bool {
+    diagnostic.code.as_deref() == Some(crate::observer::SYNTAX_CODE)
+        || diagnostic.code.as_deref() == Some("invalid-syntax")
+        || diagnostic.code.as_deref().is_some_and(|c| c.starts_with("TS1"))
+        || (diagnostic.code.is_none() && diagnostic.message.contains("was not closed"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -172,12 +172,18 @@ impl ShadowCopy {
         let mut wanted: HashMap<PathBuf, Source> = HashMap::new();
         let heavy = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let found_heavy = std::sync::Arc::clone(&heavy);
+        // Tokamak's own state (its cache, where the copies are made) is never the project's,
+        // even when it lies inside it
+        let own = [crate::places::cache_dir(), self.dir.clone()];
         let walker = ignore::WalkBuilder::new(&self.root)
             .standard_filters(false)
             .follow_links(false)
             .filter_entry(move |entry| {
                 if entry.depth() == 0 || !entry.file_type().is_some_and(|t| t.is_dir()) {
                     return true;
+                }
+                if own.iter().any(|dir| entry.path() == dir) {
+                    return false;
                 }
                 let name = entry.file_name().to_string_lossy();
                 if HEAVY_DIRS.contains(&name.as_ref()) {

@@ -146,8 +146,9 @@ impl ExecutorContext {
             stdout = repoint(&stdout, &from, &to);
             stderr = repoint(&stderr, &from, &to);
         }
-        // removing a whole workspace's copy is off the async threads too
-        tokio::task::spawn_blocking(move || drop(copy));
+        // removing a whole workspace's copy is off the async threads too (and done before the
+        // next copy is made)
+        let _ = tokio::task::spawn_blocking(move || drop(copy)).await;
         let passed = outcome.status == Some(0) && !outcome.timed_out && !outcome.cancelled;
         Ok(TestVerdict {
             passed,

@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 use url::Url;
 
 use super::checks::diagnostics_settled;
-use super::targets::{Comparison, Problems, compare};
+use super::targets::{Comparison, Problems, compare, is_syntax};
 use crate::config::CANDIDATE_TEMPERATURES;
 use crate::editor::{Editor, Progress, RunEvent};
 use crate::executor::{ExecutorContext, TestVerdict};
@@ -246,7 +246,7 @@ pub async fn round(round: Round<'_>) -> RoundOutcome {
         let settled = diagnostics.is_some();
         let diagnostics = diagnostics.unwrap_or_default();
         let comparison = compare(round.targets, round.problems, &diagnostics);
-        if let Some(broken) = comparison.introduced.iter().find(|d| super::fix::is_syntax(d)) {
+        if let Some(broken) = comparison.introduced.iter().find(|d| is_syntax(d)) {
             let at = line_of(&text, broken.range.start);
             outcome.reports.push(report(
                 number,
