@@ -197,6 +197,68 @@ pub(super) fn repoint(text: &str, from: &str, to: &str) -> String {
     out
 }
 
+/// A command placed in a run's copy: where it runs, its arguments (pointed at the copy when
+/// it runs at the copy's own path) and, under bubblewrap, bwrap's path and arguments.
+pub(super) struct Placed {
+    pub cwd: PathBuf,
+    pub argv: Vec<String>,
+    pub bwrap: Option<(PathBuf, Vec<String>)>,
+}
+
+/// Places `argv` in `copy` of the workspace at `root` as `placement` says: under bwrap, the
+/// copy mounted at the workspace's own path; without it, the copy's folder, with the
+/// workspace's path in the arguments pointed there.
+pub(super) fn place(placement: &Placement, copy: &ShadowCopy, root: &Path, argv: &[String]) -> Placed {
+    match placement {
+        Placement::Bwrap(bwrap) => Placed {
+            cwd: root.to_path_buf(),
+            argv: argv.to_vec(),
+            bwrap: Some((bwrap.clone(), copy.bwrap_args(Path::new(""), argv))),
+        },
+        Placement::Copy { .. } => {
+            let (from, to) = (root.to_string_lossy(), copy.dir().to_string_lossy());
+            Placed {
+                cwd: copy.dir().to_path_buf(),
+                argv: argv.iter().map(|a| repoint(a, &from, &to)).collect(),
+                bwrap: None,
+            }
+        }
+    }
+}
+
+impl Placed {
+    /// Why the command did not run when bubblewrap could not start `program` (not installed
+    /// in the sandbox's view): it did not run, as when it cannot be started without bubblewrap.
+    pub(super) fn not_started(&self, outcome: &CommandOutcome, program: &str) -> Option<String> {
+        if self.bwrap.is_none() || outcome.status != Some(1) {
+            return None;
+        }
+        let line = outcome.stderr.lines().find(|l| l.starts_with("bwrap: execvp "))?;
+        Some(format!("`{program}` could not be started: {}", line.trim_start_matches("bwrap: ")))
+    }
+
+    /// What a command run at the copy's own path printed, with the workspace's paths.
+    pub(super) fn repoint_back(&self, outcome: &mut CommandOutcome, copy: &ShadowCopy, root: &Path) {
+        if self.bwrap.is_none() {
+            let (from, to) = (copy.dir().to_string_lossy(), root.to_string_lossy());
+            outcome.stdout = repoint(&outcome.stdout, &from, &to);
+            outcome.stderr = repoint(&outcome.stderr, &from, &to);
+        }
+    }
+}
+
+impl super::ExecutorContext {
+    /// Says once per workspace that commands run without a sandbox, when the placement has a
+    /// notice for the user (`sandbox = "auto"` without a working bwrap).
+    pub(super) async fn tell_unsandboxed(&self, placement: &Placement) {
+        if let Placement::Copy { notice: Some(notice) } = placement
+            && !self.sandbox_told.swap(true, Ordering::Relaxed)
+        {
+            self.editor.show_message(MessageLevel::Warning, notice.clone()).await;
+        }
+    }
+}
+
 impl Executor {
     pub(super) async fn run(&self, argv: &[String], timeout: Option<u64>, origin: Origin) -> ActionResult {
         let settings = &self.context.settings;
@@ -223,11 +285,7 @@ impl Executor {
             Ok(placement) => placement,
             Err(reason) => return ActionResult::refused(reason),
         };
-        if let Placement::Copy { notice: Some(notice) } = &placement
-            && !self.context.sandbox_told.swap(true, Ordering::Relaxed)
-        {
-            self.context.editor.show_message(MessageLevel::Warning, notice.clone()).await;
-        }
+        self.context.tell_unsandboxed(&placement).await;
         let mut notes = Vec::new();
         // every command runs in the run's copy, which holds the editor's text: a command never
         // sees a disk that lags a buffer, with or without bubblewrap
@@ -257,21 +315,11 @@ impl Executor {
         }
         // without bwrap the copy is at a path of its own: the command is pointed there, and
         // what it prints is shown with the workspace's paths
-        let (cwd, argv_run, bwrap) = match &placement {
-            Placement::Bwrap(bwrap) => (
-                self.root().to_path_buf(),
-                argv.to_vec(),
-                Some((bwrap.clone(), copy.bwrap_args(Path::new(""), argv))),
-            ),
-            Placement::Copy { .. } => {
-                let (from, to) = (self.root().to_string_lossy(), copy.dir().to_string_lossy());
-                let moved = argv.iter().map(|a| repoint(a, &from, &to)).collect();
-                (copy.dir().to_path_buf(), moved, None)
-            }
-        };
+        let placed = place(&placement, copy, self.root(), argv);
+        let (cwd, argv_run, bwrap) = (&placed.cwd, &placed.argv, &placed.bwrap);
         let spec = CommandSpec {
-            argv: &argv_run,
-            cwd: &cwd,
+            argv: argv_run,
+            cwd,
             timeout,
             max_output: settings.commands.max_output_bytes,
             key_variables: &settings.key_variables,
@@ -287,7 +335,7 @@ impl Executor {
         let in_terminal = TerminalCommand {
             program: &program,
             args: &args,
-            cwd: &cwd,
+            cwd,
             output_limit: settings.commands.max_output_bytes,
             timeout,
         };
@@ -317,23 +365,10 @@ impl Executor {
                 }
             },
         };
-        // bubblewrap could not start the program (not installed in the sandbox's view): it did
-        // not run, as when it cannot be started without bubblewrap
-        if bwrap.is_some()
-            && outcome.status == Some(1)
-            && let Some(line) = outcome.stderr.lines().find(|l| l.starts_with("bwrap: execvp "))
-        {
-            return ActionResult::refused(format!(
-                "`{}` could not be started: {}",
-                argv[0],
-                line.trim_start_matches("bwrap: ")
-            ));
+        if let Some(reason) = placed.not_started(&outcome, &argv[0]) {
+            return ActionResult::refused(reason);
         }
-        if bwrap.is_none() {
-            let (from, to) = (copy.dir().to_string_lossy(), self.root().to_string_lossy());
-            outcome.stdout = repoint(&outcome.stdout, &from, &to);
-            outcome.stderr = repoint(&outcome.stderr, &from, &to);
-        }
+        placed.repoint_back(&mut outcome, copy, self.root());
         let changed = copy.changed_by_command();
         if !changed.is_empty() {
             let shown: Vec<&str> = changed.iter().take(20).map(String::as_str).collect();

@@ -119,6 +119,15 @@ pub struct ExecutorContext {
 }
 
 impl ExecutorContext {
+    /// The open documents' texts, by absolute path: what the user has, saved or not.
+    pub(super) fn buffers(&self) -> HashMap<PathBuf, String> {
+        self.observer
+            .open_documents()
+            .into_iter()
+            .filter_map(|snapshot| Some((snapshot.path()?, snapshot.rope.to_string())))
+            .collect()
+    }
+
     /// A file's text as the user sees it: the open document's, else the disk's (`None`: not
     /// readable as text).
     pub fn current_text(&self, path: &Path) -> Option<String> {
@@ -397,14 +406,9 @@ impl Executor {
         self.context.confinement.root()
     }
 
-    /// The open documents under the root, by absolute path.
+    /// The open documents, by absolute path.
     fn buffers(&self) -> HashMap<PathBuf, String> {
-        self.context
-            .observer
-            .open_documents()
-            .into_iter()
-            .filter_map(|snapshot| Some((snapshot.path()?, snapshot.rope.to_string())))
-            .collect()
+        self.context.buffers()
     }
 
     /// A file's text: the open document's, else the disk's.

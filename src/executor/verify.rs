@@ -5,15 +5,13 @@
 //! configured `[test] command` runs this way: it is the run's own command, not the model's.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-use super::command::{CommandSpec, repoint, run};
+use super::command::{CommandSpec, place, run};
 use super::{ExecutorContext, Placement, ShadowCopy, placement};
-use crate::editor::MessageLevel;
 
 /// Lines of a failing run's output kept to say why it failed.
 const WHY_LINES: usize = 6;
@@ -66,22 +64,12 @@ impl ExecutorContext {
         };
         let root = self.confinement.root().to_path_buf();
         let placed = placement(self.settings.sandbox).map_err(|err| err.to_string())?;
-        if let Placement::Copy { notice: Some(notice) } = &placed
-            && !self.sandbox_told.swap(true, Ordering::Relaxed)
-        {
-            self.editor.show_message(MessageLevel::Warning, notice.clone()).await;
-        }
+        self.tell_unsandboxed(&placed).await;
         let dir = crate::places::project_cache(&root).join("sandbox").join(format!("{run_id}-{label}"));
         let isolated = matches!(placed, Placement::Bwrap(_));
         let started = Instant::now();
-        let mut buffers: HashMap<PathBuf, String> = HashMap::new();
-        for snapshot in self.observer.open_documents() {
-            if let Some(path) = snapshot.path() {
-                buffers.insert(path, snapshot.rope.to_string());
-            }
-        }
-        buffers.extend(texts.iter().map(|(path, text)| (path.clone(), text.clone())));
-        let mut relative: HashMap<PathBuf, String> = buffers
+        let mut relative: HashMap<PathBuf, String> = self
+            .buffers()
             .into_iter()
             .filter_map(|(path, text)| Some((path.strip_prefix(&root).ok()?.to_path_buf(), text)))
             .collect();
@@ -107,45 +95,23 @@ impl ExecutorContext {
         let copy = made.map_err(|err| err.to_string())?;
         let copy_time = started.elapsed();
         let root = self.confinement.root();
-        let (cwd, argv_run, bwrap) = match &placed {
-            Placement::Bwrap(bwrap) => (
-                root.to_path_buf(),
-                argv.clone(),
-                Some((bwrap.clone(), copy.bwrap_args(Path::new(""), &argv))),
-            ),
-            Placement::Copy { .. } => {
-                let (from, to) = (root.to_string_lossy(), copy.dir().to_string_lossy());
-                (copy.dir().to_path_buf(), argv.iter().map(|a| repoint(a, &from, &to)).collect(), None)
-            }
-        };
+        let command = place(&placed, &copy, root, &argv);
         let timeout = Duration::from_secs(self.settings.commands.timeout_s.max(1));
         let spec = CommandSpec {
-            argv: &argv_run,
-            cwd: &cwd,
+            argv: &command.argv,
+            cwd: &command.cwd,
             timeout,
             max_output: self.settings.commands.max_output_bytes,
             key_variables: &self.settings.key_variables,
-            bwrap: bwrap.as_ref().map(|(path, args)| (path.as_path(), args.clone())),
+            bwrap: command.bwrap.as_ref().map(|(path, args)| (path.as_path(), args.clone())),
         };
-        let outcome =
+        let mut outcome =
             run(spec, cancel).await.map_err(|err| format!("`{}` could not be started: {err}", argv[0]))?;
         let test_time = started.elapsed().saturating_sub(copy_time);
-        if bwrap.is_some()
-            && outcome.status == Some(1)
-            && let Some(line) = outcome.stderr.lines().find(|l| l.starts_with("bwrap: execvp "))
-        {
-            return Err(format!(
-                "`{}` could not be started: {}",
-                argv[0],
-                line.trim_start_matches("bwrap: ")
-            ));
+        if let Some(reason) = command.not_started(&outcome, &argv[0]) {
+            return Err(reason);
         }
-        let (mut stdout, mut stderr) = (outcome.stdout.clone(), outcome.stderr.clone());
-        if bwrap.is_none() {
-            let (from, to) = (copy.dir().to_string_lossy(), root.to_string_lossy());
-            stdout = repoint(&stdout, &from, &to);
-            stderr = repoint(&stderr, &from, &to);
-        }
+        command.repoint_back(&mut outcome, &copy, root);
         // removing a whole workspace's copy is off the async threads too (and done before the
         // next copy is made)
         let _ = tokio::task::spawn_blocking(move || drop(copy)).await;
@@ -154,8 +120,8 @@ impl ExecutorContext {
             passed,
             ended: matches!(outcome.status, Some(1) | Some(101)) && !outcome.timed_out && !outcome.cancelled,
             described: outcome.describe(timeout),
-            why: if passed { String::new() } else { why_failed(&stdout, &stderr) },
-            failed: if passed { Vec::new() } else { failed_tests(&stdout, &stderr) },
+            why: if passed { String::new() } else { why_failed(&outcome.stdout, &outcome.stderr) },
+            failed: if passed { Vec::new() } else { failed_tests(&outcome.stdout, &outcome.stderr) },
             copy_time,
             test_time,
             placement: placed.describe(),
