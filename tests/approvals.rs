@@ -132,7 +132,15 @@ fn an_edit_waits_for_approve_and_a_rejection_sends_the_model_back_to_look() {
         json!({"id": second["id"], "reason": "keep the signature as it is"}),
     );
     assert_eq!(rejected["result"]["answer"], "rejected", "{rejected}");
-    let status = command(&mut client, "tokamak.status", json!({}));
+    // the answer reaches the run on its own task: its mode changes a moment after the reply
+    let mut status = command(&mut client, "tokamak.status", json!({}));
+    for _ in 0..50 {
+        if status["result"]["runs"][0]["mode"] == "coder, context_navigation (rejected)" {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        status = command(&mut client, "tokamak.status", json!({}));
+    }
     assert_eq!(status["result"]["runs"][0]["mode"], "coder, context_navigation (rejected)", "{status}");
     let end = finished(&mut client, &run_id);
     assert_eq!(end["exit_reason"], "done", "{end}");
