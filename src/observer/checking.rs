@@ -168,9 +168,15 @@ impl Observer {
         }
     }
 
-    /// Starts runs for the sources that have not reported on the snapshot's version; returns
-    /// every active source's name.
-    pub(super) fn start_missing_runs(self: &Arc<Self>, snapshot: &DocumentSnapshot) -> Vec<String> {
+    /// Starts runs for the sources that have not reported on the snapshot's version (a
+    /// checker that reads other files: or not with them as they were at generation `since`);
+    /// returns every active source's name, and those of the checkers that read other files.
+    pub(super) fn start_missing_runs(
+        self: &Arc<Self>,
+        snapshot: &DocumentSnapshot,
+        since: u64,
+    ) -> (Vec<String>, Vec<String>) {
+        let mut cross_file = Vec::new();
         let mut active = vec![SOURCE.to_string()];
         // someone waits for this version's syntax: what waits for a pause in typing is done now
         if snapshot.syntax_pending {
@@ -196,15 +202,44 @@ impl Observer {
         }
         for (checker, program, path, root) in self.available_checkers(snapshot) {
             active.push(checker.name.clone());
-            let reported = lock(&self.state)
-                .files
-                .get(&snapshot.uri)
-                .is_some_and(|f| f.reported(&checker.name, snapshot.version));
+            let reported = {
+                let state = lock(&self.state);
+                let key = (snapshot.uri.clone(), checker.name.clone());
+                state.files.get(&snapshot.uri).is_some_and(|f| f.reported(&checker.name, snapshot.version))
+                    && (!checker.cross_file() || state.seen.get(&key).copied().unwrap_or(0) >= since)
+            };
+            if checker.cross_file() {
+                cross_file.push(checker.name.clone());
+            }
             if !reported {
                 self.spawn_run(snapshot.clone(), checker, program, path, root, None);
             }
         }
-        active
+        (active, cross_file)
+    }
+
+    /// After a change of one document, the other open documents of its language are checked
+    /// again by the checkers that read other files (when checkers run on change): what they
+    /// said was computed against its older text. At most a few, the most recently opened.
+    pub(super) fn check_dependents(self: &Arc<Self>, changed: &DocumentSnapshot) {
+        const MOST: usize = 8;
+        if !self.checkers.run_on_change {
+            return;
+        }
+        let others: Vec<DocumentSnapshot> = lock(&self.workspace)
+            .snapshots()
+            .into_iter()
+            .rev()
+            .filter(|s| s.uri != changed.uri && s.language.family() == changed.language.family())
+            .take(MOST)
+            .collect();
+        for other in others {
+            for (checker, program, path, root) in self.available_checkers(&other) {
+                if checker.cross_file() {
+                    self.spawn_run(other.clone(), checker, program, path, root, Some(self.checkers.debounce));
+                }
+            }
+        }
     }
 
     /// Starts one run, cancelling a run of the same checker on an older version of the
@@ -220,9 +255,12 @@ impl Observer {
     ) {
         let key = (snapshot.uri.clone(), checker.name.clone());
         let mut state = lock(&self.state);
+        let generation = state.generation;
         if let Some(running) = state.runs.get(&key) {
             let newer = running.version > snapshot.version;
-            if (running.version == snapshot.version || newer) && !running.task.is_finished() {
+            // a run that reads other files and started before they last changed is redone
+            let current = !checker.cross_file() || running.generation >= generation;
+            if ((running.version == snapshot.version && current) || newer) && !running.task.is_finished() {
                 return;
             }
             running.task.abort();
@@ -243,12 +281,28 @@ impl Observer {
                 return;
             };
             let started = std::time::Instant::now();
-            let input = RunInput { program: &program, snapshot: &snapshot, path: &path, root: &root };
+            // the other documents as they are now, for a checker that reads them
+            let (saw, overlays) = if checker.cross_file() {
+                let saw = lock(&observer.state).generation;
+                let (observer, path) = (Arc::clone(&observer), path.clone());
+                let overlays =
+                    tokio::task::spawn_blocking(move || observer.overlays(&path)).await.unwrap_or_default();
+                (saw, overlays)
+            } else {
+                (0, Vec::new())
+            };
+            let input = RunInput {
+                program: &program,
+                snapshot: &snapshot,
+                path: &path,
+                root: &root,
+                overlays: &overlays,
+            };
             let result = checkers::run(&checker, input).await;
             tracing::debug!("{} on {} took {:?}", checker.name, snapshot.uri, started.elapsed());
-            observer.finish_run(&snapshot, &checker, result).await;
+            observer.finish_run(&snapshot, &checker, saw, result).await;
         });
-        state.runs.insert(key, InFlight { version, task });
+        state.runs.insert(key, InFlight { version, generation, task });
     }
 
     /// Stores a run's result if the document is still at the version it checked, else
@@ -257,6 +311,7 @@ impl Observer {
         &self,
         snapshot: &DocumentSnapshot,
         checker: &Checker,
+        saw: u64,
         result: Result<Vec<Diagnostic>, RunError>,
     ) {
         let _publishing = self.publishing.lock().await;
@@ -321,7 +376,13 @@ impl Observer {
                 }
             }
         };
-        lock(&self.state).files.entry(snapshot.uri.clone()).or_default().set(&checker.name, entry);
+        {
+            let mut state = lock(&self.state);
+            state.files.entry(snapshot.uri.clone()).or_default().set(&checker.name, entry);
+            if checker.cross_file() {
+                state.seen.insert(key, saw);
+            }
+        }
         self.changed.notify_waiters();
         self.publish(&current).await;
     }

@@ -18,7 +18,7 @@ mod store;
 mod summary;
 
 use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -103,6 +103,8 @@ struct Background {
 
 struct InFlight {
     version: Option<i32>,
+    /// The workspace's generation when it started (see [`State::generation`]).
+    generation: u64,
     task: JoinHandle<()>,
 }
 
@@ -120,6 +122,12 @@ struct State {
     /// they were placed on (the fix ladder reads the token a problem says is missing from
     /// them instead of placing them again).
     placed: HashMap<Url, (Option<i32>, Arc<Placement>)>,
+    /// Counts every open, change and close of any document: what a checker that reads other
+    /// files (pyright, mypy, tsc) reported was computed with the other documents as they were
+    /// at one generation, and is not an answer for a later one.
+    generation: u64,
+    /// The generation each such checker's last stored result for a document saw.
+    seen: HashMap<(Url, String), u64>,
 }
 
 impl State {
@@ -138,6 +146,9 @@ impl State {
 
 pub struct Observer {
     workspace: Arc<Mutex<Workspace>>,
+    /// The workspace of the Observer this one was made beside (`private`): its open
+    /// documents are what the user has, and a check here sees them too.
+    parent: Option<Arc<Mutex<Workspace>>>,
     editor: Arc<dyn Editor>,
     checkers: Checkers,
     root: Option<PathBuf>,
@@ -166,6 +177,7 @@ impl Observer {
         let permits = Arc::new(Semaphore::new(checkers.max_concurrent.max(1)));
         Arc::new(Observer {
             workspace,
+            parent: None,
             editor,
             checkers,
             root,
@@ -209,6 +221,7 @@ impl Observer {
         let snapshot = lock(&self.workspace).open(uri, language_id, version, text);
         {
             let mut state = lock(&self.state);
+            state.generation += 1;
             forget_runs(&mut state, &snapshot.uri);
             state.files.insert(snapshot.uri.clone(), FileDiagnostics::default());
         }
@@ -250,6 +263,7 @@ impl Observer {
         let (snapshot, report) = lock(&self.workspace).change(uri, version, changes, encoding)?;
         let repair_later = {
             let mut state = lock(&self.state);
+            state.generation += 1;
             let file = state.files.entry(uri.clone()).or_default();
             file.shift(&report.applied);
             match report.syntax {
@@ -275,6 +289,7 @@ impl Observer {
             self.schedule_syntax(&snapshot, repair_later, Some(PARSE_PAUSE));
         }
         self.check(&snapshot, Trigger::Change);
+        self.check_dependents(&snapshot);
         self.tell_parsed(&snapshot);
         Ok((snapshot, report))
     }
@@ -318,6 +333,7 @@ impl Observer {
         let was_open = lock(&self.workspace).close(uri);
         {
             let mut state = lock(&self.state);
+            state.generation += 1;
             state.files.remove(uri);
             state.placed.remove(uri);
             forget_runs(&mut state, uri);
@@ -396,10 +412,69 @@ impl Observer {
     /// An Observer of its own, with the same checkers, root and syntax settings, that
     /// publishes to `editor`: for files the editor does not have open (the agent checks and
     /// fixes them without their diagnostics reaching the editor's store).
+    /// Its checks see this Observer's open documents for the files it does not hold itself.
     pub fn private(&self, editor: Arc<dyn Editor>) -> Arc<Observer> {
         let settings = lock(&self.workspace).settings().clone();
         let workspace = Arc::new(Mutex::new(Workspace::new(settings)));
-        Observer::new(workspace, editor, self.checkers.clone(), self.root.clone())
+        let permits = Arc::new(Semaphore::new(self.checkers.max_concurrent.max(1)));
+        Arc::new(Observer {
+            workspace,
+            parent: Some(Arc::clone(&self.workspace)),
+            editor,
+            checkers: self.checkers.clone(),
+            root: self.root.clone(),
+            state: Mutex::new(State::default()),
+            publishing: tokio::sync::Mutex::new(()),
+            changed: Notify::new(),
+            permits,
+            parsed: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The open documents other than `checked` whose text is not the disk's (absolute path,
+    /// text), this Observer's first, then its parent's: what a checker reading other files
+    /// must see instead of the disk.
+    pub(super) fn overlays(&self, checked: &Path) -> Vec<(PathBuf, String)> {
+        let mut snapshots = lock(&self.workspace).snapshots();
+        if let Some(parent) = &self.parent {
+            snapshots.extend(lock(parent).snapshots());
+        }
+        let mut out: Vec<(PathBuf, String)> = Vec::new();
+        for snapshot in snapshots {
+            let Some(path) = snapshot.path() else { continue };
+            if path == checked || out.iter().any(|(p, _)| *p == path) {
+                continue;
+            }
+            let text = snapshot.rope.to_string();
+            if std::fs::read(&path).ok().as_deref() != Some(text.as_bytes()) {
+                out.push((path, text));
+            }
+        }
+        out
+    }
+
+    /// The sources that should have reported on `version` of a document and have not (a
+    /// checker slower than the wait, or one whose answer was for other documents' older
+    /// texts): an ending must not call the document checked by them.
+    pub fn unanswered(&self, uri: &Url, version: Option<i32>) -> Vec<String> {
+        let Some(snapshot) = self.snapshot(uri).filter(|s| s.version == version) else {
+            return Vec::new();
+        };
+        let checkers = self.available_checkers(&snapshot);
+        let state = lock(&self.state);
+        let Some(file) = state.files.get(uri) else {
+            return checkers.into_iter().map(|(c, ..)| c.name).collect();
+        };
+        checkers
+            .into_iter()
+            .filter(|(checker, ..)| {
+                !file.reported(&checker.name, version)
+                    || (checker.cross_file()
+                        && state.seen.get(&(uri.clone(), checker.name.clone())).copied().unwrap_or(0)
+                            < state.generation)
+            })
+            .map(|(checker, ..)| checker.name)
+            .collect()
     }
 
     /// The document with its tree up to date, for what needs the tree at once: a parse of
@@ -457,8 +532,32 @@ impl Observer {
     /// What the sources that reported on exactly `version` found: the fix loop's view after
     /// `settled` (a source that has not looked at this text, such as a code-action context
     /// from before an edit, is left out).
+    ///
+    /// What the editor forwarded from a tool Tokamak ran itself on this version (the editor's
+    /// own pyright, say) is left out: Tokamak's run on exactly this text answers for it, and
+    /// the editor's list may be the one from before an edit, sent with the new version.
     pub fn diagnostics_at(&self, uri: &Url, version: Option<i32>) -> Vec<Diagnostic> {
-        lock(&self.state).files.get(uri).map(|f| f.at_version(version)).unwrap_or_default()
+        let state = lock(&self.state);
+        let Some(file) = state.files.get(uri) else {
+            return Vec::new();
+        };
+        file.at_version_except(version, &self.covered(file, version))
+    }
+
+    /// The sources (lowercase) of the tools Tokamak ran itself on `version` of a file, by
+    /// every name the editor's own servers give them.
+    fn covered(&self, file: &FileDiagnostics, version: Option<i32>) -> Vec<String> {
+        file.reporters(version)
+            .into_iter()
+            .filter(|(_, origin)| *origin == Origin::Server)
+            .filter_map(|(key, _)| self.checkers.all.iter().find(|c| c.name == key))
+            .flat_map(|checker| {
+                let mut names: Vec<String> =
+                    checker.editor_sources().iter().map(|s| s.to_ascii_lowercase()).collect();
+                names.push(checker.name.to_ascii_lowercase());
+                names
+            })
+            .collect()
     }
 
     /// Whether a diagnostic from `source` could have been seen on exactly `version`: Tokamak's
@@ -512,7 +611,10 @@ impl Observer {
         let now = tokio::time::Instant::now();
         let deadline = now.checked_add(timeout).unwrap_or(now + Duration::from_secs(86_400));
         let snapshot = self.current(uri, version)?;
-        let active = self.start_missing_runs(&snapshot);
+        // an answer from a checker that reads other files counts only when it saw them as
+        // they are now
+        let since = lock(&self.state).generation;
+        let (active, cross_file) = self.start_missing_runs(&snapshot, since);
         loop {
             let notified = self.changed.notified();
             tokio::pin!(notified);
@@ -521,11 +623,17 @@ impl Observer {
             let (pending, settled) = {
                 let state = lock(&self.state);
                 let file = state.files.get(uri).cloned().unwrap_or_default();
+                let stale = |source: &String| {
+                    cross_file.contains(source)
+                        && state.seen.get(&(uri.clone(), source.clone())).copied().unwrap_or(0) < since
+                };
                 let pending: Vec<String> =
-                    active.iter().filter(|s| !file.reported(s, version)).cloned().collect();
+                    active.iter().filter(|s| !file.reported(s, version) || stale(s)).cloned().collect();
                 let settled = Settled {
                     version,
-                    diagnostics: file.all(),
+                    // what was found on exactly this text: nothing from a source that has
+                    // not looked at it, nor the editor's list of a tool Tokamak ran on it
+                    diagnostics: file.at_version_except(version, &self.covered(&file, version)),
                     failures: file.failures(),
                     missing: Vec::new(),
                 };

@@ -110,6 +110,24 @@ impl FileDiagnostics {
         merged(self.sources.values().filter(|e| e.version == version))
     }
 
+    /// As [`FileDiagnostics::at_version`], leaving out what the editor forwarded from the
+    /// sources in `covered` (lowercase): tools Tokamak itself ran on exactly this version,
+    /// whose own answer on the text is the one to believe — the editor's list of the same
+    /// tool may be for an older text, sent with the newer version.
+    pub fn at_version_except(&self, version: Option<i32>, covered: &[String]) -> Vec<Diagnostic> {
+        let mut diagnostics = Vec::new();
+        for entry in self.sources.values().filter(|e| e.version == version) {
+            for diagnostic in &entry.diagnostics {
+                if entry.origin == Origin::Editor && covered.contains(&diagnostic.source.to_ascii_lowercase())
+                {
+                    continue;
+                }
+                diagnostics.push(diagnostic.clone());
+            }
+        }
+        one_per_problem(diagnostics)
+    }
+
     /// The keys of the sources that reported on exactly `version`, with who they are.
     pub fn reporters(&self, version: Option<i32>) -> Vec<(String, Origin)> {
         self.sources

@@ -47,6 +47,16 @@ impl Language {
         self != Language::PlainText
     }
 
+    /// Languages whose files import one another share a family: Python, and TypeScript and
+    /// JavaScript with their JSX dialects.
+    pub fn family(self) -> &'static str {
+        match self {
+            Language::Python => "python",
+            Language::TypeScript | Language::Tsx | Language::JavaScript | Language::Jsx => "ecmascript",
+            Language::PlainText => "plaintext",
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Language::Python => "python",

@@ -48,6 +48,12 @@ pub struct Checker {
 }
 
 impl Checker {
+    /// Whether it reads files besides the one it checks (imports, types): pyright, mypy,
+    /// tsc and generic checkers given a path; not a tool fed the buffer on stdin.
+    pub fn cross_file(&self) -> bool {
+        self.input != InputMode::Stdin
+    }
+
     fn from_tool(tool: &'static Tool, timeout: Duration) -> Checker {
         Checker {
             name: tool.name.to_string(),

@@ -57,6 +57,10 @@ pub struct RunInput<'a> {
     pub path: &'a Path,
     /// The workspace root (the tool's working directory).
     pub root: &'a Path,
+    /// The other open documents whose text is not the disk's (absolute path, text): a tool
+    /// that reads other files sees these texts for them, so a check of one document
+    /// resolves its imports against what the user has, not what was last saved.
+    pub overlays: &'a [(PathBuf, String)],
 }
 
 /// Runs `checker` on the snapshot's text and returns what it found in that document.
@@ -174,7 +178,7 @@ struct Prepared {
     checked_file: PathBuf,
     /// Kept alive for the run; removed when dropped.
     _mirror: Option<Mirror>,
-    _buffer: Option<tempfile::NamedTempFile>,
+    _buffers: Vec<tempfile::NamedTempFile>,
 }
 
 fn prepare(checker: &Checker, input: &RunInput<'_>, text: &str) -> std::io::Result<Prepared> {
@@ -186,23 +190,44 @@ fn prepare(checker: &Checker, input: &RunInput<'_>, text: &str) -> std::io::Resu
         stdin: false,
         checked_file: input.path.to_path_buf(),
         _mirror: None,
-        _buffer: None,
+        _buffers: Vec::new(),
     };
     let same_as_disk = checker.input != InputMode::Stdin
         && std::fs::read(input.path).ok().as_deref() == Some(text.as_bytes());
+    let overlays: Vec<&(PathBuf, String)> =
+        input.overlays.iter().filter(|(path, _)| path != input.path && path.starts_with(&root)).collect();
     let mut buffer_path = None;
+    // mypy: one more `--shadow-file` pair for each other buffer (Python files only)
+    let mut shadows: Vec<String> = Vec::new();
+    let buffer = |text: &str, suffix: &str| -> std::io::Result<tempfile::NamedTempFile> {
+        let mut file = tempfile::Builder::new().prefix("tokamak-buffer-").suffix(suffix).tempfile()?;
+        std::io::Write::write_all(&mut file, text.as_bytes())?;
+        Ok(file)
+    };
     match checker.input {
         InputMode::Stdin => prepared.stdin = true,
-        InputMode::ShadowFile if same_as_disk => {}
         InputMode::ShadowFile => {
-            let mut file = tempfile::Builder::new().prefix("tokamak-buffer-").suffix(".py").tempfile()?;
-            std::io::Write::write_all(&mut file, text.as_bytes())?;
-            buffer_path = Some(file.path().to_path_buf());
-            prepared._buffer = Some(file);
+            if !same_as_disk {
+                let file = buffer(text, ".py")?;
+                buffer_path = Some(file.path().to_path_buf());
+                prepared._buffers.push(file);
+            }
+            for (path, other) in overlays.iter().filter(|(p, _)| is_python(p)) {
+                let suffix = if path.extension().is_some_and(|e| e == "pyi") { ".pyi" } else { ".py" };
+                let file = buffer(other, suffix)?;
+                shadows.extend([
+                    "--shadow-file".to_string(),
+                    path.display().to_string(),
+                    file.path().display().to_string(),
+                ]);
+                prepared._buffers.push(file);
+            }
         }
-        InputMode::Mirror if same_as_disk => {}
+        InputMode::Mirror if same_as_disk && overlays.is_empty() => {}
         InputMode::Mirror => {
-            let shadow = mirror(&root, input.path, text)?;
+            let others: Vec<(PathBuf, String)> =
+                overlays.iter().map(|(p, t)| (p.clone(), t.clone())).collect();
+            let shadow = mirror(&root, input.path, text, &others)?;
             prepared.cwd = shadow.root().join(project.strip_prefix(&root).unwrap_or(Path::new("")));
             prepared.checked_file = shadow.file.clone();
             prepared._mirror = Some(shadow);
@@ -215,14 +240,16 @@ fn prepare(checker: &Checker, input: &RunInput<'_>, text: &str) -> std::io::Resu
     };
     let mut templates = checker.arg_templates(config_at, input.snapshot.language);
     if checker.input == InputMode::ShadowFile {
-        if same_as_disk {
-            // the file is what it checks: no shadow, and the cache may answer
-            if let Some(at) = templates.windows(3).position(|w| w == ["--shadow-file", "{file}", "{buffer}"])
-            {
-                templates.drain(at..at + 3);
-            }
-        } else {
-            // mypy's cache answers for the file on disk even with --shadow-file (mypy 2.4)
+        if same_as_disk
+            && let Some(at) = templates.windows(3).position(|w| w == ["--shadow-file", "{file}", "{buffer}"])
+        {
+            // the file is what it checks: no shadow of it
+            templates.drain(at..at + 3);
+        }
+        let shadowed = !same_as_disk || !shadows.is_empty();
+        templates.splice(0..0, shadows);
+        if shadowed {
+            // mypy's cache answers for the files on disk even with --shadow-file (mypy 2.4)
             templates.insert(0, "--no-incremental".to_string());
         }
     }
@@ -232,6 +259,10 @@ fn prepare(checker: &Checker, input: &RunInput<'_>, text: &str) -> std::io::Resu
     let values = [("{file}", file.as_str()), ("{buffer}", buffer.as_str()), ("{root}", root_text.as_str())];
     prepared.args = templates.iter().map(|arg| substitute(arg, &values)).collect();
     Ok(prepared)
+}
+
+fn is_python(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "py" || e == "pyi")
 }
 
 /// Replaces each placeholder in one pass, so a path that itself contains `{root}` is left

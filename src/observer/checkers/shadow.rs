@@ -1,10 +1,13 @@
-//! Shadow folders: a temporary mirror of the project in which one file holds the buffer's
-//! unsaved text, for checkers that read files, not stdin (pyright, tsc, generic ones).
+//! Shadow folders: a temporary mirror of the project in which the checked file holds the
+//! buffer's unsaved text, and every other open document whose text is not the disk's holds
+//! that text, for checkers that read files, not stdin (pyright, tsc, generic ones).
 //!
 //! Along the path from the root to the file, directories are real and every other entry is
 //! a symlink to the project's, so relative imports, `node_modules`, `tsconfig.json` and
 //! `pyproject.toml` all resolve as they would in the project. Dropping the mirror removes it.
 
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use tempfile::TempDir;
@@ -22,33 +25,55 @@ impl Mirror {
     }
 }
 
-/// Mirrors `root` with `text` in place of `file` (which must be inside `root`).
-pub fn mirror(root: &Path, file: &Path, text: &str) -> std::io::Result<Mirror> {
+/// Mirrors `root` with `text` in place of `file` (which must be inside `root`), and each of
+/// `others` (path, text; those outside `root` are left out) in place of its file: the other
+/// open documents whose text is not the disk's, so an import of one resolves to what the
+/// user has.
+pub fn mirror(root: &Path, file: &Path, text: &str, others: &[(PathBuf, String)]) -> std::io::Result<Mirror> {
     let relative = file.strip_prefix(root).map_err(|_| {
         std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
             format!("{} is not inside {}", file.display(), root.display()),
         )
     })?;
-    let dir = tempfile::Builder::new().prefix("tokamak-shadow-").tempdir()?;
-    let mut real = root.to_path_buf();
-    let mut shadow = dir.path().to_path_buf();
-    let components: Vec<_> = relative.components().collect();
-    for (index, component) in components.iter().enumerate() {
-        let name = component.as_os_str();
-        link_siblings(&real, &shadow, name)?;
-        real.push(name);
-        shadow.push(name);
-        if index + 1 < components.len() {
-            std::fs::create_dir(&shadow)?;
+    let mut written: Vec<(PathBuf, &str)> = vec![(relative.to_path_buf(), text)];
+    for (path, other) in others {
+        if let Ok(inside) = path.strip_prefix(root)
+            && inside != relative
+            && inside.components().all(|c| matches!(c, std::path::Component::Normal(_)))
+        {
+            written.push((inside.to_path_buf(), other.as_str()));
         }
     }
-    std::fs::write(&shadow, text)?;
-    Ok(Mirror { dir, file: shadow })
+    // each folder on the way to a written file is real, with what it must not link to (the
+    // entries made real inside it)
+    let mut real_entries: BTreeMap<PathBuf, BTreeSet<OsString>> = BTreeMap::new();
+    real_entries.entry(PathBuf::new()).or_default();
+    for (path, _) in &written {
+        let mut folder = PathBuf::new();
+        for component in path.components() {
+            real_entries.entry(folder.clone()).or_default().insert(component.as_os_str().to_os_string());
+            folder.push(component);
+        }
+    }
+    let dir = tempfile::Builder::new().prefix("tokamak-shadow-").tempdir()?;
+    // parents sort before their children
+    for (folder, except) in &real_entries {
+        let shadow = dir.path().join(folder);
+        if !folder.as_os_str().is_empty() {
+            std::fs::create_dir_all(&shadow)?;
+        }
+        link_siblings(&root.join(folder), &shadow, except)?;
+    }
+    for (path, content) in &written {
+        std::fs::write(dir.path().join(path), content)?;
+    }
+    let file = dir.path().join(relative);
+    Ok(Mirror { dir, file })
 }
 
-/// Symlinks every entry of `real` except `except` into `shadow`.
-fn link_siblings(real: &Path, shadow: &Path, except: &std::ffi::OsStr) -> std::io::Result<()> {
+/// Symlinks every entry of `real` but those in `except` into `shadow`.
+fn link_siblings(real: &Path, shadow: &Path, except: &BTreeSet<OsString>) -> std::io::Result<()> {
     let entries = match std::fs::read_dir(real) {
         Ok(entries) => entries,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(()),
@@ -56,7 +81,7 @@ fn link_siblings(real: &Path, shadow: &Path, except: &std::ffi::OsStr) -> std::i
     };
     for entry in entries {
         let entry = entry?;
-        if entry.file_name() == except {
+        if except.contains(&entry.file_name()) {
             continue;
         }
         std::os::unix::fs::symlink(entry.path(), shadow.join(entry.file_name()))?;
@@ -78,7 +103,7 @@ mod tests {
         std::fs::write(root.join("src/pkg/main.ts"), "on disk").unwrap();
         std::fs::write(root.join("src/pkg/sibling.ts"), "sibling").unwrap();
 
-        let mirror = mirror(root, &root.join("src/pkg/main.ts"), "in the buffer").unwrap();
+        let mirror = mirror(root, &root.join("src/pkg/main.ts"), "in the buffer", &[]).unwrap();
         assert_eq!(mirror.file, mirror.root().join("src/pkg/main.ts"));
         assert_eq!(std::fs::read_to_string(&mirror.file).unwrap(), "in the buffer");
         assert_eq!(std::fs::read_to_string(root.join("src/pkg/main.ts")).unwrap(), "on disk");
@@ -91,5 +116,33 @@ mod tests {
         let kept = mirror.root().to_path_buf();
         drop(mirror);
         assert!(!kept.exists(), "the mirror is removed when dropped");
+    }
+
+    #[test]
+    fn other_buffers_are_real_files_in_the_mirror() {
+        let project = tempfile::tempdir().unwrap();
+        let root = project.path();
+        std::fs::create_dir_all(root.join("pkg/sub")).unwrap();
+        std::fs::write(root.join("models.py"), "on disk").unwrap();
+        std::fs::write(root.join("test_models.py"), "test on disk").unwrap();
+        std::fs::write(root.join("pkg/sub/deep.py"), "deep on disk").unwrap();
+        std::fs::write(root.join("pkg/other.py"), "other").unwrap();
+        let others = vec![
+            (root.join("models.py"), "models in the buffer".to_string()),
+            (root.join("pkg/sub/deep.py"), "deep in the buffer".to_string()),
+            (root.join("pkg/new.py"), "a new unsaved file".to_string()),
+            (PathBuf::from("/elsewhere/x.py"), "outside".to_string()),
+        ];
+        let mirror = mirror(root, &root.join("test_models.py"), "test in the buffer", &others).unwrap();
+        let read = |p: &str| std::fs::read_to_string(mirror.root().join(p)).unwrap();
+        assert_eq!(read("test_models.py"), "test in the buffer");
+        assert_eq!(read("models.py"), "models in the buffer");
+        assert!(!mirror.root().join("models.py").is_symlink());
+        assert_eq!(read("pkg/sub/deep.py"), "deep in the buffer");
+        assert_eq!(read("pkg/new.py"), "a new unsaved file");
+        assert!(mirror.root().join("pkg/other.py").is_symlink());
+        assert_eq!(read("pkg/other.py"), "other");
+        assert_eq!(std::fs::read_to_string(root.join("models.py")).unwrap(), "on disk");
+        assert!(!mirror.root().join("elsewhere").exists());
     }
 }
