@@ -97,6 +97,7 @@ fn bench_fix_iteration(c: &mut Criterion) {
         history: None,
         approver: None,
         verify: None,
+        final_tests: false,
     };
     let runs = Runs::default();
     let settle = Duration::from_secs(10);

@@ -118,25 +118,30 @@ fn reply(text: &str, calls: &[(&str, serde_json::Value)]) -> Reply {
 }
 
 /// The plan, then each step's edit and done. Every second step is a tester's (it names a
-/// test), as real plans mix roles.
+/// test), the others a documenter's, as real plans mix roles; each edits a file its role may
+/// write (a step whose edit is refused is not done, and the run would not be either).
 fn script(steps: usize) -> VecDeque<Reply> {
     let plan: String = (1..=steps)
         .map(|i| {
             if i % 2 == 0 {
-                format!("{i}. Give module_{i}.py a docstring its unit test can check\n")
+                format!("{i}. Give {} a unit test that can check the docstring\n", step_file(i))
             } else {
-                format!("{i}. Give module_{i}.py a docstring\n")
+                format!("{i}. Document the handler in {}\n", step_file(i))
             }
         })
         .collect();
     let mut replies = VecDeque::from([reply(&plan, &[])]);
     for i in 1..=steps {
         let blocks = "<<<<<<< SEARCH\ndef handler(request):\n=======\ndef handler(request):\n    \"\"\"Handles it.\"\"\"\n>>>>>>> REPLACE\n";
-        replies
-            .push_back(reply("", &[("edit", json!({"path": format!("module_{i}.py"), "blocks": blocks}))]));
+        replies.push_back(reply("", &[("edit", json!({"path": step_file(i), "blocks": blocks}))]));
         replies.push_back(reply("", &[("done", json!({"summary": "documented"}))]));
     }
     replies
+}
+
+/// The file step `i` edits: a tester's test file, or a documenter's notes.
+fn step_file(i: usize) -> String {
+    if i % 2 == 0 { format!("test_module_{i}.py") } else { format!("module_{i}.md") }
 }
 
 fn project(root: &Path, steps: usize) {
@@ -146,7 +151,8 @@ fn project(root: &Path, steps: usize) {
         for f in 0..40 {
             text.push_str(&format!("\n\ndef helper_{f}(value):\n    return value + {f}\n"));
         }
-        std::fs::write(root.join(format!("module_{i}.py")), text).unwrap();
+        std::fs::write(root.join(format!("module_{i}.py")), &text).unwrap();
+        std::fs::write(root.join(step_file(i)), &text).unwrap();
     }
 }
 

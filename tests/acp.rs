@@ -791,31 +791,53 @@ fn acpx_runs_the_scenario_approving_and_denying() {
             .filter(|m| m["params"]["update"]["sessionUpdate"] == "tool_call")
             .filter_map(|m| m["params"]["update"]["kind"].as_str())
             .collect();
-        assert_eq!(kinds.iter().filter(|k| **k == "edit").count(), 2, "{policy}: {kinds:?}");
         assert!(messages.iter().any(|m| m["params"]["update"]["sessionUpdate"] == "plan"), "{stdout}");
         let asked = messages.iter().filter(|m| m["method"] == "session/request_permission").count();
         let source = std::fs::read_to_string(root.join(PYTHON.source)).unwrap();
-        // acpx offers its terminal: the tests run there, or — denied — do not run, and the run
-        // does not say they failed
+        // acpx offers its terminal: the tests run there
         let terminals: Vec<&Value> = messages.iter().filter(|m| m["method"] == "terminal/create").collect();
-        assert!(!terminals.is_empty(), "{policy}: {stdout}");
         let checks: Vec<&str> = messages
             .iter()
             .filter(|m| m["params"]["update"]["sessionUpdate"] == "tool_call")
             .filter_map(|m| m["params"]["update"]["title"].as_str())
             .filter(|t| t.starts_with("Checks"))
             .collect();
-        assert!(!checks.is_empty(), "{policy}: {stdout}");
+        let said: String = messages
+            .iter()
+            .filter(|m| m["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
+            .filter_map(|m| m["params"]["update"]["content"]["text"].as_str())
+            .collect();
+        let last_plan = messages
+            .iter()
+            .rfind(|m| m["params"]["update"]["sessionUpdate"] == "plan")
+            .map(|m| m["params"]["update"]["entries"].clone())
+            .unwrap_or_default();
         if changes {
-            assert!(checks.iter().all(|c| c.ends_with("the tests pass")), "{policy}: {checks:?}");
+            assert_eq!(kinds.iter().filter(|k| **k == "edit").count(), 2, "{policy}: {kinds:?}");
+            assert!(!terminals.is_empty(), "{policy}: {stdout}");
+            assert!(
+                !checks.is_empty() && checks.iter().all(|c| c.ends_with("the tests pass")),
+                "{policy}: {checks:?}"
+            );
             assert!(source.contains("def validate_email"), "{policy}: {source}");
             assert!(
                 std::fs::read_to_string(root.join(PYTHON.tests)).unwrap().contains("def test_validate_email")
             );
+            assert!(said.contains("all 2 step(s) done"), "{policy}: {said}");
         } else {
-            assert!(checks.iter().all(|c| c.ends_with("the tests did not run")), "{policy}: {checks:?}");
-            assert_eq!(asked, 2, "{policy}: each edit asked and denied: {stdout}");
+            // the first step's only change was denied: it is rejected, not done, and the step
+            // built on it never runs; nothing is checked or tested, since nothing changed
+            assert_eq!(kinds.iter().filter(|k| **k == "edit").count(), 1, "{policy}: {kinds:?}");
+            assert_eq!(asked, 1, "{policy}: the edit asked and denied: {stdout}");
+            assert!(terminals.is_empty() && checks.is_empty(), "{policy}: {checks:?}");
             assert_eq!(source, before, "{policy}: nothing changed");
+            assert!(said.contains("0 of 2 step(s) done; step 1 ("), "{policy}: {said}");
+            assert!(said.contains(") rejected: nothing changed: user.py rejected"), "{policy}: {said}");
+            assert!(!said.contains("all 2 step(s) done"), "{policy}: {said}");
+            let first = last_plan[0]["content"].as_str().unwrap_or_default();
+            assert!(first.starts_with("✗ ") && first.contains("(rejected: "), "{policy}: {last_plan}");
+            let second = last_plan[1]["content"].as_str().unwrap_or_default();
+            assert!(second.contains("(failed: not run: it depends on step 1"), "{policy}: {last_plan}");
         }
     }
 }

@@ -226,7 +226,15 @@ fn what_the_model_must_not_do_is_refused_and_the_run_goes_on() {
     let user = UserDirs::new();
     let head_before = std::fs::read(root.join(".git/config")).unwrap();
     let output = run(&user, root, &model, "do forbidden things");
-    assert_eq!(output.status.code(), Some(0), "{}\n{}", text(&output.stdout), text(&output.stderr));
+    // every change it asked for was refused: the step changed nothing and is not done
+    assert_eq!(output.status.code(), Some(1), "{}\n{}", text(&output.stdout), text(&output.stderr));
+    let printed = text(&output.stdout);
+    assert!(
+        printed.contains("[failed]")
+            && printed.contains("0 of 1 step(s) done")
+            && printed.contains("nothing changed"),
+        "{printed}"
+    );
     let told = results(&model);
     let expected = [
         "outside the workspace",

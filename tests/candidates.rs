@@ -239,6 +239,200 @@ fn a_server_set_to_one_request_at_a_time_is_never_crowded() {
     assert_eq!(outcomes(&result), [(1, "tests_failed".to_string()), (2, "passed".to_string())]);
 }
 
+// ---- the tests choose: a candidate failing a test never beats one passing every test ----
+
+const STATS: &str = "def mean(xs):\n    return sum(xs) / count\n";
+const TEST_STATS: &str = "from stats import mean\n\n\ndef test_pair():\n    assert mean([1, 3]) == 2\n\n\ndef test_mean():\n    assert mean([2, 3, 4]) == 3\n";
+
+/// A reply changing `return sum(xs) / count` into `return {fixed}`, after a pause.
+fn stats_fix(fixed: &str) -> Scripted {
+    let reply = format!(
+        "stats.py\n<<<<<<< SEARCH\n    return sum(xs) / count\n=======\n    return {fixed}\n>>>>>>> REPLACE\n"
+    );
+    Scripted::Delayed(Duration::from_millis(300), Box::new(openai_chat(&reply)))
+}
+
+/// A reply whose SEARCH matches nothing in the file.
+fn stats_astray() -> Scripted {
+    let reply = "stats.py\n<<<<<<< SEARCH\n    return total / n\n=======\n    return 0\n>>>>>>> REPLACE\n";
+    Scripted::Delayed(Duration::from_millis(300), Box::new(openai_chat(reply)))
+}
+
+/// `stats.py` whose `count` is undefined (both tests fail without a fix: a NameError), its
+/// tests, ruff and pytest.
+fn stats_project(model: &ModelServer) -> tempfile::TempDir {
+    let dir = python_project(model, "");
+    std::fs::remove_file(dir.path().join("calc.py")).unwrap();
+    std::fs::remove_file(dir.path().join("test_calc.py")).unwrap();
+    std::fs::write(dir.path().join("stats.py"), STATS).unwrap();
+    std::fs::write(dir.path().join("test_stats.py"), TEST_STATS).unwrap();
+    dir
+}
+
+/// pytest on the project as the run left it: whether every test passes, and its output.
+fn pytest_after(dir: &Path) -> (bool, String) {
+    let mut argv = pytest();
+    let program = argv.remove(0);
+    let mut command = std::process::Command::new(program);
+    command.args(&argv).current_dir(dir).env("PYTHONDONTWRITEBYTECODE", "1");
+    for (key, value) in support::tool_env() {
+        command.env(key, value);
+    }
+    let output = command.output().expect("pytest");
+    (output.status.success(), String::from_utf8_lossy(&output.stdout).to_string())
+}
+
+/// The steadiest candidate fixes one test and not the other (only a test that failed without
+/// any fix fails on it), the next passes every test, the third does not apply: the second
+/// lands, and the ending is clean because the tests pass on what landed.
+#[test]
+fn a_candidate_passing_every_test_beats_one_failing_only_known_failures() {
+    if !support::require_tools(&["ruff", "pytest"]) {
+        return;
+    }
+    let model = ModelServer::start(Vec::new());
+    model.at_temperature(0.2, vec![stats_fix("sum(xs) / 2")]);
+    model.at_temperature(0.5, vec![stats_fix("sum(xs) / len(xs)")]);
+    model.at_temperature(0.7, vec![stats_astray()]);
+    let dir = stats_project(&model);
+    let (output, result) = fix(dir.path(), &["--candidates", "3", "stats.py"], None);
+    assert_eq!(result["exit_reason"], "clean", "{result:#}");
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("stats.py")).unwrap(),
+        "def mean(xs):\n    return sum(xs) / len(xs)\n"
+    );
+    assert_eq!(
+        outcomes(&result),
+        [
+            (1, "passed_but_known_failures".to_string()),
+            (2, "passed".to_string()),
+            (3, "does_not_apply".to_string())
+        ]
+    );
+    assert_eq!(result["candidates"][1]["chosen"], true, "{result:#}");
+    let why = result["candidates"][0]["why"].as_str().unwrap();
+    assert!(why.contains("not chosen: candidate 2 passes every test"), "{why}");
+    let summary = result["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("candidate 2 passed the tests") && summary.contains("the tests pass"),
+        "{summary}"
+    );
+    assert!(result.get("left").is_none(), "nothing is left: {result:#}");
+    let (passed, out) = pytest_after(dir.path());
+    assert!(passed, "the ending is what pytest says: {out}");
+}
+
+/// The mirror: the steadiest candidate is right; it lands and the others are never tested.
+#[test]
+fn a_right_first_candidate_lands_and_the_others_are_not_tested() {
+    if !support::require_tools(&["ruff", "pytest"]) {
+        return;
+    }
+    let model = ModelServer::start(Vec::new());
+    model.at_temperature(0.2, vec![stats_fix("sum(xs) / len(xs)")]);
+    model.at_temperature(0.5, vec![stats_fix("sum(xs) / 2")]);
+    model.at_temperature(0.7, vec![stats_astray()]);
+    let dir = stats_project(&model);
+    let (_, result) = fix(dir.path(), &["--candidates", "3", "stats.py"], None);
+    assert_eq!(result["exit_reason"], "clean", "{result:#}");
+    assert_eq!(
+        outcomes(&result),
+        [(1, "passed".to_string()), (2, "not_tested".to_string()), (3, "does_not_apply".to_string())]
+    );
+    assert!(pytest_after(dir.path()).0);
+}
+
+/// No candidate passes every test: the one failing fewest known failures lands, and the
+/// ending is not clean — it names the test still failing, and `tokamak fix` exits 1.
+#[test]
+fn when_no_candidate_passes_every_test_the_ending_names_the_failing_ones() {
+    if !support::require_tools(&["ruff", "pytest"]) {
+        return;
+    }
+    let model = ModelServer::start(Vec::new());
+    model.at_temperature(0.2, vec![stats_fix("sum(xs) / 2")]);
+    model.at_temperature(0.5, vec![stats_fix("sum(xs) // 2")]);
+    let dir = stats_project(&model);
+    let (output, result) = fix(dir.path(), &["--candidates", "2", "stats.py"], None);
+    assert_eq!(result["exit_reason"], "tests_failing", "{result:#}");
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(result["left"]["tests_failing"], json!(["test_stats.py::test_mean"]), "{result:#}");
+    assert_eq!(
+        outcomes(&result),
+        [(1, "passed_but_known_failures".to_string()), (2, "passed_but_known_failures".to_string())]
+    );
+    assert_eq!(result["candidates"][0]["chosen"], true, "the steadiest of two equals: {result:#}");
+    let summary = result["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("the tests fail on it")
+            && summary.contains("tests failing: test_stats.py::test_mean"),
+        "{summary}"
+    );
+    assert!(!summary.contains("clean"), "{summary}");
+    let (passed, out) = pytest_after(dir.path());
+    assert!(!passed && out.contains("test_mean"), "what the ending says is what pytest says: {out}");
+}
+
+/// A candidate whose reply was cut at its token limit is never applied, not even its first,
+/// finished block.
+#[test]
+fn a_candidate_cut_at_its_length_is_never_half_applied() {
+    if !support::require_tools(&["ruff", "pytest"]) {
+        return;
+    }
+    let model = ModelServer::start(Vec::new());
+    let cut_reply = "stats.py\n<<<<<<< SEARCH\n    return sum(xs) / count\n=======\n    return sum(xs) / 2\n>>>>>>> REPLACE\n\nstats.py\n<<<<<<< SEARCH\ndef mean(xs):\n=======\ndef mean(xs: list";
+    model.at_temperature(0.2, vec![support::model_server::json_reply(
+        200,
+        json!({
+            "id": "chatcmpl-cut", "object": "chat.completion", "created": 1_700_000_000, "model": "scripted-model",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": cut_reply}, "finish_reason": "length"}],
+            "usage": {"prompt_tokens": 21, "completion_tokens": 64, "total_tokens": 85},
+        }),
+    )]);
+    model.at_temperature(0.5, vec![stats_fix("sum(xs) / len(xs)")]);
+    let dir = stats_project(&model);
+    let (_, result) = fix(dir.path(), &["--candidates", "2", "stats.py"], None);
+    assert_eq!(result["exit_reason"], "clean", "{result:#}");
+    assert_eq!(outcomes(&result), [(1, "cut".to_string()), (2, "passed".to_string())]);
+    assert!(result["candidates"][0].get("test_ms").is_none(), "a cut reply is not tested: {result:#}");
+}
+
+/// The fix loop's single fix, cut at its length after one finished block: nothing from it is
+/// applied (the finished block alone is a wrong fix), the model is told and asked again.
+#[test]
+fn a_reply_cut_at_its_length_is_never_half_applied_by_the_fix_loop() {
+    if !support::require_tools(&["ruff", "pytest"]) {
+        return;
+    }
+    let cut_reply = "calc.py\n<<<<<<< SEARCH\n    return a + c\n=======\n    return a - b\n>>>>>>> REPLACE\n\ncalc.py\n<<<<<<< SEARCH\ndef add(a, b):\n=======\ndef add(a, b, c=0";
+    let model = ModelServer::start(vec![
+        support::model_server::json_reply(
+            200,
+            json!({
+                "id": "chatcmpl-cut", "object": "chat.completion", "created": 1_700_000_000, "model": "scripted-model",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": cut_reply}, "finish_reason": "length"}],
+                "usage": {"prompt_tokens": 21, "completion_tokens": 64, "total_tokens": 85},
+            }),
+        ),
+        python_fix("a + b"),
+    ]);
+    let dir = python_project(&model, "");
+    let (_, result) = fix(dir.path(), &["--candidates", "1", "calc.py"], None);
+    assert_eq!(result["exit_reason"], "clean", "{result:#}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("calc.py")).unwrap(),
+        "def add(a, b):\n    return a + b\n",
+        "the cut reply's finished block never landed"
+    );
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2, "asked again after the cut reply");
+    let second = requests[1].body.to_string();
+    assert!(second.contains("cut off at the token limit"), "the model is told: {second}");
+    assert_eq!(result["attempts"], 2);
+}
+
 #[test]
 fn a_test_failing_without_any_fix_does_not_stop_a_candidate_that_fixes_the_rest() {
     if !support::require_tools(&["ruff", "pytest"]) {
@@ -254,17 +448,26 @@ fn a_test_failing_without_any_fix_does_not_stop_a_candidate_that_fixes_the_rest(
         "def test_other():\n    assert False, 'broken elsewhere'\n",
     )
     .unwrap();
-    let (_, result) = fix(dir.path(), &["--candidates", "2", "calc.py"], None);
-    assert_eq!(result["exit_reason"], "clean", "{result:#}");
+    let (output, result) = fix(dir.path(), &["--candidates", "2", "calc.py"], None);
+    // the fix lands, but the ending is not clean: a test still fails
+    assert_eq!(result["exit_reason"], "tests_failing", "{result:#}");
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("calc.py")).unwrap(),
+        "def add(a, b):\n    return a + b\n"
+    );
     assert_eq!(
         outcomes(&result),
-        [(1, "passed_but_known_failures".to_string()), (2, "not_tested".to_string())]
+        [(1, "passed_but_known_failures".to_string()), (2, "passed_but_known_failures".to_string())],
+        "every candidate is tested before one failing a test lands"
     );
     let why = result["candidates"][0]["why"].as_str().unwrap();
     assert!(why.contains("test_other.py::test_other"), "{why}");
+    assert_eq!(result["left"]["tests_failing"], json!(["test_other.py::test_other"]), "{result:#}");
     let summary = result["summary"].as_str().unwrap();
     assert!(
-        summary.contains("candidate 1 passed all but the tests that failed without any fix"),
+        summary.contains("candidate 1 passed all but the tests that failed without any fix")
+            && summary.contains("tests failing: test_other.py::test_other"),
         "{summary}"
     );
 }
@@ -277,7 +480,9 @@ fn one_candidate_or_no_test_command_is_the_fix_as_it_comes() {
     let model = ModelServer::start(vec![python_fix("a - b")]);
     let dir = python_project(&model, "");
     let (_, result) = fix(dir.path(), &["--candidates", "1", "calc.py"], None);
-    assert_eq!(result["exit_reason"], "clean", "{result:#}");
+    // the checkers are satisfied with the wrong fix; the tests, run on what landed, are not
+    assert_eq!(result["exit_reason"], "tests_failing", "{result:#}");
+    assert_eq!(result["left"]["tests_failing"], json!(["test_calc.py::test_add"]), "{result:#}");
     assert!(result.get("candidates").is_none(), "{result:#}");
     assert_eq!(model.requests().len(), 1);
 }
@@ -428,8 +633,14 @@ fn tests_that_cannot_run_leave_the_choice_to_the_checkers_and_say_so() {
     let runner = serde_json::to_string(&pytest()).unwrap();
     std::fs::write(dir.path().join("tokamak.toml"), toml.replace(&runner, "[\"no-such-test-runner\"]"))
         .unwrap();
-    let (_, result) = fix(dir.path(), &["--candidates", "2", "calc.py"], None);
-    assert_eq!(result["exit_reason"], "clean", "{result:#}");
+    let (output, result) = fix(dir.path(), &["--candidates", "2", "calc.py"], None);
+    // the checkers' choice lands, and the ending says that nothing tested it
+    assert_eq!(result["exit_reason"], "untested", "{result:#}");
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        result["left"]["tests_not_run"].as_str().is_some_and(|why| why.contains("no-such-test-runner")),
+        "{result:#}"
+    );
     assert_eq!(
         std::fs::read_to_string(dir.path().join("calc.py")).unwrap(),
         "def add(a, b):\n    return a + b\n"

@@ -300,19 +300,39 @@ fn approvals_show_a_floating_diff_and_are_answered_with_keys_and_commands() {
 /// test calls the method only the buffer has. Without bubblewrap (every Mac) the same run
 /// ends the same way, only not isolated, and each step's note says where its tests ran.
 fn scenario_in_neovim(language: &Language, with_bwrap: bool) {
+    scenario_in_neovim_checked_by(language, with_bwrap, &[]);
+}
+
+/// [`scenario_in_neovim`] with `checkers` on: with pyright, the test step's file (written to
+/// disk, not open) is checked against the source's unsaved buffer holding the method — no
+/// repair round, no model call beyond the scenario's.
+fn scenario_in_neovim_checked_by(language: &Language, with_bwrap: bool, checkers: &[&str]) {
     let dir = language.project();
     let root = dir.path();
     let model = ModelServer::start(language.script());
     let (_bin, path) = support::path_without(&["bwrap"]);
     let mut env = vec![(
         "TOKAMAK_E2E_SETTINGS".to_string(),
-        json!({"test": {"command": language.test_command()}}).to_string(),
+        json!({"test": {"command": language.test_command()}, "checkers": {"enable": checkers}}).to_string(),
     )];
     if !with_bwrap {
         env.push(("PATH".to_string(), path));
     }
+    if !checkers.is_empty() {
+        // the server finds the checkers in the tools folder
+        env.extend(support::tool_env());
+    }
+    let clock = std::time::Instant::now();
     let (report, user) = run_with("scenario", root, language.source, &model, &env);
+    // measured, never asserted
+    eprintln!(
+        "neovim scenario ({}, bwrap {with_bwrap}, checkers {checkers:?}): {:?}, {} model call(s)",
+        language.folder,
+        clock.elapsed(),
+        model.requests().len()
+    );
     assert_eq!(report["run"]["exit_reason"], "done", "{report:#}");
+    assert_eq!(model.requests().len(), language.script().len(), "no repair round: {report:#}");
     assert_eq!(report["trusted"], true, "the plugin's settings, vim.NIL and all, were read: {report:#}");
     // two questions, one per step's edit, both approved with `a`
     let questions: Vec<&str> =
@@ -352,6 +372,20 @@ fn the_scenario_in_neovim_in_python() {
 fn the_scenario_in_neovim_without_bwrap_in_python() {
     if support::require_tools(&["nvim", "pytest"]) {
         scenario_in_neovim(&PYTHON, false);
+    }
+}
+
+#[test]
+fn the_scenario_in_neovim_with_pyright_in_python() {
+    if support::require_tools(&["nvim", "pytest", "pyright", "bwrap"]) {
+        scenario_in_neovim_checked_by(&PYTHON, true, &["pyright"]);
+    }
+}
+
+#[test]
+fn the_scenario_in_neovim_with_pyright_without_bwrap_in_python() {
+    if support::require_tools(&["nvim", "pytest", "pyright"]) {
+        scenario_in_neovim_checked_by(&PYTHON, false, &["pyright"]);
     }
 }
 

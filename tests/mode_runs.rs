@@ -239,7 +239,9 @@ fn tests_that_do_not_run_are_skipped_to_the_review() {
         .envs(support::tool_env())
         .output()
         .expect("tokamak runs");
-    assert_eq!(output.status.code(), Some(0), "{}", said(&output));
+    // the change is in and reviewed, but nothing tested it: the run ends untested, status 1
+    assert_eq!(output.status.code(), Some(1), "{}", said(&output));
+    assert!(said(&output).contains("[untested]"), "{}", said(&output));
     assert_eq!(
         support::mode_trail(user.cache.path())[2..],
         ["implementation -code_complete-> test", "test -tests_skipped-> qa", "qa -approved-> idle"],
@@ -395,7 +397,8 @@ fn a_missing_test_runner_did_not_run_with_or_without_bwrap() {
             command.env("PATH", path);
         }
         let output = command.output().expect("tokamak runs");
-        assert_eq!(output.status.code(), Some(0), "bwrap {with_bwrap}: {}", said(&output));
+        assert_eq!(output.status.code(), Some(1), "bwrap {with_bwrap}: {}", said(&output));
+        assert!(said(&output).contains("[untested]"), "bwrap {with_bwrap}: {}", said(&output));
         assert!(
             said(&output).contains("`tokamak-no-such-test-runner` could not be started"),
             "bwrap {with_bwrap}: {}",

@@ -443,7 +443,7 @@ fn a_failing_step_fails_its_dependants_and_not_its_siblings() {
         .clone();
     assert_eq!(finished["exit_reason"], "failed", "{finished}");
     let summary = finished["summary"].as_str().unwrap();
-    assert!(summary.starts_with("1 of 3 step(s) done"), "{summary}");
+    assert!(summary.starts_with("three things: 1 of 3 step(s) done"), "{summary}");
     let steps = statuses(&client);
     assert_eq!(steps[0].1.last().map(String::as_str), Some("✗ failed"), "{steps:?}");
     assert_eq!(steps[1].1, ["○ pending", "✗ failed"], "never run: {steps:?}");
@@ -482,9 +482,24 @@ fn a_failed_step_is_planned_again_and_the_new_plan_carried_out() {
     assert_eq!(trail.iter().filter(|t| t.ends_with("-plan_intent-> planning")).count(), 2, "{trail:?}");
     assert!(trail.contains(&"implementation -done-> idle".to_string()), "{trail:?}");
     assert!(audit_events(client.user.cache.path(), "mode_error").is_empty(), "{trail:?}");
-    // the new plan replaced what was left, and it was carried out
+    // the new plan replaced what was left, and it was carried out; the failed steps stay
+    // in the plan and the ending, marked as replaced
     assert_eq!(finished["exit_reason"], "done", "{finished}");
-    assert!(finished["summary"].as_str().unwrap().contains("all 1 step(s) done"), "{finished}");
+    let summary = finished["summary"].as_str().unwrap();
+    assert!(summary.contains("all 1 step(s) done"), "{finished}");
+    assert!(
+        summary.contains("step 1 (Break things) failed") && summary.contains("and was replaced by r1.1"),
+        "the failure is still told: {summary}"
+    );
+    let steps = statuses(&client);
+    let ids: Vec<&str> = steps.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(ids, ["1", "2", "r1.1"], "{steps:?}");
+    assert_eq!(steps[0].1.last().map(String::as_str), Some("✗ failed"), "{steps:?}");
+    assert_eq!(steps[2].1.last().map(String::as_str), Some("✓ done"), "{steps:?}");
+    let last = client.seen(|m| m["method"] == "tokamak/planUpdated").pop().unwrap();
+    assert_eq!(last["params"]["steps"][0]["replaced_by"], json!(["r1.1"]), "{last}");
+    assert_eq!(finished["steps"][0]["status"], "failed", "{finished}");
+    assert_eq!(finished["steps"][0]["replaced_by"], json!(["r1.1"]), "{finished}");
 }
 
 #[test]

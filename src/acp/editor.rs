@@ -129,17 +129,28 @@ impl AcpEditor {
             .steps
             .iter()
             .map(|step| {
+                // ACP's plan has no state for a step that ended without being done: it is
+                // completed, and its words say how it ended (✗ and why)
                 let status = match step.status {
                     StepStatus::Pending => acp::PlanEntryStatus::Pending,
                     StepStatus::Running => acp::PlanEntryStatus::InProgress,
-                    StepStatus::Done | StepStatus::Failed => acp::PlanEntryStatus::Completed,
+                    _ => acp::PlanEntryStatus::Completed,
                 };
-                let content = match step.status {
-                    StepStatus::Failed => format!("{} (failed: {})", step.title, step.note),
+                let mut content = match step.status {
+                    status if status.is_failure() => format!(
+                        "{} {} ({}: {})",
+                        status.glyph(),
+                        step.title,
+                        status.as_str().replace('_', " "),
+                        step.note
+                    ),
                     // the running step's current mode, as each outcome moves it
                     StepStatus::Running if !step.mode.is_empty() => format!("{} ({})", step.title, step.mode),
                     _ => step.title.clone(),
                 };
+                if !step.replaced_by.is_empty() {
+                    content.push_str(&format!(" — replaced by {}", step.replaced_by.join(", ")));
+                }
                 acp::PlanEntry::new(content, acp::PlanEntryPriority::Medium, status)
             })
             .collect();

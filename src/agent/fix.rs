@@ -19,7 +19,7 @@ use crate::edit::{Block, apply_blocks, minimal_edits, parse_reply};
 use crate::editor::{Editor, Progress, RunEvent};
 use crate::executor::{Access, Confinement, DocumentEditError, Refused, apply_to_document};
 use crate::history::{History, Journal};
-use crate::model::{CallOptions, Model, ModelError, Request};
+use crate::model::{CallOptions, FinishReason, Model, ModelError, Request};
 use crate::observer::{Diagnostic, Observer, SettleError};
 use crate::run::{ExitReason, RunReport, Tokens};
 use crate::sync::lock;
@@ -56,6 +56,10 @@ pub struct FixContext {
     /// a trusted workspace's `[test] command`, each model attempt asks for several fixes and
     /// applies the first that passes. `None`: one fix at a time, as it comes.
     pub verify: Option<Arc<crate::executor::ExecutorContext>>,
+    /// Whether the run's ending runs the tests (through `verify`) on the text it changed when
+    /// no candidate was tested on it: "clean" is said only when they pass. Off for a task
+    /// step's fix, whose step runs them right after.
+    pub final_tests: bool,
 }
 
 /// Counts that survive the run being stopped from outside (cancel, time limit).
@@ -74,6 +78,8 @@ struct Tally {
     /// Each candidate fix tried, and what the tests could not decide.
     candidates: Vec<crate::run::CandidateReport>,
     candidate_note: Option<String>,
+    /// What the run leaves undone, as last observed.
+    left: crate::run::Left,
 }
 
 /// Why the loop ended, and the sentence that says so.
@@ -156,6 +162,8 @@ async fn fix_inner(
         endings: Default::default(),
         waited: tally.waited,
         candidates: tally.candidates,
+        left: if stop.reason == ExitReason::Clean { Default::default() } else { tally.left },
+        step_endings: Vec::new(),
     }
 }
 
@@ -171,7 +179,7 @@ fn summarize(name: &str, stop: &Stop, tally: &Tally) -> String {
     if !tally.candidates.is_empty() {
         facts.push(format!("{} candidate(s) tried", tally.candidates.len()));
         use crate::run::CandidateOutcome;
-        for candidate in tally.candidates.iter().rev() {
+        for candidate in tally.candidates.iter().rev().filter(|c| c.chosen) {
             match candidate.outcome {
                 CandidateOutcome::Passed => {
                     facts.push(format!("candidate {} passed the tests", candidate.number))
@@ -190,6 +198,12 @@ fn summarize(name: &str, stop: &Stop, tally: &Tally) -> String {
     }
     if !facts.is_empty() {
         summary.push_str(&format!(" ({})", facts.join(", ")));
+    }
+    if stop.reason != ExitReason::Clean {
+        let left = tally.left.describe();
+        if !left.is_empty() {
+            summary.push_str(&format!("; {}", left.join("; ")));
+        }
     }
     if tally.changed && stop.reason != ExitReason::Clean {
         summary.push_str("; the edits already made are kept");
@@ -268,7 +282,8 @@ async fn fix_loop(
         let comparison = compare(&targets, &baseline, &now);
         lock(tally).targets_after = comparison.remaining.len();
         if comparison.is_clean() {
-            return Ok(clean_stop(context, &snapshot, &fixed_sentence(context, &snapshot, &targets)));
+            let sentence = fixed_sentence(context, &snapshot, &targets);
+            return Ok(verified_stop(context, run, &snapshot, &sentence, None, tally).await);
         }
         focus = comparison.next_targets();
     }
@@ -302,6 +317,8 @@ async fn fix_loop(
     let mut tests_before: Option<candidates::Baseline> = None;
     let mut last_round: Option<String> = None;
     for attempt in 1..=settings.max_attempts {
+        // how the tests stand on the text this attempt makes, when a candidate was tested on it
+        let mut tests_now: Option<candidates::Baseline> = None;
         let spent = lock(tally).tokens.total();
         if spent >= settings.max_tokens {
             return Err(Stop::new(
@@ -400,6 +417,7 @@ async fn fix_loop(
             }
             match outcome.chosen {
                 Some(chosen) => {
+                    tests_now = outcome.after.clone();
                     (chosen.text, format!("Tokamak: fix attempt {attempt} (candidate {})", chosen.number))
                 }
                 None => {
@@ -439,6 +457,21 @@ async fn fix_loop(
                 tally.tokens.add(Tokens::of(&reply.usage));
             }
             tracing::debug!("{}: attempt {attempt} reply:\n{}", run.run_id, reply.text);
+            if reply.finish == FinishReason::Length {
+                // a reply cut at its length is never half applied: its finished blocks may
+                // need the ones it did not finish
+                report(
+                    context,
+                    run,
+                    format!("attempt {attempt}: the reply was cut off; nothing from it applied"),
+                    None,
+                )
+                .await;
+                history.push(format!(
+                    "Attempt {attempt}: your reply was cut off at the token limit, so nothing from it was applied. Reply with fewer, smaller SEARCH/REPLACE blocks."
+                ));
+                continue;
+            }
             match read(&reply.text) {
                 Ok(text) => (text, format!("Tokamak: fix attempt {attempt}")),
                 Err(why) => {
@@ -458,7 +491,11 @@ async fn fix_loop(
         apply_counted(context, journal, &run.run_id, &snapshot, &edits, &label, tally).await?;
         let (after, now) = observe(context, uri, tally).await?;
         let comparison = compare(&targets, &baseline, &now);
-        lock(tally).targets_after = comparison.remaining.len() + comparison.introduced.len();
+        {
+            let mut tally = lock(tally);
+            tally.targets_after = comparison.remaining.len() + comparison.introduced.len();
+            tally.left.errors = errors_left(&path, &after, &comparison);
+        }
         if let Some(journal) = journal {
             journal.record(
                 "diagnostics",
@@ -472,7 +509,8 @@ async fn fix_loop(
             );
         }
         if comparison.is_clean() {
-            return Ok(clean_stop(context, &after, &fixed_sentence(context, &after, &targets)));
+            let sentence = fixed_sentence(context, &after, &targets);
+            return Ok(verified_stop(context, run, &after, &sentence, tests_now.take(), tally).await);
         }
         let state = comparison.problems();
         // one more try with the feedback is allowed; the third time in the same state is a loop
@@ -537,9 +575,86 @@ fn read_reply(
     }
 }
 
-/// "fixed N problem(s)", saying how many of them no source could re-check on the new text
-/// (an editor's own diagnostic that was not forwarded again): those are gone from what
-/// Tokamak sees, not proven fixed.
+/// The end of a run whose checkers find nothing left, read from the state it ends in: clean
+/// only when every checker answered on the text as it is and, when the run changed it and
+/// the workspace has tests, they pass on it — run now, unless a candidate was tested on
+/// exactly this text (`tests_now`). Otherwise it says what is left: checkers that did not
+/// answer (unchecked), failing tests by name (tests_failing), tests that could not run
+/// (untested).
+async fn verified_stop(
+    context: &FixContext,
+    run: &RunHandle,
+    now: &DocumentSnapshot,
+    sentence: &str,
+    tests_now: Option<candidates::Baseline>,
+    tally: &Mutex<Tally>,
+) -> Stop {
+    let stop = clean_stop(context, now, sentence);
+    if stop.reason != ExitReason::Clean {
+        return stop;
+    }
+    let missing = context.observer.unanswered(&now.uri, now.version);
+    if !missing.is_empty() {
+        lock(tally).left.unanswered = missing.clone();
+        return Stop::new(
+            ExitReason::Unchecked,
+            format!(
+                "{sentence}, but {} did not answer on the new text in time (fix.settle_timeout_ms), so it is not known to be clean",
+                missing.join(", ")
+            ),
+        );
+    }
+    let verify = context.verify.as_deref().filter(|v| v.verification_command().is_some());
+    let Some(verify) = verify.filter(|_| lock(tally).changed) else {
+        return stop;
+    };
+    let tests = match tests_now {
+        Some(known) => known,
+        None if !context.final_tests => return stop,
+        None => {
+            report(context, run, "running the tests on the fixed text".to_string(), None).await;
+            let started = std::time::Instant::now();
+            let verdict = verify.test_texts(&run.run_id, "final", &Default::default(), &run.cancel).await;
+            lock(tally).waited.checks_ms += started.elapsed().as_secs_f64() * 1000.0;
+            match verdict {
+                Ok(verdict) if verdict.passed => candidates::Baseline::Passing,
+                Ok(verdict) => candidates::Baseline::Failing {
+                    first: verdict.why.lines().next().unwrap_or(&verdict.described).to_string(),
+                    failed: verdict.failed,
+                },
+                Err(why) => candidates::Baseline::CannotRun(why),
+            }
+        }
+    };
+    match tests {
+        candidates::Baseline::Passing => {
+            Stop::new(ExitReason::Clean, format!("{}; the tests pass", stop.summary))
+        }
+        candidates::Baseline::Failing { first, failed } => {
+            lock(tally).left.tests_failing = if failed.is_empty() { vec![first] } else { failed };
+            Stop::new(ExitReason::TestsFailing, format!("{sentence}, but the tests fail on it"))
+        }
+        candidates::Baseline::CannotRun(why) => {
+            lock(tally).left.tests_not_run = Some(why);
+            Stop::new(ExitReason::Untested, format!("{sentence}, but the tests could not be run"))
+        }
+    }
+}
+
+/// The errors left in the document as the user reads them: "calc.py:2 [ruff] …".
+fn errors_left(path: &str, now: &DocumentSnapshot, comparison: &Comparison) -> Vec<String> {
+    comparison
+        .remaining
+        .iter()
+        .chain(&comparison.introduced)
+        .filter(|d| d.severity == crate::observer::Severity::Error)
+        .map(|d| {
+            let at = crate::text::offset_to_line_col(&now.rope, d.range.start, PositionEncoding::Utf32);
+            format!("{path}:{} [{}] {}", at.line + 1, d.source, d.message)
+        })
+        .collect()
+}
+
 /// The end of a run that left nothing to fix, saying what checked the file: clean when its
 /// checkers ran, unchecked when only the syntax check could.
 fn clean_stop(context: &FixContext, now: &DocumentSnapshot, sentence: &str) -> Stop {
@@ -551,6 +666,9 @@ fn clean_stop(context: &FixContext, now: &DocumentSnapshot, sentence: &str) -> S
     Stop::new(ExitReason::Clean, format!("{sentence}; checked by {}", coverage.checked_by()))
 }
 
+/// "fixed N problem(s)", saying how many of them no source could re-check on the new text
+/// (an editor's own diagnostic that was not forwarded again): those are gone from what
+/// Tokamak sees, not proven fixed.
 fn fixed_sentence(context: &FixContext, now: &DocumentSnapshot, targets: &[Diagnostic]) -> String {
     let unverified =
         targets.iter().filter(|t| !context.observer.could_see(&now.uri, now.version, &t.source)).count();

@@ -51,6 +51,9 @@ pub struct FileResult {
     /// Each candidate fix tried (none when one fix was asked for at a time).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub candidates: Vec<crate::run::CandidateReport>,
+    /// What the run leaves undone (errors, failing tests, tests that could not run).
+    #[serde(skip_serializing_if = "crate::run::Left::is_empty")]
+    pub left: crate::run::Left,
     #[serde(skip)]
     pub wall: std::time::Duration,
     #[serde(skip)]
@@ -135,6 +138,7 @@ pub async fn fix(paths: &[PathBuf], options: &FixOptions) -> anyhow::Result<Vec<
             changed: final_text != text,
             diff,
             candidates: report.candidates,
+            left: report.left,
             wall: started.elapsed(),
             final_text,
         });

@@ -155,11 +155,17 @@ impl Executor {
                 }
                 None => format!("Tokamak's confidence in it is {}", self.confidence_of(&confined.path).score),
             };
-            return Err(Stop::Refused(format!(
+            let sentence = format!(
                 "{} was not edited: {why}, so an edit is made only where each SEARCH is found exactly as it is now. Here it is now:\n{}",
                 confined.relative,
                 show_lines(&confined.relative, &base, None, MAX_READ_BYTES)
-            )));
+            );
+            // the file changed under the run: the change did not land where it was meant to
+            return Err(if grounded.drift.is_some() {
+                Stop::NotApplied(sentence)
+            } else {
+                Stop::Refused(sentence)
+            });
         }
         let applied = match apply_blocks(&base, &blocks, self.context.settings.similarity) {
             Ok(applied) => applied,
@@ -208,17 +214,20 @@ impl Executor {
                     &label,
                 )
                 .await
-                .map_err(|err| Stop::Refused(format!("{} was not changed: {err}", confined.relative)))?;
+                .map_err(|err| Stop::NotApplied(format!("{} was not changed: {err}", confined.relative)))?;
                 after.rope.to_string()
             }
             None => {
                 match self.context.editor.write_file(&confined.path, Some(&base), &applied.text).await {
                     Some(EditOutcome::Applied { .. }) => {}
                     Some(EditOutcome::Rejected(why)) => {
-                        return Err(Stop::Refused(format!("{} was not changed: {why}", confined.relative)));
+                        return Err(Stop::NotApplied(format!(
+                            "{} was not changed: {why}",
+                            confined.relative
+                        )));
                     }
                     None => write_if_unchanged(&confined.path, Some(self.root()), &base, &applied.text)
-                        .map_err(|err| Stop::Refused(err.to_string()))?,
+                        .map_err(|err| Stop::NotApplied(err.to_string()))?,
                 }
                 applied.text.clone()
             }

@@ -208,6 +208,9 @@ impl Executor {
                     json!({"action": action.name(), "arguments": action.audit_arguments(), "rule": rule}),
                 );
             }
+            if action.kind() == ActionKind::Write {
+                self.record_change(action, super::ChangeFate::Refused, &rule);
+            }
             return Ok(ActionResult::refused(format!("Refused: {rule}.")));
         }
         let look = action.kind() == ActionKind::Read;
@@ -242,6 +245,12 @@ impl Executor {
     /// to context navigation (one of the run's own — its tests, its commit — does not).
     /// `Err`: the sentence for the model.
     pub(super) async fn ask(&self, request: &Request, origin: Origin) -> Result<(), String> {
+        self.ask_who(request, origin).await.map_err(|(_, sentence)| sentence)
+    }
+
+    /// As [`Executor::ask`], saying whether a person rejected it (`true`) or it was refused
+    /// without one (nobody to ask, the run cancelled).
+    async fn ask_who(&self, request: &Request, origin: Origin) -> Result<(), (bool, String)> {
         let decision = tokio::select! {
             decision = self.waits.time(self.context.approver.decide(&self.run_id, request)) => decision,
             () = self.cancel.cancelled() => Decision::Refuse("the run was cancelled while it waited for the user's approval".to_string()),
@@ -257,7 +266,7 @@ impl Executor {
         );
         match decision {
             Decision::Approve => Ok(()),
-            Decision::Refuse(reason) => Err(reason),
+            Decision::Refuse(reason) => Err((false, reason)),
             Decision::Reject(reason) => {
                 let back = self.authority().is_some() && origin == Origin::Model;
                 if back {
@@ -269,7 +278,7 @@ impl Executor {
                         " You are in context navigation now: look at the code again (read, search, symbols, definition, callers) with that reason in mind before you change anything.",
                     );
                 }
-                Err(sentence)
+                Err((true, sentence))
             }
         }
     }
@@ -346,6 +355,8 @@ impl Executor {
             return Ok(());
         }
         let request = Request::Change { action: action.to_string(), summary, diff, file };
-        self.ask(&request, Origin::Model).await.map_err(Stop::Refused)
+        self.ask_who(&request, Origin::Model).await.map_err(|(rejected, sentence)| {
+            if rejected { Stop::Rejected(sentence) } else { Stop::Forbidden(sentence) }
+        })
     }
 }

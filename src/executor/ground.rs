@@ -88,6 +88,17 @@ impl Executor {
                         "drift",
                         json!({"file": confined.relative, "severity": drift.as_str(), "what": what}),
                     );
+                    let how = match (drift, whole) {
+                        (_, Some(_)) => "the change was refused until it is read again",
+                        (Drift::Minor, _) => "absorbed",
+                        (Drift::Moderate, _) => "changes made only where they still apply exactly",
+                        _ => "the user was asked whether to go on",
+                    };
+                    lock(&self.state).drift.push(format!(
+                        "{}: {} drift ({what}); {how}",
+                        confined.relative,
+                        drift.as_str()
+                    ));
                     let cost = match drift {
                         Drift::None => 0,
                         Drift::Minor => 5,

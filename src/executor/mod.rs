@@ -52,7 +52,7 @@ pub use ground::{ASK_BELOW, ConfidenceListener, GO_ON, REREAD_BELOW};
 pub use policy::{Approver, ChangedFile, Decision, OnBehalfOf, RefuseUnlisted, Request, WaitClock};
 pub use rollback::{RollbackError, RollbackReport, rollback};
 pub use sandbox::{Placement, SandboxError, ShadowCopy, placement};
-pub use verify::{TestVerdict, why_failed};
+pub use verify::{TestVerdict, failed_tests, not_run_reason, why_failed};
 
 use crate::config::{ApprovalLevel, CommandSettings, LimitSettings, SandboxMode};
 use crate::editor::Editor;
@@ -187,6 +187,37 @@ struct RunState {
     originals: HashMap<String, Option<String>>,
     /// How often each state (the changed files' texts, an action and its result) was seen.
     visits: HashMap<[u8; 32], usize>,
+    /// Every change the model asked for and what became of it, in order.
+    changes: Vec<ChangeAttempt>,
+    /// Each file that changed under the run, once per text, and what became of it.
+    drift: Vec<String>,
+}
+
+/// One change (edit, create, delete, rename) the model asked for, and what became of it:
+/// what a step's ending is read from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChangeAttempt {
+    /// The path as the model named it (the first, for a rename).
+    pub path: String,
+    pub fate: ChangeFate,
+    /// The sentence the model was told (empty when it landed).
+    pub why: String,
+}
+
+/// What became of a change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangeFate {
+    /// It is in the user's text.
+    Landed,
+    /// It could not be made as asked (a SEARCH not found, nothing to change, no such file).
+    Failed,
+    /// A rule refused it: the mode, the role, the path, or the approver with nobody to ask.
+    Refused,
+    /// The user said no.
+    Rejected,
+    /// It was approved (or needed no approval) and did not land: the user typed on its lines,
+    /// the file changed under the run, the editor refused the write.
+    NotApplied,
 }
 
 /// Who asked for an action: the model (its actions are checked and, at `approval =
@@ -255,6 +286,30 @@ impl Executor {
     /// Files the run changed so far (relative to the root).
     pub fn changed_files(&self) -> Vec<String> {
         lock(&self.state).changed.clone()
+    }
+
+    /// A change the model asked for and what became of it (see [`Executor::changes_since`]).
+    pub(super) fn record_change(&self, action: &Action, fate: ChangeFate, why: &str) {
+        let path = action.paths().first().map(|p| p.to_string()).unwrap_or_default();
+        let attempt = ChangeAttempt { path, fate, why: crate::text::cut(why, 600) };
+        lock(&self.state).changes.push(attempt);
+    }
+
+    /// The files that changed under the run and what became of each ("calc.py: moderate
+    /// drift (…); changes made only where they still apply exactly").
+    pub fn drift_notes(&self) -> Vec<String> {
+        lock(&self.state).drift.clone()
+    }
+
+    /// A mark in the changes the model asked for: what [`Executor::changes_since`] counts
+    /// from.
+    pub fn change_mark(&self) -> usize {
+        lock(&self.state).changes.len()
+    }
+
+    /// The changes the model asked for since `mark`, in order, with what became of each.
+    pub fn changes_since(&self, mark: usize) -> Vec<ChangeAttempt> {
+        lock(&self.state).changes.iter().skip(mark).cloned().collect()
     }
 
     /// A mark in the run's changes: what [`Executor::written_since`] counts from.
@@ -344,14 +399,30 @@ impl Executor {
             Action::Run { command, timeout } => Ok(self.run(command, *timeout, origin).await),
             Action::GitCommit { message } => Ok(self.commit(message).await),
         };
-        let result = match result {
-            Ok(result) => result,
-            Err(Stop::Refused(reason)) => ActionResult::refused(reason),
+        let (result, fate) = match result {
+            Ok(result) => {
+                let fate = if result.ok { ChangeFate::Landed } else { ChangeFate::Failed };
+                (result, fate)
+            }
+            Err(Stop::Refused(reason)) => (ActionResult::refused(reason), ChangeFate::Failed),
+            Err(Stop::Forbidden(reason)) => (ActionResult::refused(reason), ChangeFate::Refused),
+            Err(Stop::Rejected(reason)) => (ActionResult::refused(reason), ChangeFate::Rejected),
+            Err(Stop::NotApplied(reason)) => {
+                // said where it was approved, at once: the change the user saw did not land
+                let path = action.paths().first().map(|p| p.to_string()).unwrap_or_default();
+                let message =
+                    format!("Tokamak: the change to {path} was not applied: {}", first_sentence(&reason));
+                self.context.editor.show_message(crate::editor::MessageLevel::Warning, message).await;
+                (ActionResult::refused(reason), ChangeFate::NotApplied)
+            }
             Err(Stop::Limit(hit)) => {
                 self.record_limit(action, &hit);
                 return Err(hit);
             }
         };
+        if action.kind() == ActionKind::Write {
+            self.record_change(action, fate, if fate == ChangeFate::Landed { "" } else { &result.summary });
+        }
         self.reindex(&result.changed);
         if let Some(journal) = &self.journal {
             journal.record(
@@ -450,8 +521,22 @@ impl Executor {
 
 /// Why an action did not happen.
 enum Stop {
+    /// Not made: what the model asked for could not be done (its fate: failed).
     Refused(String),
+    /// A rule or the approver refused it.
+    Forbidden(String),
+    /// The user rejected it.
+    Rejected(String),
+    /// Approved, or needing no approval, and still not made.
+    NotApplied(String),
     Limit(LimitHit),
+}
+
+/// The first sentence of a reason (what a notification can hold; the rest is for the model).
+fn first_sentence(reason: &str) -> String {
+    let line = reason.lines().next().unwrap_or_default();
+    let end = line.find(". ").map_or(line.len(), |at| at + 1);
+    line[..end].trim_end_matches(':').to_string()
 }
 
 fn file_uri(path: &Path) -> Result<Url, Stop> {

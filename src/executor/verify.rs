@@ -112,6 +112,10 @@ impl ExecutorContext {
             return Err(reason);
         }
         command.repoint_back(&mut outcome, &copy, root);
+        if let Some(why) = not_run_reason(&argv, outcome.status, &outcome.stdout, &outcome.stderr) {
+            let _ = tokio::task::spawn_blocking(move || drop(copy)).await;
+            return Err(why);
+        }
         // removing a whole workspace's copy is off the async threads too (and done before the
         // next copy is made)
         let _ = tokio::task::spawn_blocking(move || drop(copy)).await;
@@ -127,6 +131,70 @@ impl ExecutorContext {
             placement: placed.describe(),
         })
     }
+}
+
+/// Why a test command's run says nothing of the code, when it does not: the program could
+/// not be found or started (exit 126, 127), the test runner is not installed (`python -m
+/// pytest` answering "No module named pytest"), or the runner stopped before any test ran
+/// (pytest's exit 4, a usage error, and 5, no tests collected). Said with the run's first
+/// telling lines; `None` for a run whose failure is the tests'.
+pub fn not_run_reason(argv: &[String], status: Option<i32>, stdout: &str, stderr: &str) -> Option<String> {
+    // the lines that say why: a missing module or program, a usage error; else the first
+    // lines of output (not the command line or the exit status a result starts with)
+    let first = || {
+        let lines: Vec<&str> = stderr
+            .lines()
+            .chain(stdout.lines())
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with("$ ") && !l.starts_with("exit status"))
+            .collect();
+        let telling: Vec<&str> = lines
+            .iter()
+            .filter(|l| {
+                let lower = l.to_ascii_lowercase();
+                ["no module named", "not found", "no such file", "usage:", "error"]
+                    .iter()
+                    .any(|w| lower.contains(w))
+            })
+            .take(2)
+            .copied()
+            .collect();
+        let shown = if telling.is_empty() { lines.into_iter().take(2).collect() } else { telling };
+        if shown.is_empty() { String::new() } else { format!(": {}", shown.join(" | ")) }
+    };
+    let program = argv.first().map(String::as_str).unwrap_or_default();
+    if matches!(status, Some(126) | Some(127)) {
+        return Some(format!(
+            "`{program}` could not be run (exit status {}){}",
+            status.unwrap_or(127),
+            first()
+        ));
+    }
+    // `python -m NAME` whose module is not there
+    if let Some(module) = argv.windows(2).find(|w| w[0] == "-m").map(|w| w[1].as_str()) {
+        let output = format!("{stderr}\n{stdout}");
+        let missing = [format!("No module named {module}"), format!("No module named '{module}'")];
+        if missing.iter().any(|m| output.lines().any(|l| l.trim_end().ends_with(m.as_str())))
+            && !output.contains(" passed")
+            && !output.contains(" failed")
+        {
+            return Some(format!("the test runner `{module}` is not installed for `{program}`{}", first()));
+        }
+    }
+    let pytest = argv.iter().any(|a| a == "pytest" || a.ends_with("/pytest") || a == "py.test");
+    if pytest {
+        match status {
+            Some(4) => {
+                return Some(format!(
+                    "pytest could not start the tests (exit status 4, a usage error){}",
+                    first()
+                ));
+            }
+            Some(5) => return Some("pytest found no tests to run (exit status 5)".to_string()),
+            _ => {}
+        }
+    }
+    None
 }
 
 /// The lines of a failing run that say why: the first lines naming a failure or an error
@@ -213,6 +281,24 @@ mod tests {
         let silent = why_failed("a\nb\n\nc\n", "");
         assert_eq!(silent, "a\nb\nc");
         assert_eq!(failed_tests(pytest, ""), ["test_calc.py::test_add"]);
+    }
+
+    #[test]
+    fn tests_that_cannot_run_are_told_apart_from_failing_ones() {
+        let argv = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let python = argv(&["python3", "-m", "pytest", "-q"]);
+        let why = not_run_reason(&python, Some(1), "", "/usr/bin/python3: No module named pytest\n").unwrap();
+        assert!(why.contains("`pytest` is not installed") && why.contains("No module named pytest"), "{why}");
+        let why = not_run_reason(&argv(&["no-such-runner"]), Some(127), "", "sh: no-such-runner: not found")
+            .unwrap();
+        assert!(why.contains("exit status 127") && why.contains("not found"), "{why}");
+        assert!(not_run_reason(&python, Some(5), "no tests ran in 0.01s", "").unwrap().contains("no tests"));
+        assert!(not_run_reason(&python, Some(4), "", "ERROR: usage: …").unwrap().contains("usage error"));
+        // the code's own failures are the tests' to report
+        let failing = "E   ModuleNotFoundError: No module named 'calc'\nFAILED test_calc.py::test_add\n1 failed in 0.1s";
+        assert_eq!(not_run_reason(&python, Some(1), failing, ""), None);
+        assert_eq!(not_run_reason(&python, Some(2), "ERROR test_calc.py - ImportError", ""), None);
+        assert_eq!(not_run_reason(&argv(&["npm", "test"]), Some(1), "1 failing", ""), None);
     }
 
     #[test]

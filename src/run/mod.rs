@@ -9,4 +9,6 @@ mod report;
 
 pub use crate::action::{ChangedFile, ToolKind};
 pub use event::{Check, Progress, RunEvent, TestOutcome};
-pub use report::{CandidateOutcome, CandidateReport, Endings, ExitReason, RunReport, Tokens, Waited};
+pub use report::{
+    CandidateOutcome, CandidateReport, Endings, ExitReason, Left, RunReport, StepEnding, Tokens, Waited,
+};

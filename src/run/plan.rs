@@ -9,14 +9,26 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// A step's state, with the glyph editors show.
+/// A step's state, with the glyph editors show. Done only when its change landed and its
+/// checks and tests passed on the user's text; each way of not being done is said as such.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "snake_case")]
 pub enum StepStatus {
     Pending,
     Running,
     Done,
+    /// It could not finish: errors or failing tests left, the model gave up, a limit.
     Failed,
+    /// Every change it asked for was rejected by the user (or refused by a rule), and none
+    /// landed.
+    Rejected,
+    /// It asked for changes and none of them landed (none applied, or all refused).
+    NothingChanged,
+    /// A change it needed was approved but did not land (the user typed on its lines, the
+    /// file changed under it, the editor refused the write).
+    NotApplied,
+    /// The run was stopped while it ran.
+    Cancelled,
 }
 
 impl StepStatus {
@@ -25,7 +37,36 @@ impl StepStatus {
             StepStatus::Pending => "○",
             StepStatus::Running => "⚡",
             StepStatus::Done => "✓",
-            StepStatus::Failed => "✗",
+            StepStatus::Failed
+            | StepStatus::Rejected
+            | StepStatus::NothingChanged
+            | StepStatus::NotApplied => "✗",
+            StepStatus::Cancelled => "⊘",
+        }
+    }
+
+    /// Whether the step ended without being done (its dependants cannot run).
+    pub fn is_failure(self) -> bool {
+        matches!(
+            self,
+            StepStatus::Failed
+                | StepStatus::Rejected
+                | StepStatus::NothingChanged
+                | StepStatus::NotApplied
+                | StepStatus::Cancelled
+        )
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepStatus::Pending => "pending",
+            StepStatus::Running => "running",
+            StepStatus::Done => "done",
+            StepStatus::Failed => "failed",
+            StepStatus::Rejected => "rejected",
+            StepStatus::NothingChanged => "nothing_changed",
+            StepStatus::NotApplied => "not_applied",
+            StepStatus::Cancelled => "cancelled",
         }
     }
 }
@@ -51,6 +92,9 @@ pub struct PlanStep {
     /// transition changes it (SPEC M1).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub mode: String,
+    /// The steps a re-plan put in its place after it failed: it stays in the plan, failed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replaced_by: Vec<String>,
 }
 
 /// A plan for a goal.
@@ -154,20 +198,20 @@ impl Plan {
         self.steps.iter().find(|s| s.id == id).map(|s| s.status)
     }
 
-    /// Marks every pending step that depends (directly or not) on a failed one as failed.
-    /// Returns the ids failed this way.
+    /// Marks every pending step that depends (directly or not) on one that ended without
+    /// being done as failed. Returns the ids failed this way.
     pub fn fail_dependants(&mut self) -> Vec<String> {
         let mut failed_now = Vec::new();
         loop {
             let failed: BTreeSet<String> =
-                self.steps.iter().filter(|s| s.status == StepStatus::Failed).map(|s| s.id.clone()).collect();
+                self.steps.iter().filter(|s| s.status.is_failure()).map(|s| s.id.clone()).collect();
             let mut changed = false;
             for step in &mut self.steps {
                 if step.status == StepStatus::Pending
                     && let Some(cause) = step.depends_on.iter().find(|d| failed.contains(*d))
                 {
                     step.status = StepStatus::Failed;
-                    step.note = format!("not run: it depends on step {cause}, which failed");
+                    step.note = format!("not run: it depends on step {cause}, which was not done");
                     failed_now.push(step.id.clone());
                     changed = true;
                 }
@@ -176,6 +220,38 @@ impl Plan {
                 return failed_now;
             }
         }
+    }
+
+    /// Puts a re-plan's steps in place of what is left: the steps that ended without being
+    /// done stay, marked as replaced by the new ones (so the plan and the ending still show
+    /// them), the pending ones give way, and the new steps follow.
+    pub fn replace(&mut self, new: Vec<PlanStep>) {
+        let ids: Vec<String> = new.iter().map(|s| s.id.clone()).collect();
+        self.steps.retain(|s| s.status != StepStatus::Pending);
+        for step in &mut self.steps {
+            if step.status.is_failure() && step.replaced_by.is_empty() {
+                step.replaced_by = ids.clone();
+            }
+        }
+        self.steps.extend(new);
+    }
+
+    /// Whether a step is done, or ended without being done and every step that replaced it
+    /// is (a failure the re-plan made good).
+    pub fn made_good(&self, step: &PlanStep) -> bool {
+        self.made_good_within(step, 0)
+    }
+
+    fn made_good_within(&self, step: &PlanStep, depth: usize) -> bool {
+        if step.status == StepStatus::Done {
+            return true;
+        }
+        if !step.status.is_failure() || step.replaced_by.is_empty() || depth > self.steps.len() {
+            return false;
+        }
+        step.replaced_by.iter().all(|id| {
+            self.steps.iter().find(|s| s.id == *id).is_some_and(|s| self.made_good_within(s, depth + 1))
+        })
     }
 
     /// The plan as a numbered list, for prompts and the terminal.
@@ -188,6 +264,9 @@ impl Plan {
             }
             if !step.role.is_empty() {
                 out.push_str(&format!(" — {}", step.role));
+            }
+            if !step.replaced_by.is_empty() {
+                out.push_str(&format!(" (replaced by {})", step.replaced_by.join(", ")));
             }
             out.push('\n');
             if !step.detail.is_empty() {
@@ -295,6 +374,7 @@ fn read_json(reply: &str) -> Option<Vec<PlanStep>> {
                 files: Vec::new(),
                 role: String::new(),
                 mode: String::new(),
+                replaced_by: Vec::new(),
             })
         })
         .collect();
@@ -331,6 +411,7 @@ fn read_list(reply: &str) -> Vec<PlanStep> {
                     files: Vec::new(),
                     role: String::new(),
                     mode: String::new(),
+                    replaced_by: Vec::new(),
                 });
             }
             None => {

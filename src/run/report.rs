@@ -8,8 +8,16 @@ use url::Url;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ExitReason {
-    /// The targeted diagnostics are gone and nothing new appeared.
+    /// The targeted diagnostics are gone and nothing new appeared, every checker answered on
+    /// the text as it ends, and the project's tests (where a trusted workspace has them)
+    /// pass on it.
     Clean,
+    /// The checkers find nothing left, but the project's tests fail on the text as it ends
+    /// (the report's `left` names them).
+    TestsFailing,
+    /// The checkers find nothing left, but the project's tests could not be run, so nothing
+    /// says the change works (the report's `left` says why).
+    Untested,
     /// No syntax errors are left, but only the syntax check could run (the file's checkers
     /// are not installed): the file is not known to be clean.
     Unchecked,
@@ -26,7 +34,8 @@ pub enum ExitReason {
     /// Something outside the loop stopped it: the model cannot be reached, the editor refused
     /// the edit, the document closed.
     Failed,
-    /// A task run: the model said the goal is reached.
+    /// A task run: every step's change landed, its checks on the user's text and its tests
+    /// passed.
     Done,
     /// `limits.tool_calls` actions were taken.
     ToolCallLimit,
@@ -49,6 +58,8 @@ impl ExitReason {
     pub fn as_str(self) -> &'static str {
         match self {
             ExitReason::Clean => "clean",
+            ExitReason::TestsFailing => "tests_failing",
+            ExitReason::Untested => "untested",
             ExitReason::Unchecked => "unchecked",
             ExitReason::MaxAttempts => "max_attempts",
             ExitReason::RepeatedError => "repeated_error",
@@ -151,6 +162,98 @@ pub struct RunReport {
     /// was asked for at a time).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub candidates: Vec<CandidateReport>,
+    /// What the run leaves undone, read from the state it ends in (empty: nothing).
+    #[serde(skip_serializing_if = "Left::is_empty")]
+    pub left: Left,
+    /// How each step of a task run ended, replaced ones included.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub step_endings: Vec<StepEnding>,
+}
+
+/// What a run leaves undone, each part as the user reads it (SPEC F4, §4: an ending names
+/// what is left).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Left {
+    /// Errors left in the files the run changed (or was to fix), each as
+    /// "calc.py:2 [pyright] message".
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<String>,
+    /// Tests that fail on the text as the run ends, by name.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tests_failing: Vec<String>,
+    /// Why the tests could not be run (their first lines).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tests_not_run: Option<String>,
+    /// Checkers that did not answer on the text as it ends in time.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unanswered: Vec<String>,
+    /// Changes refused by a rule (the mode, the role, the approver) or rejected by the user.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rejected: Vec<String>,
+    /// Changes approved (or asked for) that did not land: the user typed on their lines, the
+    /// file changed under the run, the editor refused the write.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub not_applied: Vec<String>,
+    /// Files that changed under the run, and what became of it ("calc.py: moderate drift
+    /// absorbed").
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub drift: Vec<String>,
+}
+
+impl Left {
+    pub fn is_empty(&self) -> bool {
+        *self == Left::default()
+    }
+
+    /// The parts that are not empty, each in a few words, for a summary: "errors left:
+    /// calc.py:2 [ruff] …; tests failing: test_x".
+    pub fn describe(&self) -> Vec<String> {
+        let mut parts = Vec::new();
+        let list = |items: &[String]| {
+            let shown: Vec<&str> = items.iter().take(5).map(String::as_str).collect();
+            let more = items.len().saturating_sub(shown.len());
+            if more > 0 { format!("{} and {more} more", shown.join(", ")) } else { shown.join(", ") }
+        };
+        if !self.errors.is_empty() {
+            parts.push(format!("errors left: {}", list(&self.errors)));
+        }
+        if !self.tests_failing.is_empty() {
+            parts.push(format!("tests failing: {}", list(&self.tests_failing)));
+        }
+        if let Some(why) = &self.tests_not_run {
+            parts.push(format!("the tests could not run: {why}"));
+        }
+        if !self.unanswered.is_empty() {
+            parts.push(format!("no answer in time from {}", self.unanswered.join(", ")));
+        }
+        if !self.rejected.is_empty() {
+            parts.push(format!("rejected: {}", list(&self.rejected)));
+        }
+        if !self.refused.is_empty() {
+            parts.push(format!("refused: {}", list(&self.refused)));
+        }
+        if !self.not_applied.is_empty() {
+            parts.push(format!("not applied: {}", list(&self.not_applied)));
+        }
+        if !self.drift.is_empty() {
+            parts.push(format!("drift: {}", list(&self.drift)));
+        }
+        parts
+    }
+}
+
+/// How one step of a task run ended, as its plan shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StepEnding {
+    pub id: String,
+    pub title: String,
+    pub status: crate::run::plan::StepStatus,
+    pub note: String,
+    /// The steps that replaced it after it failed (a re-plan).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub replaced_by: Vec<String>,
 }
 
 /// What became of one candidate fix.
@@ -167,6 +270,9 @@ pub enum CandidateOutcome {
     ChosenByCheckers,
     /// The tests failed on it.
     TestsFailed,
+    /// Its reply was cut off at the token limit: nothing from it was used (a half reply is
+    /// never half applied).
+    Cut,
     /// Its reply could not be applied to the file (no blocks, a SEARCH not found, …).
     DoesNotApply,
     /// Its text does not parse: dropped without running the tests.
@@ -192,6 +298,9 @@ pub struct CandidateReport {
     /// The time its copy and test run took.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub test_ms: Option<f64>,
+    /// The one its attempt applied.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub chosen: bool,
 }
 
 impl RunReport {
@@ -213,6 +322,8 @@ impl RunReport {
             endings: Endings::default(),
             waited: Waited::default(),
             candidates: Vec::new(),
+            left: Left::default(),
+            step_endings: Vec::new(),
         }
     }
 }

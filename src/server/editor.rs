@@ -254,6 +254,7 @@ impl Editor for LspEditor {
                     "files": s.files,
                     "role": s.role,
                     "mode": s.mode,
+                    "replaced_by": s.replaced_by,
                 })
             })
             .collect();
@@ -275,6 +276,14 @@ impl Editor for LspEditor {
         if !report.candidates.is_empty() {
             // each candidate fix tried: its number, temperature, outcome and why
             params["candidates"] = json!(report.candidates);
+        }
+        if !report.left.is_empty() {
+            // what the run leaves: errors, failing tests, tests that could not run, changes
+            // refused, rejected or not applied, drift
+            params["left"] = json!(report.left);
+        }
+        if !report.step_endings.is_empty() {
+            params["steps"] = json!(report.step_endings);
         }
         self.client.send_notification::<RunFinished>(params).await;
         let level = match report.exit_reason {

@@ -55,6 +55,7 @@ pub async fn fix(backend: &Backend, args: FixArgs) -> Result<Value> {
         history: backend.history(),
         approver: crate::session::fix_approver(backend.executor_context().as_ref()),
         verify: backend.executor_context(),
+        final_tests: true,
     };
     let run_id = handle.run_id.clone();
     let request = FixRequest { uri: args.uri, scope };

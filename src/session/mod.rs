@@ -121,8 +121,9 @@ impl Session {
                 }
             }));
         }
-        // the executor also runs the tests that choose among candidate fixes (SPEC V2)
-        let verifying = settings.fix.candidates > 1 && settings.test.command.is_some();
+        // the executor also runs the tests that choose among candidate fixes (SPEC V2), and
+        // those a fix's ending is checked by
+        let verifying = settings.test.command.is_some();
         let executor = match (root.as_deref(), options.agent || verifying) {
             (Some(root), true) => match Confinement::new(root) {
                 Ok(confinement) => Some(ExecutorContext::new(
@@ -167,6 +168,7 @@ impl Session {
             history: self.history.clone(),
             approver,
             verify: self.executor.clone(),
+            final_tests: true,
         }
     }
 }

@@ -105,7 +105,8 @@ export interface PlanStep {
   title: string;
   detail?: string;
   depends_on?: string[];
-  status: "pending" | "running" | "done" | "failed";
+  /** How it ended when not done: failed, rejected (every change refused), nothing_changed (none landed), not_applied (an approved change did not land), cancelled. */
+  status: "pending" | "running" | "done" | "failed" | "rejected" | "nothing_changed" | "not_applied" | "cancelled";
   glyph?: string;
   note?: string;
   files?: string[];
@@ -113,6 +114,8 @@ export interface PlanStep {
   role?: string;
   /** Its current mode while it runs (`test`, `debug` …), the last one after. */
   mode?: string;
+  /** The steps a re-plan put in its place after it failed: it stays, failed, beside them. */
+  replaced_by?: string[];
 }
 
 /** A plan as `tokamak/planUpdated` and `tokamak.plan` send it. */
@@ -123,7 +126,16 @@ export interface Plan {
   steps: PlanStep[];
 }
 
-const GLYPHS: Record<string, string> = { pending: "○", running: "⚡", done: "✓", failed: "✗" };
+const GLYPHS: Record<string, string> = {
+  pending: "○",
+  running: "⚡",
+  done: "✓",
+  failed: "✗",
+  rejected: "✗",
+  nothing_changed: "✗",
+  not_applied: "✗",
+  cancelled: "⊘",
+};
 
 /** What the *Tokamak Plan* tree shows for a step: its label, description, tooltip and children (the files it changed). */
 export interface StepView {
@@ -143,8 +155,12 @@ export function stepView(step: PlanStep): StepView {
   return {
     id: step.id,
     label: `${glyph} ${step.id}. ${step.title}${depends}`,
-    // the running step's current mode, as each outcome moves it
-    description: step.status === "running" && step.mode ? `running · ${step.mode}` : step.status,
+    // the running step's current mode, as each outcome moves it; how a step that was not done
+    // ended, and what replaced it
+    description:
+      step.status === "running" && step.mode
+        ? `running · ${step.mode}`
+        : step.status.replace(/_/g, " ") + (step.replaced_by && step.replaced_by.length > 0 ? ` · replaced by ${step.replaced_by.join(", ")}` : ""),
     tooltip,
     files: step.files ?? [],
   };

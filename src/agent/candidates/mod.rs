@@ -6,7 +6,8 @@
 //! passing, nothing is applied, and each candidate's report says why it lost.
 //!
 //! When the tests fail without any fix too, a candidate on which only some of those same
-//! tests fail wins as well. When the tests cannot decide — they cannot be run, or they fail
+//! tests fail wins as well — but only when no candidate passes every test: each is tested
+//! before such a one lands, and the fix loop's ending names the tests still failing. When the tests cannot decide — they cannot be run, or they fail
 //! without any fix and do not say which tests — the checkers choose among the candidates that
 //! resolve the problems without a new one, and the report says so: a candidate is never called
 //! tested when it was not, nor chosen by checkers that did not report on it.
@@ -25,7 +26,7 @@ use super::targets::{Comparison, Problems, compare, is_syntax};
 use crate::config::CANDIDATE_TEMPERATURES;
 use crate::editor::{Editor, Progress, RunEvent};
 use crate::executor::{ExecutorContext, TestVerdict};
-use crate::model::{Model, ModelError, Request, Usage};
+use crate::model::{FinishReason, Model, ModelError, Request, Usage};
 use crate::observer::{Diagnostic, Observer};
 use crate::run::{CandidateOutcome, CandidateReport};
 
@@ -179,6 +180,7 @@ pub async fn round(round: Round<'_>) -> RoundOutcome {
         outcome,
         why,
         test_ms: None,
+        chosen: false,
     };
 
     // read each reply into a text; the ones that do not apply are dropped with their reason
@@ -196,6 +198,16 @@ pub async fn round(round: Round<'_>) -> RoundOutcome {
                     err.to_string(),
                 ));
                 errors.push(err);
+            }
+            Ok(reply) if reply.finish == FinishReason::Length => {
+                // a reply cut at its length is never half applied
+                outcome.usage.push(reply.usage);
+                outcome.reports.push(report(
+                    number,
+                    temperature,
+                    CandidateOutcome::Cut,
+                    "the reply was cut off at the token limit, so nothing from it was used".to_string(),
+                ));
             }
             Ok(reply) => {
                 outcome.usage.push(reply.usage);
@@ -278,6 +290,9 @@ pub async fn round(round: Round<'_>) -> RoundOutcome {
         }
         _ => None,
     };
+    // the best candidate on which only tests that failed without any fix fail, and those
+    let mut fallback: Option<(Judged, Vec<String>)> = None;
+    let mut fallback_first = String::new();
     for candidate in order.by_ref() {
         if cannot.is_some() {
             untested.push(candidate);
@@ -306,6 +321,8 @@ pub async fn round(round: Round<'_>) -> RoundOutcome {
                 break;
             }
             Ok(verdict) if verdict.ended && fails_only_known(&baseline, &verdict.failed) => {
+                // better than nothing, but a later candidate that passes every test beats it:
+                // kept aside while the others are tested
                 let why = format!(
                     "only tests that fail without any fix fail on it ({}); the others pass",
                     verdict.failed.join(", ")
@@ -318,12 +335,11 @@ pub async fn round(round: Round<'_>) -> RoundOutcome {
                 );
                 passed.test_ms = Some(ms(&verdict));
                 outcome.reports.push(passed);
-                outcome.after = Some(Baseline::Failing {
-                    first: first_line(&verdict.why, &verdict.described),
-                    failed: verdict.failed.clone(),
-                });
-                outcome.chosen = Some(Chosen { number: candidate.number, text: candidate.text });
-                break;
+                let fewer = fallback.as_ref().is_none_or(|(_, failed)| verdict.failed.len() < failed.len());
+                if fewer {
+                    fallback = Some((candidate, verdict.failed.clone()));
+                    fallback_first = first_line(&verdict.why, &verdict.described);
+                }
             }
             Ok(verdict) => {
                 let mut failed = report(
@@ -346,6 +362,25 @@ pub async fn round(round: Round<'_>) -> RoundOutcome {
     }
     outcome.verify_time = verify_started.elapsed();
     let later: Vec<Judged> = order.collect();
+    if let (Some((kept, failed)), None) = (fallback, &outcome.chosen) {
+        // no candidate passes every test: the one that fails only known failures, fewest
+        outcome.after = Some(Baseline::Failing { first: fallback_first, failed });
+        outcome.chosen = Some(Chosen { number: kept.number, text: kept.text });
+    }
+    if let Some(chosen) = &outcome.chosen {
+        for report in &mut outcome.reports {
+            if report.number == chosen.number {
+                report.chosen = true;
+            } else if report.outcome == CandidateOutcome::PassedButKnownFailures {
+                let better = if outcome.after == Some(Baseline::Passing) {
+                    format!("candidate {} passes every test", chosen.number)
+                } else {
+                    format!("candidate {} fails no more tests", chosen.number)
+                };
+                report.why = format!("{}; not chosen: {better}", report.why);
+            }
+        }
+    }
     if outcome.chosen.is_none() {
         // the tests could not decide: the checkers choose among what they reported on, with no
         // new problem, the targets resolved

@@ -13,6 +13,7 @@
 
 mod modes;
 mod observe;
+mod verdict;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -141,12 +142,25 @@ pub async fn run_task(context: &TaskContext, request: TaskRequest, run: RunHandl
         profiles: Profiles::load(executor_context.confinement.root(), executor_context.settings.trusted),
         explicit_role: request.role.clone(),
         test_runs: Default::default(),
+        last_tests: Default::default(),
+        before: Default::default(),
+        left: Default::default(),
     };
     let stop = match engine.roles_ready(&request).await {
         Ok(()) => engine.drive(&request).await,
         Err(stop) => stop,
     };
     timer.abort();
+    if run.cancel.is_cancelled()
+        && let Some(plan) = lock(&engine.plan).as_mut()
+    {
+        for step in plan.steps.iter_mut().filter(|s| {
+            s.status == StepStatus::Running
+                || (s.status == StepStatus::Failed && s.note.starts_with("Cancelled"))
+        }) {
+            step.status = StepStatus::Cancelled;
+        }
+    }
     let stop = if run.cancel.is_cancelled() {
         // said once, however deep the cancel was seen ("Cancelled", "Cancelled while planning")
         let summary = if stop.summary.starts_with("Cancelled") {
@@ -173,8 +187,29 @@ pub async fn run_task(context: &TaskContext, request: TaskRequest, run: RunHandl
     }
 
     let changed = executor.changed_files();
-    let steps_done = lock(&engine.plan).as_ref().map_or(0, |plan| {
-        plan.steps.iter().filter(|s| s.status == crate::run::plan::StepStatus::Done).count() as u32
+    let (steps_done, step_endings) = lock(&engine.plan).as_ref().map_or((0, Vec::new()), |plan| {
+        let done = plan.steps.iter().filter(|s| s.status == StepStatus::Done).count() as u32;
+        let endings = plan
+            .steps
+            .iter()
+            .map(|s| crate::run::StepEnding {
+                id: s.id.clone(),
+                title: s.title.clone(),
+                status: s.status,
+                note: s.note.clone(),
+                replaced_by: s.replaced_by.clone(),
+            })
+            .collect();
+        (done, endings)
+    });
+    let left = lock(&engine.left).take();
+    let left = left.unwrap_or_else(|| {
+        // stopped before its end: what it leaves as far as it got
+        let mut left = crate::run::Left::default();
+        verdict::changes_left(&executor.changes_since(0), &mut left);
+        verdict::tests_left(lock(&engine.last_tests).as_ref(), &mut left);
+        left.drift = executor.drift_notes();
+        left
     });
     let root = executor_context.confinement.root();
     let mut summary = stop.summary.trim().to_string();
@@ -203,6 +238,8 @@ pub async fn run_task(context: &TaskContext, request: TaskRequest, run: RunHandl
         endings: engine.endings,
         waited: Default::default(),
         candidates: Vec::new(),
+        left,
+        step_endings,
     };
     tracing::info!("{}: {} — {}", run.run_id, report.exit_reason, report.summary);
     if let Some(journal) = &journal {
@@ -241,6 +278,12 @@ struct Runner<'a> {
     explicit_role: Option<String>,
     /// Test runs of the engine's own so far, for their tool-call ids.
     test_runs: std::sync::atomic::AtomicU32,
+    /// The last test run's outcome: what the ending says of the tests.
+    last_tests: Mutex<Option<TestOutcome>>,
+    /// Each changed file's settled diagnostics on its text before the run (computed once).
+    before: Mutex<std::collections::HashMap<String, Vec<crate::observer::Diagnostic>>>,
+    /// What the run leaves, as its end read it (`None`: it stopped before its end).
+    left: Mutex<Option<crate::run::Left>>,
 }
 
 impl Runner<'_> {
@@ -363,15 +406,21 @@ impl Runner<'_> {
                 Ok(()) => {}
                 Err(stop) if stop.reason == ExitReason::Failed => {
                     // the step failed: its dependants with it; perhaps a new plan for the rest
-                    let (failed_now, outline) = {
+                    let (failed_now, outline, failed) = {
                         let mut guard = lock(&self.plan);
                         let Some(plan) = guard.as_mut() else { break };
-                        plan.steps[index].status = StepStatus::Failed;
-                        plan.steps[index].note = stop.summary.clone();
-                        (plan.fail_dependants(), plan.outline())
+                        // a step that ended as rejected, not applied or nothing changed says so
+                        if plan.steps[index].status == StepStatus::Running {
+                            plan.steps[index].status = StepStatus::Failed;
+                            plan.steps[index].note = stop.summary.clone();
+                        }
+                        let failed = plan.steps[index].status == StepStatus::Failed;
+                        (plan.fail_dependants(), plan.outline(), failed)
                     };
                     self.publish().await;
-                    if replans < self.context.plan.max_replans && !failed_now.is_empty() {
+                    // a step the user rejected (or whose changes did not land) is not planned
+                    // around: the user said no, or the text moved under it
+                    if failed && replans < self.context.plan.max_replans && !failed_now.is_empty() {
                         replans += 1;
                         self.enter_planning(&request.goal);
                         if let Err(stop) = self.replan(model.as_ref(), request, &outline, replans).await {
@@ -385,7 +434,11 @@ impl Runner<'_> {
                         if let Some(plan) = guard.as_mut()
                             && plan.steps[index].status == StepStatus::Running
                         {
-                            plan.steps[index].status = StepStatus::Failed;
+                            plan.steps[index].status = if stop.reason == ExitReason::Cancelled {
+                                StepStatus::Cancelled
+                            } else {
+                                StepStatus::Failed
+                            };
                             plan.steps[index].note = stop.summary.clone();
                         }
                     }
@@ -398,36 +451,73 @@ impl Runner<'_> {
         let Some(plan) = plan else {
             return Stop { reason: ExitReason::Failed, summary: "the plan was lost".into() };
         };
-        let done = plan.steps.iter().filter(|s| s.status == StepStatus::Done).count();
-        let failed: Vec<String> = plan
-            .steps
-            .iter()
-            .filter(|s| s.status == StepStatus::Failed)
-            .map(|s| format!("step {} ({}): {}", s.id, s.title, s.note))
-            .collect();
-        if failed.is_empty() {
-            let mut summary = format!("{}: all {} step(s) done", plan.goal, done);
-            // a run that changed nothing answered a question: its steps' answers are the point
-            if self.executor.changed_files().is_empty() {
-                let answers: Vec<&str> =
-                    plan.steps.iter().map(|s| s.note.trim()).filter(|note| !note.is_empty()).collect();
-                if !answers.is_empty() {
-                    summary = format!("{summary}. {}", answers.join(" "));
-                }
-            }
-            Stop { reason: ExitReason::Done, summary }
-        } else {
-            Stop {
-                reason: ExitReason::Failed,
-                summary: format!("{done} of {} step(s) done; {}", plan.steps.len(), failed.join("; ")),
+        // the ending is read from the state the run ends in
+        let mut left = crate::run::Left { errors: self.errors_left().await, ..Default::default() };
+        verdict::tests_left(lock(&self.last_tests).as_ref(), &mut left);
+        verdict::changes_left(&self.executor.changes_since(0), &mut left);
+        left.drift = self.executor.drift_notes();
+        let (reason, mut summary) = verdict::run_ending(&plan, &left);
+        // a run that changed nothing answered a question: its steps' answers are the point
+        if reason == ExitReason::Done && self.executor.changed_files().is_empty() {
+            let answers: Vec<&str> =
+                plan.steps.iter().map(|s| s.note.trim()).filter(|note| !note.is_empty()).collect();
+            if !answers.is_empty() {
+                summary = format!("{summary}. {}", answers.join(" "));
             }
         }
+        *lock(&self.left) = Some(left);
+        Stop { reason, summary }
+    }
+
+    /// The errors the run leaves in the files it changed (those their text before the run did
+    /// not have), each as "calc.py:2 [pyright] message", checked now on the user's text.
+    async fn errors_left(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for file in self.executor.changed_files() {
+            let root = self.executor.context().confinement.root();
+            let Ok(uri) = Url::from_file_path(root.join(&file)) else { continue };
+            let Some(after) = self.diagnostics_now(&uri).await else { continue };
+            let before = self.before_of(&file, &uri).await;
+            let (new, _) = crate::agent::checks::compare(
+                &crate::agent::checks::errors(&before),
+                &crate::agent::checks::errors(&after),
+            );
+            if new.is_empty() {
+                continue;
+            }
+            let text = match self.executor.context().observer.snapshot(&uri) {
+                Some(snapshot) => snapshot.rope.to_string(),
+                None => crate::workspace::read_text(&root.join(&file)).unwrap_or_default(),
+            };
+            for diagnostic in new {
+                let line =
+                    text.get(..diagnostic.range.start.min(text.len())).map_or(0, |t| t.matches('\n').count())
+                        + 1;
+                out.push(format!("{file}:{line} [{}] {}", diagnostic.source, diagnostic.message));
+            }
+        }
+        out
+    }
+
+    /// Ends step `index` as `status` (rejected, not applied, nothing changed) with `note`,
+    /// told in the plan: the run goes on without it, as after a failed step.
+    async fn not_done(&self, index: usize, status: StepStatus, note: String) -> Stop {
+        let files = self.executor.changed_files();
+        if let Some(step) = lock(&self.plan).as_mut().and_then(|p| p.steps.get_mut(index)) {
+            step.status = status;
+            step.note = note.clone();
+            step.files.retain(|f| files.contains(f));
+        }
+        self.executor.record("step_not_done", json!({"status": status.as_str(), "note": note}));
+        self.publish().await;
+        Stop { reason: ExitReason::Failed, summary: note }
     }
 
     fn stop_with_plan(&self, reason: ExitReason, why: &str) -> Stop {
         let done = lock(&self.plan)
             .as_ref()
             .map_or(0, |p| p.steps.iter().filter(|s| s.status == StepStatus::Done).count());
+        // what it leaves as far as it got is said by the report's `left`
         Stop { reason, summary: format!("{why}; {done} step(s) were done") }
     }
 
@@ -454,8 +544,9 @@ impl Runner<'_> {
         self.tokens.add(tokens);
     }
 
-    /// A new plan for what is left after a step failed: its steps replace the failed and
-    /// pending ones (the done ones stay), with ids that do not clash.
+    /// A new plan for what is left after a step failed: its steps replace the pending ones
+    /// and follow the failed ones, which stay in the plan marked as replaced (the done ones
+    /// stay too), with ids that do not clash.
     async fn replan(
         &mut self,
         model: &dyn Model,
@@ -486,8 +577,8 @@ impl Runner<'_> {
         {
             let mut guard = lock(&self.plan);
             if let Some(plan) = guard.as_mut() {
-                plan.steps.retain(|s| s.status == StepStatus::Done);
-                plan.steps.extend(new.steps);
+                // the failed steps stay, failed, beside what replaces them
+                plan.replace(new.steps);
                 plan.repairs.extend(new.repairs);
             }
         }
@@ -507,8 +598,10 @@ impl Runner<'_> {
             plan.steps[index].status = StepStatus::Running;
             (plan.outline(), plan.steps[index].clone(), plan.steps.len())
         };
-        // what the step writes, files earlier steps changed too included
+        // what the step writes, files earlier steps changed too included, and every change
+        // it asks for with what became of it
         let mark = self.executor.writes();
+        let change_mark = self.executor.change_mark();
         let mut goal = step.title.clone();
         if !step.detail.is_empty() {
             goal.push_str(&format!("\n{}", step.detail));
@@ -608,6 +701,15 @@ impl Runner<'_> {
                     return Err(Stop { reason: ExitReason::Failed, summary: outcome.summary });
                 }
                 other => return Err(Stop { reason: other, summary: outcome.summary }),
+            }
+            // a step whose changes did not land is not done, whatever the model says
+            let may_write = ["edit", "create", "delete", "rename"]
+                .iter()
+                .any(|action| profile.refuses_action(action).is_none());
+            if let Some((status, note)) =
+                verdict::landing(&self.executor.changes_since(change_mark), may_write)
+            {
+                return Err(self.not_done(index, status, note).await);
             }
             // observe what the step changed
             let step_files = self.executor.written_since(mark);
@@ -711,6 +813,12 @@ impl Runner<'_> {
             } else {
                 None
             };
+            // what landed is still what it asked for (a later round's change may not have)
+            if let Some((status, note)) =
+                verdict::landing(&self.executor.changes_since(change_mark), may_write)
+            {
+                return Err(self.not_done(index, status, note).await);
+            }
             {
                 let mut guard = lock(&self.plan);
                 if let Some(plan) = guard.as_mut() {

@@ -19,6 +19,7 @@ use crate::editor::{DocumentEdit, EditOutcome, Editor, FileOperation, MessageLev
 use crate::executor::{Action, DiskEditor};
 use crate::observer::{Diagnostic, Observer};
 use crate::run::{Check, TestOutcome};
+use crate::sync::lock;
 use crate::workspace::DocumentSnapshot;
 
 impl Runner<'_> {
@@ -37,10 +38,7 @@ impl Runner<'_> {
                 Some(after) => after,
                 None => continue, // deleted, or not text
             };
-            let before = match self.executor.original(file).flatten() {
-                Some(text) => self.diagnostics_of_text(&uri, &text).await,
-                None => Vec::new(),
-            };
+            let before = self.before_of(file, &uri).await;
             let (new, gone) = checks::compare(&checks::errors(&before), &checks::errors(&after));
             if !new.is_empty() {
                 // errors the run left in a file lower its confidence in it (SPEC G4)
@@ -59,6 +57,9 @@ impl Runner<'_> {
             Some(command) if !self.cancel.is_cancelled() => Some(self.run_tests(command).await),
             _ => None,
         };
+        if tests.is_some() {
+            lock(&self.last_tests).clone_from(&tests);
+        }
         let check = Check {
             step: Some(step.to_string()),
             files: files.to_vec(),
@@ -110,7 +111,10 @@ impl Runner<'_> {
 
     /// Runs a test command, told to the user as a tool call of the run's own: whether it
     /// passed, whether it ran at all (a refused command did not), and its output.
+    /// A run that could not start, or stopped before any test ran, did not run: what it says
+    /// is told as why, never as failing code.
     pub(super) async fn run_command(&self, command: Vec<String>) -> (bool, bool, String) {
+        let argv = command.clone();
         let action = Action::Run { command, timeout: None };
         let number = self.test_runs.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
         let id = format!("tests-{number}");
@@ -118,7 +122,14 @@ impl Runner<'_> {
         let (passed, ran, text, summary) = match self.executor.execute(&action).await {
             Ok(result) => {
                 let passed = result.exit_status == Some(0);
-                (passed, result.ok, crate::text::cut(&result.text, 4 * 1024), result.summary)
+                let text = crate::text::cut(&result.text, 4 * 1024);
+                let not_run = (!passed && result.ok)
+                    .then(|| crate::executor::not_run_reason(&argv, result.exit_status, &result.text, ""))
+                    .flatten();
+                match not_run {
+                    Some(why) => (false, false, why.clone(), why),
+                    None => (passed, result.ok, text, result.summary),
+                }
             }
             Err(hit) => (false, false, hit.to_string(), hit.to_string()),
         };
@@ -145,6 +156,20 @@ impl Runner<'_> {
         }
         let text = crate::workspace::read_text(&uri.to_file_path().ok()?).ok()?;
         Some(self.diagnostics_of_text(uri, &text).await)
+    }
+
+    /// A changed file's settled diagnostics on its text before the run changed it (none for a
+    /// file the run created), checked once and kept.
+    pub(super) async fn before_of(&self, file: &str, uri: &Url) -> Vec<Diagnostic> {
+        if let Some(known) = lock(&self.before).get(file) {
+            return known.clone();
+        }
+        let before = match self.executor.original(file).flatten() {
+            Some(text) => self.diagnostics_of_text(uri, &text).await,
+            None => Vec::new(),
+        };
+        lock(&self.before).insert(file.to_string(), before.clone());
+        before
     }
 
     /// The settled diagnostics of `text` as the file `uri`, from an Observer of its own.
@@ -189,6 +214,8 @@ impl Runner<'_> {
                 },
             ),
             verify: Some(Arc::clone(self.executor.context())),
+            // the step runs the tests itself right after
+            final_tests: false,
         };
         let runs = Runs::default();
         let Ok(handle) = runs.start(&uri) else { return };

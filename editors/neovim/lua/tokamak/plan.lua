@@ -13,7 +13,16 @@ M.updates = {}
 --- Goals given in this session, newest last (completion for the goal prompt).
 M.goals = {}
 
-local GLYPHS = { pending = "○", running = "⚡", done = "✓", failed = "✗" }
+local GLYPHS = {
+  pending = "○",
+  running = "⚡",
+  done = "✓",
+  failed = "✗",
+  rejected = "✗",
+  nothing_changed = "✗",
+  not_applied = "✗",
+  cancelled = "⊘",
+}
 local window_name = "tokamak://plan"
 --- The plan window's buffer and the step id on each of its lines.
 local plan_buf, line_steps = nil, {}
@@ -50,6 +59,13 @@ function M.render(plan)
     -- the running step's current mode, as each outcome moves it (implementation → test → qa)
     if step.status == "running" and step.mode and step.mode ~= "" then
       line = line .. " — " .. step.mode
+    end
+    -- a step that was not done says how (rejected, not applied …), and what replaced it
+    if step.status ~= "done" and step.status ~= "running" and step.status ~= "pending" and step.status ~= "failed" then
+      line = line .. " — " .. step.status:gsub("_", " ")
+    end
+    if step.replaced_by and #step.replaced_by > 0 then
+      line = line .. " (replaced by " .. table.concat(step.replaced_by, ", ") .. ")"
     end
     table.insert(lines, line)
     table.insert(steps, step.id)

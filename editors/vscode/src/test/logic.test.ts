@@ -96,6 +96,10 @@ test("a plan step as the tree shows it", () => {
   assert.equal(stepView(moving).description, "running · test");
   assert.ok(stepView(moving).tooltip.includes("Role: coder, implementation (the default)"));
   assert.equal(stepView({ ...moving, status: "done" as const }).description, "done");
+  // a step that was not done says how, and what replaced it
+  const replaced = stepView({ ...moving, status: "not_applied" as const, replaced_by: ["r1.1", "r1.2"] });
+  assert.equal(replaced.description, "not applied · replaced by r1.1, r1.2");
+  assert.ok(replaced.label.startsWith("✗ "), replaced.label);
 });
 
 test("plans are kept by id and the latest is shown; goals are trimmed", () => {
