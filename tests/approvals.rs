@@ -7,7 +7,6 @@
 
 mod support;
 
-use std::path::Path;
 use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
@@ -32,40 +31,6 @@ fn options(model: &ModelServer, approval: Value) -> Value {
         "model": {"base_url": model.url(), "model": "scripted", "max_retries": 0},
         "checkers": {"enable": []},
     })
-}
-
-/// An editor that renders approvals itself (the experimental capability).
-fn rendering_client(root: &Path, options: Value) -> LspClient {
-    let capabilities = json!({
-        "general": {"positionEncodings": ["utf-16"]},
-        "window": {"workDoneProgress": true},
-        "workspace": {"applyEdit": true, "workspaceEdit": {"documentChanges": true}},
-        "experimental": {"tokamak": {"approvals": true}},
-    });
-    let mut client = LspClient::for_project_with(root, options, capabilities);
-    client.act_as_editor();
-    client
-}
-
-fn command(client: &mut LspClient, name: &str, arguments: Value) -> Value {
-    client.request("workspace/executeCommand", json!({"command": name, "arguments": [arguments]}))
-}
-
-fn start_run(client: &mut LspClient, goal: &str) -> String {
-    let response = command(client, "tokamak.run", json!({"goal": goal}));
-    assert!(response.get("error").is_none(), "{response}");
-    response["result"]["run_id"].as_str().unwrap().to_string()
-}
-
-fn finished(client: &mut LspClient, run_id: &str) -> Value {
-    client.wait_for("the run's end", |m| {
-        m["method"] == "tokamak/runFinished" && m["params"]["run_id"] == run_id
-    })["params"]
-        .clone()
-}
-
-fn question(client: &mut LspClient) -> Value {
-    client.wait_for_notification("tokamak/approvalRequested")["params"].clone()
 }
 
 #[test]
@@ -94,9 +59,9 @@ fn an_edit_waits_for_approve_and_a_rejection_sends_the_model_back_to_look() {
             "experimental": {"tokamak": {"approvals": true}},
         }),
     );
-    let run_id = start_run(&mut client, "make total safe");
+    let run_id = client.start_run("make total safe");
 
-    let first = question(&mut client);
+    let first = client.approval_question();
     assert_eq!(first["run_id"], run_id.as_str());
     assert_eq!(first["action"], "edit");
     assert_eq!(first["summary"], "edit src/app.py");
@@ -107,7 +72,7 @@ fn an_edit_waits_for_approve_and_a_rejection_sends_the_model_back_to_look() {
     let id = first["id"].as_str().unwrap().to_string();
     // nothing changes while the question waits, and the status lists it
     assert_eq!(std::fs::read_to_string(root.join("src/app.py")).unwrap(), APP);
-    let status = command(&mut client, "tokamak.status", json!({}));
+    let status = client.execute("tokamak.status", json!({}));
     assert_eq!(status["result"]["approval"], "medium", "{status}");
     assert_eq!(status["result"]["approvals"][0]["id"], id.as_str(), "{status}");
     assert!(
@@ -115,34 +80,31 @@ fn an_edit_waits_for_approve_and_a_rejection_sends_the_model_back_to_look() {
         "a client that renders approvals is not asked twice"
     );
     // a wrong id is a clear error, and the question still waits
-    let wrong = command(&mut client, "tokamak.approve", json!({"id": "a99"}));
+    let wrong = client.execute("tokamak.approve", json!({"id": "a99"}));
     assert_eq!(
         wrong["error"]["message"].as_str().unwrap(),
         format!("no approval a99 is waiting; these are: {id}")
     );
-    let approved = command(&mut client, "tokamak.approve", json!({"id": id}));
+    let approved = client.execute("tokamak.approve", json!({"id": id}));
     assert_eq!(approved["result"]["answer"], "approved", "{approved}");
     assert_eq!(approved["result"]["heard"], true, "{approved}");
 
-    let second = question(&mut client);
+    let second = client.approval_question();
     assert_ne!(second["id"], first["id"]);
-    let rejected = command(
-        &mut client,
-        "tokamak.reject",
-        json!({"id": second["id"], "reason": "keep the signature as it is"}),
-    );
+    let rejected = client
+        .execute("tokamak.reject", json!({"id": second["id"], "reason": "keep the signature as it is"}));
     assert_eq!(rejected["result"]["answer"], "rejected", "{rejected}");
     // the answer reaches the run on its own task: its mode changes a moment after the reply
-    let mut status = command(&mut client, "tokamak.status", json!({}));
+    let mut status = client.execute("tokamak.status", json!({}));
     for _ in 0..50 {
         if status["result"]["runs"][0]["mode"] == "coder, context_navigation (rejected)" {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(100));
-        status = command(&mut client, "tokamak.status", json!({}));
+        status = client.execute("tokamak.status", json!({}));
     }
     assert_eq!(status["result"]["runs"][0]["mode"], "coder, context_navigation (rejected)", "{status}");
-    let end = finished(&mut client, &run_id);
+    let end = client.run_finished(&run_id);
     assert_eq!(end["exit_reason"], "done", "{end}");
     assert_eq!(std::fs::read_to_string(root.join("src/app.py")).unwrap(), SAFE, "the approved edit only");
 
@@ -171,7 +133,7 @@ fn an_edit_waits_for_approve_and_a_rejection_sends_the_model_back_to_look() {
         .collect();
     assert!(modes.contains(&("rejected".into(), "context_nav".into())), "{modes:?}");
     assert!(modes.contains(&("looked_again".into(), "implementation".into())), "{modes:?}");
-    let none = command(&mut client, "tokamak.approve", json!({}));
+    let none = client.execute("tokamak.approve", json!({}));
     assert_eq!(none["error"]["message"], "no approval is waiting");
 }
 
@@ -195,7 +157,7 @@ fn show_message_request_with_show_diff_and_high_asks_before_reads() {
     let mut client = LspClient::for_project_with(root, options(&model, json!("high")), capabilities);
     client.never_answer("window/showMessageRequest");
     client.answer("window/showDocument", json!({"success": true}));
-    let run_id = start_run(&mut client, "make total safe");
+    let run_id = client.start_run("make total safe");
     let asked = |client: &mut LspClient| client.wait_for_notification("window/showMessageRequest");
     let reply = |client: &mut LspClient, request: &Value, result: Value| {
         client.send(&json!({"jsonrpc": "2.0", "id": request["id"], "result": result}));
@@ -234,9 +196,9 @@ fn show_message_request_with_show_diff_and_high_asks_before_reads() {
     });
     assert!(said["params"]["message"].as_str().unwrap().contains("tokamak.approve"), "{said}");
     assert_eq!(std::fs::read_to_string(root.join("src/app.py")).unwrap(), APP);
-    let approved = command(&mut client, "tokamak.approve", json!({}));
+    let approved = client.execute("tokamak.approve", json!({}));
     assert_eq!(approved["result"]["answer"], "approved", "{approved}");
-    let end = finished(&mut client, &run_id);
+    let end = client.run_finished(&run_id);
     assert_eq!(end["exit_reason"], "done", "{end}");
     assert_eq!(std::fs::read_to_string(root.join("src/app.py")).unwrap(), SAFE);
     assert!(!path.exists(), "the diff file goes with its question");
@@ -255,7 +217,7 @@ fn the_level_is_medium_by_default_a_project_cannot_lower_it_and_cancel_ends_a_wa
         let mut opts = options(&model, approval);
         opts["trusted"] = json!(trusted);
         let mut client = LspClient::for_project(dir.path(), opts);
-        let status = command(&mut client, "tokamak.status", json!({}));
+        let status = client.execute("tokamak.status", json!({}));
         let warnings: Vec<String> = client
             .seen(|m| m["method"] == "window/showMessage")
             .iter()
@@ -280,23 +242,23 @@ fn the_level_is_medium_by_default_a_project_cannot_lower_it_and_cancel_ends_a_wa
         opts,
         json!({"general": {"positionEncodings": ["utf-16"]}}),
     );
-    let status = command(&mut client, "tokamak.status", json!({}));
+    let status = client.execute("tokamak.status", json!({}));
     assert_eq!(status["result"]["approval"], "high", "{status}");
     assert_eq!(level("approval = \"low\"\n", true, Value::Null).0, "low");
     assert_eq!(level("", true, json!("low")).0, "low");
 
     let dir = project("");
-    let mut client = rendering_client(dir.path(), options(&model, json!("medium")));
-    let run_id = start_run(&mut client, "make total safe");
-    let waiting = question(&mut client);
-    let cancelled = command(&mut client, "tokamak.cancel", json!({"run_id": run_id}));
+    let mut client = LspClient::approving_editor(dir.path(), options(&model, json!("medium")));
+    let run_id = client.start_run("make total safe");
+    let waiting = client.approval_question();
+    let cancelled = client.execute("tokamak.cancel", json!({"run_id": run_id}));
     assert!(cancelled.get("error").is_none(), "{cancelled}");
-    let end = finished(&mut client, &run_id);
+    let end = client.run_finished(&run_id);
     assert_eq!(end["exit_reason"], "cancelled", "{end}");
     assert_eq!(std::fs::read_to_string(dir.path().join("src/app.py")).unwrap(), APP);
-    let status = command(&mut client, "tokamak.status", json!({}));
+    let status = client.execute("tokamak.status", json!({}));
     assert_eq!(status["result"]["approvals"], json!([]), "{status}");
-    let late = command(&mut client, "tokamak.approve", json!({"id": waiting["id"]}));
+    let late = client.execute("tokamak.approve", json!({"id": waiting["id"]}));
     assert!(late["error"]["message"].as_str().unwrap().contains("is waiting"), "{late}");
 }
 
@@ -391,15 +353,15 @@ fn at_high_a_fix_is_asked_before_it_lands() {
     let model = ModelServer::start(vec![openai_chat(reply), openai_chat(reply)]);
     let dir = project("");
     std::fs::write(dir.path().join("mean.py"), broken).unwrap();
-    let mut client = rendering_client(dir.path(), options(&model, json!("high")));
+    let mut client = LspClient::approving_editor(dir.path(), options(&model, json!("high")));
     let uri = client.open_file(&dir.path().join("mean.py"), "python");
     let fix = |client: &mut LspClient| {
-        let started = command(client, "tokamak.fix", json!({"uri": uri}));
+        let started = client.execute("tokamak.fix", json!({"uri": uri}));
         assert!(started.get("error").is_none(), "{started}");
         started["result"]["run_id"].as_str().unwrap().to_string()
     };
     let run_id = fix(&mut client);
-    let asked = question(&mut client);
+    let asked = client.approval_question();
     assert_eq!(
         (asked["action"].as_str(), asked["summary"].as_str()),
         (Some("fix"), Some("fix mean.py")),
@@ -407,17 +369,17 @@ fn at_high_a_fix_is_asked_before_it_lands() {
     );
     assert!(asked["diff"].as_str().unwrap().contains("+    total = sum(values)\n"), "{asked}");
     // the reason alone, as Helix's :lsp-workspace-command sends it
-    let rejected = command(&mut client, "tokamak.reject", json!("not now"));
+    let rejected = client.execute("tokamak.reject", json!("not now"));
     assert_eq!(rejected["result"]["answer"], "rejected", "{rejected}");
-    let end = finished(&mut client, &run_id);
+    let end = client.run_finished(&run_id);
     assert_eq!(end["exit_reason"], "cancelled", "{end}");
     assert!(end["summary"].as_str().unwrap().contains("not now"), "{end}");
     assert_eq!(client.text(&uri), broken);
 
     let run_id = fix(&mut client);
-    question(&mut client);
-    command(&mut client, "tokamak.approve", json!({}));
-    let end = finished(&mut client, &run_id);
+    client.approval_question();
+    client.execute("tokamak.approve", json!({}));
+    let end = client.run_finished(&run_id);
     assert_eq!(end["exit_reason"], "clean", "{end}");
     assert_eq!(client.text(&uri), broken.replace("values))", "values)"));
 }
@@ -439,25 +401,25 @@ fn a_second_rejection_keeps_looking_and_waiting_does_not_count_against_the_time_
     ]);
     let mut opts = options(&model, json!("high"));
     opts["limits"] = json!({"wall_time_s": 2});
-    let mut client = rendering_client(root, opts);
-    let run_id = start_run(&mut client, "make total safe");
+    let mut client = LspClient::approving_editor(root, opts);
+    let run_id = client.start_run("make total safe");
     let answer = |client: &mut LspClient, action: &str, verdict: Value| {
-        let asked = question(client);
+        let asked = client.approval_question();
         assert_eq!(asked["action"], action, "{asked}");
         let mut args = verdict;
         args["id"] = asked["id"].clone();
         let name = if args.get("reason").is_some() { "tokamak.reject" } else { "tokamak.approve" };
-        let answered = command(client, name, args);
+        let answered = client.execute(name, args);
         assert!(answered.get("error").is_none(), "{answered}");
     };
     answer(&mut client, "edit", json!({"reason": "look at the callers first"}));
     answer(&mut client, "read", json!({"reason": "not that file"}));
     answer(&mut client, "search", json!({}));
     // longer than the whole wall-time limit, waiting for the person
-    let asked = question(&mut client);
+    let asked = client.approval_question();
     std::thread::sleep(std::time::Duration::from_millis(3000));
-    command(&mut client, "tokamak.approve", json!({"id": asked["id"]}));
-    let end = finished(&mut client, &run_id);
+    client.execute("tokamak.approve", json!({"id": asked["id"]}));
+    let end = client.run_finished(&run_id);
     assert_eq!(end["exit_reason"], "done", "{end}");
     assert_eq!(std::fs::read_to_string(root.join("src/app.py")).unwrap(), SAFE);
     let cache = client.user.cache.path().to_path_buf();

@@ -36,36 +36,9 @@ fn options(model: &ModelServer) -> Value {
 
 /// An editor that applies edits, renders approvals itself, and has `app.py` open.
 fn editor(root: &Path, options: Value) -> (LspClient, String) {
-    let capabilities = json!({
-        "general": {"positionEncodings": ["utf-16"]},
-        "window": {"workDoneProgress": true},
-        "workspace": {"applyEdit": true, "workspaceEdit": {"documentChanges": true}},
-        "experimental": {"tokamak": {"approvals": true}},
-    });
-    let mut client = LspClient::for_project_with(root, options, capabilities);
-    client.act_as_editor();
+    let mut client = LspClient::approving_editor(root, options);
     let uri = client.open_file(&root.join("app.py"), "python");
     (client, uri)
-}
-
-fn command(client: &mut LspClient, name: &str, arguments: Value) -> Value {
-    client.request("workspace/executeCommand", json!({"command": name, "arguments": [arguments]}))
-}
-
-fn start_run(client: &mut LspClient, goal: &str) -> String {
-    let response = command(client, "tokamak.run", json!({"goal": goal}));
-    response["result"]["run_id"].as_str().unwrap_or_else(|| panic!("a run id: {response}")).to_string()
-}
-
-fn finished(client: &mut LspClient, run_id: &str) -> Value {
-    client.wait_for("the run's end", |m| {
-        m["method"] == "tokamak/runFinished" && m["params"]["run_id"] == run_id
-    })["params"]
-        .clone()
-}
-
-fn question(client: &mut LspClient) -> Value {
-    client.wait_for_notification("tokamak/approvalRequested")["params"].clone()
 }
 
 /// The last plan the editor was sent: each step's (status, glyph).
@@ -90,6 +63,20 @@ fn messages(diagnostics: &Value, source: &str) -> Vec<String> {
         .collect()
 }
 
+/// `tokamak run "make total safe" --yes --format json` in `root`, headless.
+fn headless(user: &UserDirs, root: &Path, model: &ModelServer) -> std::process::Command {
+    let root_arg = root.display().to_string();
+    let mut command =
+        user.command(&["run", "make total safe", "--yes", "--format", "json", "--root", &root_arg]);
+    command
+        .current_dir(root)
+        .env("TOKAMAK_LLM_URL", model.url())
+        .env("TOKAMAK_MODEL", "scripted")
+        .envs(support::tool_env())
+        .stdin(Stdio::null());
+    command
+}
+
 fn edit_call(search: &str, replace: &str) -> Scripted {
     call("edit", json!({"path": "app.py", "blocks": block(search, replace)}))
 }
@@ -107,12 +94,11 @@ fn a_run_whose_every_change_was_rejected_or_refused_is_not_done() {
         call("done", json!({"summary": "total is safe"})),
     ]);
     let (mut client, uri) = editor(root, options(&model));
-    let run_id = start_run(&mut client, "make total safe");
-    let asked = question(&mut client);
-    let rejected =
-        command(&mut client, "tokamak.reject", json!({"id": asked["id"], "reason": "not like that"}));
+    let run_id = client.start_run("make total safe");
+    let asked = client.approval_question();
+    let rejected = client.execute("tokamak.reject", json!({"id": asked["id"], "reason": "not like that"}));
     assert_eq!(rejected["result"]["answer"], "rejected", "{rejected}");
-    let end = finished(&mut client, &run_id);
+    let end = client.run_finished(&run_id);
     assert_eq!(end["exit_reason"], "failed", "{end:#}");
     let summary = end["summary"].as_str().unwrap();
     assert!(
@@ -143,11 +129,11 @@ fn an_approved_change_overtaken_by_typing_is_told_and_the_step_is_not_done() {
         call("done", json!({"summary": "total is safe"})),
     ]);
     let (mut client, uri) = editor(root, options(&model));
-    let run_id = start_run(&mut client, "make total safe");
-    let asked = question(&mut client);
+    let run_id = client.start_run("make total safe");
+    let asked = client.approval_question();
     // typed on the very line the change replaces, while the question waits
     client.type_now(&uri, Box::new(|text| text.replace("return sum(items)", "return sum(items, 0)")));
-    let approved = command(&mut client, "tokamak.approve", json!({"id": asked["id"]}));
+    let approved = client.execute("tokamak.approve", json!({"id": asked["id"]}));
     assert_eq!(approved["result"]["answer"], "approved", "{approved}");
     let told = client.wait_for("the notice", |m| {
         m["method"] == "window/showMessage"
@@ -159,7 +145,7 @@ fn an_approved_change_overtaken_by_typing_is_told_and_the_step_is_not_done() {
         "{message}"
     );
     assert_eq!(told["params"]["type"], 2, "a warning: {told}");
-    let end = finished(&mut client, &run_id);
+    let end = client.run_finished(&run_id);
     assert_eq!(end["exit_reason"], "failed", "{end:#}");
     assert_eq!(end["steps"][0]["status"], "not_applied", "{end:#}");
     assert!(
@@ -199,25 +185,7 @@ fn a_major_drift_answered_go_on_whose_edit_did_not_apply_is_not_done() {
         ),
         call("done", json!({"summary": "total is safe"})),
     ]);
-    let child = user
-        .command(&[
-            "run",
-            "make total safe",
-            "--yes",
-            "--format",
-            "json",
-            "--root",
-            &root.display().to_string(),
-        ])
-        .current_dir(root)
-        .env("TOKAMAK_LLM_URL", model.url())
-        .env("TOKAMAK_MODEL", "scripted")
-        .envs(support::tool_env())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = headless(&user, root, &model).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let started = Instant::now();
     while model.requests().len() < 3 {
         assert!(
@@ -258,23 +226,7 @@ fn tests_that_cannot_run_end_the_run_untested_without_a_model_call() {
         edit_call("    return sum(items)\n", "    return sum(items or [])\n"),
         call("done", json!({"summary": "total is safe"})),
     ]);
-    let output = user
-        .command(&[
-            "run",
-            "make total safe",
-            "--yes",
-            "--format",
-            "json",
-            "--root",
-            &root.display().to_string(),
-        ])
-        .current_dir(root)
-        .env("TOKAMAK_LLM_URL", model.url())
-        .env("TOKAMAK_MODEL", "scripted")
-        .envs(support::tool_env())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let output = headless(&user, root, &model).output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     let result: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|_| panic!("JSON: {stderr}"));
     assert_eq!(result["exit_reason"], "untested", "{result:#}\n{stderr}");
@@ -312,9 +264,9 @@ fn scenario_across_buffers(with_bwrap: bool) {
     let source = client.open_file(&root.join(PYTHON.source), "python");
     let tests = client.open_file(&root.join(PYTHON.tests), "python");
     let clock = Instant::now();
-    let started = command(&mut client, "tokamak.run", json!({"goal": GOAL}));
+    let started = client.execute("tokamak.run", json!({"goal": GOAL}));
     let run_id = started["result"]["run_id"].as_str().unwrap().to_string();
-    let end = finished(&mut client, &run_id);
+    let end = client.run_finished(&run_id);
     eprintln!("scenario across buffers with pyright (bwrap: {with_bwrap}): {:?}", clock.elapsed());
     assert_eq!(end["exit_reason"], "done", "{end:#}\n{}", client.stderr());
     assert!(end.get("left").is_none(), "nothing is left: {end:#}");
@@ -398,7 +350,7 @@ fn a_stale_forward_of_the_old_text_never_costs_a_model_call() {
         "severity": 1, "source": "Pylance", "message": "\"user\" is not defined",
     });
     client.notify("tokamak/clientDiagnostics", json!({"uri": uri, "version": 1, "diagnostics": [stale]}));
-    let started = command(&mut client, "tokamak.fix", json!({"uri": uri}));
+    let started = client.execute("tokamak.fix", json!({"uri": uri}));
     assert!(started.get("error").is_none(), "{started}");
     client.wait_for("the fix's edit", |m| m["method"] == "workspace/applyEdit");
     // the editor's list, unchanged since the old text, sent with the new version

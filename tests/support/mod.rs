@@ -844,6 +844,45 @@ impl LspClient {
         client
     }
 
+    /// An editor for `root` that applies edits and renders approvals itself (the experimental
+    /// capability: `tokamak/approvalRequested`, answered with `tokamak.approve`/`reject`).
+    pub fn approving_editor(root: &std::path::Path, options: Value) -> LspClient {
+        let capabilities = json!({
+            "general": {"positionEncodings": ["utf-16"]},
+            "window": {"workDoneProgress": true},
+            "workspace": {"applyEdit": true, "workspaceEdit": {"documentChanges": true}},
+            "experimental": {"tokamak": {"approvals": true}},
+        });
+        let mut client = LspClient::for_project_with(root, options, capabilities);
+        client.act_as_editor();
+        client
+    }
+
+    /// `workspace/executeCommand` of `name` with one argument; the whole answer.
+    pub fn execute(&mut self, name: &str, arguments: Value) -> Value {
+        self.request("workspace/executeCommand", json!({"command": name, "arguments": [arguments]}))
+    }
+
+    /// `tokamak.run` of `goal`; the run's id.
+    pub fn start_run(&mut self, goal: &str) -> String {
+        let response = self.execute("tokamak.run", json!({"goal": goal}));
+        assert!(response.get("error").is_none(), "{response}");
+        response["result"]["run_id"].as_str().unwrap_or_else(|| panic!("a run id: {response}")).to_string()
+    }
+
+    /// The `tokamak/runFinished` of run `run_id`.
+    pub fn run_finished(&mut self, run_id: &str) -> Value {
+        self.wait_for("the run's end", |m| {
+            m["method"] == "tokamak/runFinished" && m["params"]["run_id"] == run_id
+        })["params"]
+            .clone()
+    }
+
+    /// The next `tokamak/approvalRequested`.
+    pub fn approval_question(&mut self) -> Value {
+        self.wait_for_notification("tokamak/approvalRequested")["params"].clone()
+    }
+
     /// Opens a file from disk.
     pub fn open_file(&mut self, path: &std::path::Path, language_id: &str) -> String {
         let uri = file_uri(path);
