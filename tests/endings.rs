@@ -361,3 +361,32 @@ fn a_stale_forward_of_the_old_text_never_costs_a_model_call() {
     assert_eq!(client.text(&uri), "def greet(users):\n    return \"hi \" + users\n");
     client.shutdown();
 }
+
+/// A checker that does not answer on the fixed text within `fix.settle_timeout_ms`: the fix is
+/// in, but the ending does not call the file clean — it names the checker that did not answer.
+#[test]
+fn a_checker_that_did_not_answer_on_the_fixed_text_keeps_the_ending_from_clean() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let broken = "def mean(values):\n    total = sum(values))\n    return total / len(values)\n";
+    std::fs::write(root.join("mean.py"), broken).unwrap();
+    let reply = "mean.py\n<<<<<<< SEARCH\n    total = sum(values))\n=======\n    total = sum(values)\n>>>>>>> REPLACE\n";
+    let model = ModelServer::start(vec![openai_chat(reply)]);
+    let slow = json!({"command": "sh", "args": ["-c", "sleep 5"], "files": ["*.py"], "errorformat": "%l:%m", "timeout_ms": 20000});
+    let options = json!({
+        "checkers": {"enable": ["slow"], "slow": slow},
+        "fix": {"settle_timeout_ms": 400},
+        "model": {"base_url": model.url(), "model": "scripted", "max_retries": 0},
+    });
+    let mut client = LspClient::editor_for_project(root, options);
+    let uri = client.open_file(&root.join("mean.py"), "python");
+    let started = client.execute("tokamak.fix", json!({"uri": uri}));
+    assert!(started.get("error").is_none(), "{started}");
+    let end = client.wait_for_notification("tokamak/runFinished")["params"].clone();
+    assert_eq!(end["exit_reason"], "unchecked", "{end:#}");
+    let summary = end["summary"].as_str().unwrap();
+    assert!(summary.contains("slow did not answer on the file's text in time"), "{summary}");
+    assert_eq!(end["left"]["unanswered"], json!(["slow"]), "{end:#}");
+    assert!(client.text(&uri).contains("total = sum(values)\n"), "the fix itself landed");
+    client.shutdown();
+}

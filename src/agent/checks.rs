@@ -39,6 +39,32 @@ pub async fn diagnostics_settled(
     timeout: Duration,
 ) -> Option<Vec<Diagnostic>> {
     let private = observer.private(Arc::new(DiskEditor { root: root.to_path_buf() }));
+    settle_in(private, uri, text, timeout).await
+}
+
+/// The settled diagnostics of `text` as the document `uri` in the workspace as it was before
+/// a run: `before` (absolute path, text) for the files the run changed, the disk for the rest
+/// — the run's own buffers unseen, so an error it made elsewhere is not taken for one that was
+/// there. None when they do not settle.
+pub async fn diagnostics_before(
+    context: &ExecutorContext,
+    uri: &Url,
+    text: &str,
+    before: Vec<(std::path::PathBuf, String)>,
+    timeout: Duration,
+) -> Vec<Diagnostic> {
+    let editor = Arc::new(DiskEditor { root: context.confinement.root().to_path_buf() });
+    let private = context.observer.before(editor, before);
+    settle_in(private, uri, text, timeout).await.unwrap_or_default()
+}
+
+/// `text` opened as `uri` in `private`, settled, closed.
+async fn settle_in(
+    private: Arc<Observer>,
+    uri: &Url,
+    text: &str,
+    timeout: Duration,
+) -> Option<Vec<Diagnostic>> {
     let snapshot = private.open(uri.clone(), "", 0, text).await;
     let diagnostics = match private.settled(uri, snapshot.version, timeout).await {
         Ok(settled) if settled.missing.is_empty() => Some(settled.diagnostics),

@@ -243,7 +243,7 @@ async fn fix_loop(
     let baseline = problems(&now);
     let mut focus = select(&request.scope, &now);
     if focus.is_empty() {
-        return Ok(clean_stop(context, &snapshot, "nothing to fix"));
+        return Ok(verified_stop(context, run, &snapshot, "nothing to fix", None, tally).await);
     }
     let targets = focus.clone();
     lock(tally).targets_before = focus.len();
@@ -593,13 +593,12 @@ async fn verified_stop(
     if stop.reason != ExitReason::Clean {
         return stop;
     }
-    let missing = context.observer.unanswered(&now.uri, now.version);
+    let missing = lock(tally).left.unanswered.clone();
     if !missing.is_empty() {
-        lock(tally).left.unanswered = missing.clone();
         return Stop::new(
             ExitReason::Unchecked,
             format!(
-                "{sentence}, but {} did not answer on the new text in time (fix.settle_timeout_ms), so it is not known to be clean",
+                "{sentence}, but {} did not answer on the file's text in time (fix.settle_timeout_ms), so it is not known to be clean",
                 missing.join(", ")
             ),
         );
@@ -614,7 +613,10 @@ async fn verified_stop(
         None => {
             report(context, run, "running the tests on the fixed text".to_string(), None).await;
             let started = std::time::Instant::now();
-            let verdict = verify.test_texts(&run.run_id, "final", &Default::default(), &run.cancel).await;
+            // the fix is made: the tests that judge it do not count against its time limit
+            let waits = std::sync::Arc::clone(&lock(tally).waits);
+            let verdict =
+                waits.time(verify.test_texts(&run.run_id, "final", &Default::default(), &run.cancel)).await;
             lock(tally).waited.checks_ms += started.elapsed().as_secs_f64() * 1000.0;
             match verdict {
                 Ok(verdict) if verdict.passed => candidates::Baseline::Passing,
@@ -833,11 +835,20 @@ async fn observe(
 ) -> Result<(DocumentSnapshot, Vec<Diagnostic>), Stop> {
     let started = std::time::Instant::now();
     let observed = observe_now(context, uri).await;
-    lock(tally).waited.checks_ms += started.elapsed().as_secs_f64() * 1000.0;
-    observed
+    let mut tally = lock(tally);
+    tally.waited.checks_ms += started.elapsed().as_secs_f64() * 1000.0;
+    let (snapshot, diagnostics, missing) = observed?;
+    // the checkers that did not answer on this text: an ending must not call it checked
+    tally.left.unanswered = missing;
+    Ok((snapshot, diagnostics))
 }
 
-async fn observe_now(context: &FixContext, uri: &Url) -> Result<(DocumentSnapshot, Vec<Diagnostic>), Stop> {
+/// The document's snapshot, what every source found on exactly its text, and the sources that
+/// did not answer in time.
+async fn observe_now(
+    context: &FixContext,
+    uri: &Url,
+) -> Result<(DocumentSnapshot, Vec<Diagnostic>, Vec<String>), Stop> {
     let timeout = Duration::from_millis(context.settings.settle_timeout_ms.max(1));
     for _ in 0..OBSERVE_TRIES {
         let snapshot = context.observer.snapshot(uri).ok_or_else(|| closed(uri))?;
@@ -851,7 +862,7 @@ async fn observe_now(context: &FixContext, uri: &Url) -> Result<(DocumentSnapsho
                 else {
                     continue;
                 };
-                return Ok((now, context.observer.diagnostics_at(uri, snapshot.version)));
+                return Ok((now, context.observer.diagnostics_at(uri, snapshot.version), settled.missing));
             }
             Err(SettleError::Changed { .. }) => tokio::time::sleep(Duration::from_millis(100)).await,
             Err(SettleError::NotOpen(_)) => return Err(closed(uri)),

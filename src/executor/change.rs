@@ -185,7 +185,7 @@ impl Executor {
             }
         };
         if applied.text == base {
-            return Err(Stop::Refused(format!(
+            return Err(Stop::AlreadyThere(format!(
                 "the edit changes nothing in {}: what it puts there is already there",
                 confined.relative
             )));

@@ -209,6 +209,9 @@ pub struct ChangeAttempt {
 pub enum ChangeFate {
     /// It is in the user's text.
     Landed,
+    /// What it would put there is there already (a step redoing what landed before): the
+    /// text is as asked.
+    AlreadyThere,
     /// It could not be made as asked (a SEARCH not found, nothing to change, no such file).
     Failed,
     /// A rule refused it: the mode, the role, the path, or the approver with nobody to ask.
@@ -407,6 +410,7 @@ impl Executor {
             Err(Stop::Refused(reason)) => (ActionResult::refused(reason), ChangeFate::Failed),
             Err(Stop::Forbidden(reason)) => (ActionResult::refused(reason), ChangeFate::Refused),
             Err(Stop::Rejected(reason)) => (ActionResult::refused(reason), ChangeFate::Rejected),
+            Err(Stop::AlreadyThere(reason)) => (ActionResult::refused(reason), ChangeFate::AlreadyThere),
             Err(Stop::NotApplied(reason)) => {
                 // said where it was approved, at once: the change the user saw did not land
                 let path = action.paths().first().map(|p| p.to_string()).unwrap_or_default();
@@ -529,6 +533,8 @@ enum Stop {
     Rejected(String),
     /// Approved, or needing no approval, and still not made.
     NotApplied(String),
+    /// Not made, because what it would put there is there already.
+    AlreadyThere(String),
     Limit(LimitHit),
 }
 

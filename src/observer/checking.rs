@@ -176,6 +176,7 @@ impl Observer {
         snapshot: &DocumentSnapshot,
         since: u64,
     ) -> (Vec<String>, Vec<String>) {
+        // (`since`: the generation of the snapshot's language family)
         let mut cross_file = Vec::new();
         let mut active = vec![SOURCE.to_string()];
         // someone waits for this version's syntax: what waits for a pause in typing is done now
@@ -220,16 +221,16 @@ impl Observer {
 
     /// After a change of one document, the other open documents of its language are checked
     /// again by the checkers that read other files (when checkers run on change): what they
-    /// said was computed against its older text. At most a few, the most recently opened.
+    /// said was computed against its older text. At most a few; not for plain text, whose
+    /// files do not import one another.
     pub(super) fn check_dependents(self: &Arc<Self>, changed: &DocumentSnapshot) {
         const MOST: usize = 8;
-        if !self.checkers.run_on_change {
+        if !self.checkers.run_on_change || !changed.language.is_parsed() {
             return;
         }
         let others: Vec<DocumentSnapshot> = lock(&self.workspace)
             .snapshots()
             .into_iter()
-            .rev()
             .filter(|s| s.uri != changed.uri && s.language.family() == changed.language.family())
             .take(MOST)
             .collect();
@@ -255,7 +256,7 @@ impl Observer {
     ) {
         let key = (snapshot.uri.clone(), checker.name.clone());
         let mut state = lock(&self.state);
-        let generation = state.generation;
+        let generation = state.generation_of(snapshot.language);
         if let Some(running) = state.runs.get(&key) {
             let newer = running.version > snapshot.version;
             // a run that reads other files and started before they last changed is redone
@@ -283,7 +284,7 @@ impl Observer {
             let started = std::time::Instant::now();
             // the other documents as they are now, for a checker that reads them
             let (saw, overlays) = if checker.cross_file() {
-                let saw = lock(&observer.state).generation;
+                let saw = lock(&observer.state).generation_of(snapshot.language);
                 let (observer, path) = (Arc::clone(&observer), path.clone());
                 let overlays =
                     tokio::task::spawn_blocking(move || observer.overlays(&path)).await.unwrap_or_default();
@@ -300,7 +301,7 @@ impl Observer {
             };
             let result = checkers::run(&checker, input).await;
             tracing::debug!("{} on {} took {:?}", checker.name, snapshot.uri, started.elapsed());
-            observer.finish_run(&snapshot, &checker, saw, result).await;
+            observer.finish_run(&snapshot, &checker, (generation, saw), result).await;
         });
         state.runs.insert(key, InFlight { version, generation, task });
     }
@@ -311,7 +312,7 @@ impl Observer {
         &self,
         snapshot: &DocumentSnapshot,
         checker: &Checker,
-        saw: u64,
+        (started, saw): (u64, u64),
         result: Result<Vec<Diagnostic>, RunError>,
     ) {
         let _publishing = self.publishing.lock().await;
@@ -319,7 +320,9 @@ impl Observer {
         let current = lock(&self.workspace).snapshot(&snapshot.uri);
         {
             let mut state = lock(&self.state);
-            if state.runs.get(&key).is_some_and(|r| r.version == snapshot.version) {
+            // this run's own entry only, not one that replaced it meanwhile
+            if state.runs.get(&key).is_some_and(|r| r.version == snapshot.version && r.generation == started)
+            {
                 state.runs.remove(&key);
             }
         }

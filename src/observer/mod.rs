@@ -103,7 +103,7 @@ struct Background {
 
 struct InFlight {
     version: Option<i32>,
-    /// The workspace's generation when it started (see [`State::generation`]).
+    /// Its language family's generation when it started (see [`State::generation`]).
     generation: u64,
     task: JoinHandle<()>,
 }
@@ -122,15 +122,21 @@ struct State {
     /// they were placed on (the fix ladder reads the token a problem says is missing from
     /// them instead of placing them again).
     placed: HashMap<Url, (Option<i32>, Arc<Placement>)>,
-    /// Counts every open, change and close of any document: what a checker that reads other
-    /// files (pyright, mypy, tsc) reported was computed with the other documents as they were
-    /// at one generation, and is not an answer for a later one.
-    generation: u64,
+    /// Counts every open, change and close of a document, per language family: what a
+    /// checker that reads other files (pyright, mypy, tsc) reported was computed with the other
+    /// documents of its language as they were at one generation, and is not an answer for a
+    /// later one.
+    generation: HashMap<&'static str, u64>,
     /// The generation each such checker's last stored result for a document saw.
     seen: HashMap<(Url, String), u64>,
 }
 
 impl State {
+    /// The generation of `language`'s family (see [`State::generation`]).
+    fn generation_of(&self, language: crate::text::Language) -> u64 {
+        self.generation.get(language.family()).copied().unwrap_or(0)
+    }
+
     /// Sets a document's syntax entries from its tree (see [`set_syntax`] and
     /// [`set_strict`]) and keeps the problems placed; returns what is left for later.
     fn set_syntax_of(&mut self, snapshot: &DocumentSnapshot) -> (bool, bool) {
@@ -146,9 +152,12 @@ impl State {
 
 pub struct Observer {
     workspace: Arc<Mutex<Workspace>>,
-    /// The workspace of the Observer this one was made beside (`private`): its open
-    /// documents are what the user has, and a check here sees them too.
-    parent: Option<Arc<Mutex<Workspace>>>,
+    /// The workspaces of the Observers this one was made beside (`private`), nearest first:
+    /// their open documents are what the user has, and a check here sees them too.
+    parents: Vec<Arc<Mutex<Workspace>>>,
+    /// Texts a check here sees for files instead of the disk's or the parents' (absolute
+    /// path, text): the files a run changed, as they were before it (`Observer::before`).
+    pinned: Vec<(PathBuf, String)>,
     editor: Arc<dyn Editor>,
     checkers: Checkers,
     root: Option<PathBuf>,
@@ -177,7 +186,8 @@ impl Observer {
         let permits = Arc::new(Semaphore::new(checkers.max_concurrent.max(1)));
         Arc::new(Observer {
             workspace,
-            parent: None,
+            parents: Vec::new(),
+            pinned: Vec::new(),
             editor,
             checkers,
             root,
@@ -221,7 +231,7 @@ impl Observer {
         let snapshot = lock(&self.workspace).open(uri, language_id, version, text);
         {
             let mut state = lock(&self.state);
-            state.generation += 1;
+            *state.generation.entry(snapshot.language.family()).or_default() += 1;
             forget_runs(&mut state, &snapshot.uri);
             state.files.insert(snapshot.uri.clone(), FileDiagnostics::default());
         }
@@ -263,7 +273,7 @@ impl Observer {
         let (snapshot, report) = lock(&self.workspace).change(uri, version, changes, encoding)?;
         let repair_later = {
             let mut state = lock(&self.state);
-            state.generation += 1;
+            *state.generation.entry(snapshot.language.family()).or_default() += 1;
             let file = state.files.entry(uri.clone()).or_default();
             file.shift(&report.applied);
             match report.syntax {
@@ -330,10 +340,13 @@ impl Observer {
     /// Forgets a document: its runs are cancelled and its diagnostics cleared.
     pub async fn close(&self, uri: &Url) -> bool {
         let _publishing = self.publishing.lock().await;
+        let closed = lock(&self.workspace).snapshot(uri);
         let was_open = lock(&self.workspace).close(uri);
         {
             let mut state = lock(&self.state);
-            state.generation += 1;
+            if let Some(closed) = closed {
+                *state.generation.entry(closed.language.family()).or_default() += 1;
+            }
             state.files.remove(uri);
             state.placed.remove(uri);
             forget_runs(&mut state, uri);
@@ -412,14 +425,34 @@ impl Observer {
     /// An Observer of its own, with the same checkers, root and syntax settings, that
     /// publishes to `editor`: for files the editor does not have open (the agent checks and
     /// fixes them without their diagnostics reaching the editor's store).
-    /// Its checks see this Observer's open documents for the files it does not hold itself.
+    /// Its checks see this Observer's open documents (and those it sees) for the files it does
+    /// not hold itself.
     pub fn private(&self, editor: Arc<dyn Editor>) -> Arc<Observer> {
+        let mut parents = vec![Arc::clone(&self.workspace)];
+        parents.extend(self.parents.iter().cloned());
+        self.private_seeing(editor, parents, self.pinned.clone())
+    }
+
+    /// An Observer of its own whose checks see the workspace as it was before a run: `before`
+    /// (absolute path, text) for the files the run changed, the disk for the rest — not the
+    /// buffers the run is changing, which would hide the errors it made as ones it found.
+    pub fn before(&self, editor: Arc<dyn Editor>, before: Vec<(PathBuf, String)>) -> Arc<Observer> {
+        self.private_seeing(editor, Vec::new(), before)
+    }
+
+    fn private_seeing(
+        &self,
+        editor: Arc<dyn Editor>,
+        parents: Vec<Arc<Mutex<Workspace>>>,
+        pinned: Vec<(PathBuf, String)>,
+    ) -> Arc<Observer> {
         let settings = lock(&self.workspace).settings().clone();
         let workspace = Arc::new(Mutex::new(Workspace::new(settings)));
         let permits = Arc::new(Semaphore::new(self.checkers.max_concurrent.max(1)));
         Arc::new(Observer {
             workspace,
-            parent: Some(Arc::clone(&self.workspace)),
+            parents,
+            pinned,
             editor,
             checkers: self.checkers.clone(),
             root: self.root.clone(),
@@ -435,46 +468,27 @@ impl Observer {
     /// text), this Observer's first, then its parent's: what a checker reading other files
     /// must see instead of the disk.
     pub(super) fn overlays(&self, checked: &Path) -> Vec<(PathBuf, String)> {
-        let mut snapshots = lock(&self.workspace).snapshots();
-        if let Some(parent) = &self.parent {
-            snapshots.extend(lock(parent).snapshots());
+        let mut texts: Vec<(PathBuf, String)> = lock(&self.workspace)
+            .snapshots()
+            .into_iter()
+            .filter_map(|s| Some((s.path()?, s.rope.to_string())))
+            .collect();
+        texts.extend(self.pinned.iter().cloned());
+        for parent in &self.parents {
+            texts.extend(
+                lock(parent).snapshots().into_iter().filter_map(|s| Some((s.path()?, s.rope.to_string()))),
+            );
         }
         let mut out: Vec<(PathBuf, String)> = Vec::new();
-        for snapshot in snapshots {
-            let Some(path) = snapshot.path() else { continue };
+        for (path, text) in texts {
             if path == checked || out.iter().any(|(p, _)| *p == path) {
                 continue;
             }
-            let text = snapshot.rope.to_string();
             if std::fs::read(&path).ok().as_deref() != Some(text.as_bytes()) {
                 out.push((path, text));
             }
         }
         out
-    }
-
-    /// The sources that should have reported on `version` of a document and have not (a
-    /// checker slower than the wait, or one whose answer was for other documents' older
-    /// texts): an ending must not call the document checked by them.
-    pub fn unanswered(&self, uri: &Url, version: Option<i32>) -> Vec<String> {
-        let Some(snapshot) = self.snapshot(uri).filter(|s| s.version == version) else {
-            return Vec::new();
-        };
-        let checkers = self.available_checkers(&snapshot);
-        let state = lock(&self.state);
-        let Some(file) = state.files.get(uri) else {
-            return checkers.into_iter().map(|(c, ..)| c.name).collect();
-        };
-        checkers
-            .into_iter()
-            .filter(|(checker, ..)| {
-                !file.reported(&checker.name, version)
-                    || (checker.cross_file()
-                        && state.seen.get(&(uri.clone(), checker.name.clone())).copied().unwrap_or(0)
-                            < state.generation)
-            })
-            .map(|(checker, ..)| checker.name)
-            .collect()
     }
 
     /// The document with its tree up to date, for what needs the tree at once: a parse of
@@ -613,7 +627,7 @@ impl Observer {
         let snapshot = self.current(uri, version)?;
         // an answer from a checker that reads other files counts only when it saw them as
         // they are now
-        let since = lock(&self.state).generation;
+        let since = lock(&self.state).generation_of(snapshot.language);
         let (active, cross_file) = self.start_missing_runs(&snapshot, since);
         loop {
             let notified = self.changed.notified();

@@ -227,10 +227,24 @@ impl Plan {
     /// them), the pending ones give way, and the new steps follow.
     pub fn replace(&mut self, new: Vec<PlanStep>) {
         let ids: Vec<String> = new.iter().map(|s| s.id.clone()).collect();
+        let gone: Vec<String> =
+            self.steps.iter().filter(|s| s.status == StepStatus::Pending).map(|s| s.id.clone()).collect();
         self.steps.retain(|s| s.status != StepStatus::Pending);
         for step in &mut self.steps {
             if step.status.is_failure() && step.replaced_by.is_empty() {
                 step.replaced_by = ids.clone();
+            } else if step.replaced_by.iter().any(|id| gone.contains(id)) {
+                // an earlier re-plan's step that gave way: what replaces it stands in its place
+                let mut by: Vec<String> = Vec::new();
+                for id in &step.replaced_by {
+                    let instead = if gone.contains(id) { ids.clone() } else { vec![id.clone()] };
+                    for id in instead {
+                        if !by.contains(&id) {
+                            by.push(id);
+                        }
+                    }
+                }
+                step.replaced_by = by;
             }
         }
         self.steps.extend(new);
@@ -478,6 +492,40 @@ fn dependencies(text: &str) -> (String, Vec<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_replan_keeps_the_failed_steps_and_what_replaces_them_stays_reachable() {
+        let step = |id: &str, status: StepStatus| PlanStep {
+            id: id.to_string(),
+            title: id.to_string(),
+            detail: String::new(),
+            depends_on: Vec::new(),
+            status,
+            note: String::new(),
+            files: Vec::new(),
+            role: String::new(),
+            mode: String::new(),
+            replaced_by: Vec::new(),
+        };
+        let mut plan = Plan {
+            plan_id: "p".into(),
+            goal: "g".into(),
+            steps: vec![step("1", StepStatus::Failed), step("2", StepStatus::Failed)],
+            repairs: Vec::new(),
+        };
+        plan.replace(vec![step("r1.1", StepStatus::Pending), step("r1.2", StepStatus::Pending)]);
+        assert_eq!(plan.steps[0].replaced_by, ["r1.1", "r1.2"]);
+        // r1.1 fails, r1.2 gives way to the second re-plan
+        plan.steps[2].status = StepStatus::Failed;
+        plan.replace(vec![step("r2.1", StepStatus::Pending)]);
+        let ids: Vec<&str> = plan.steps.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(ids, ["1", "2", "r1.1", "r2.1"]);
+        assert_eq!(plan.steps[0].replaced_by, ["r1.1", "r2.1"], "no id left dangling");
+        assert!(!plan.made_good(&plan.steps[0]));
+        plan.steps[3].status = StepStatus::Done;
+        assert!(plan.made_good(&plan.steps[0]), "every step that replaced it is made good");
+        assert!(plan.made_good(&plan.steps[2]));
+    }
 
     fn read(reply: &str) -> Result<Plan, PlanError> {
         Plan::read("plan-1", "goal", reply, 8)

@@ -452,7 +452,8 @@ impl Runner<'_> {
             return Stop { reason: ExitReason::Failed, summary: "the plan was lost".into() };
         };
         // the ending is read from the state the run ends in
-        let mut left = crate::run::Left { errors: self.errors_left().await, ..Default::default() };
+        let (errors, unanswered) = self.errors_left().await;
+        let mut left = crate::run::Left { errors, unanswered, ..Default::default() };
         verdict::tests_left(lock(&self.last_tests).as_ref(), &mut left);
         verdict::changes_left(&self.executor.changes_since(0), &mut left);
         left.drift = self.executor.drift_notes();
@@ -470,13 +471,21 @@ impl Runner<'_> {
     }
 
     /// The errors the run leaves in the files it changed (those their text before the run did
-    /// not have), each as "calc.py:2 [pyright] message", checked now on the user's text.
-    async fn errors_left(&self) -> Vec<String> {
+    /// not have), each as "calc.py:2 [pyright] message", checked now on the user's text; and
+    /// the checkers that did not answer on it in time.
+    async fn errors_left(&self) -> (Vec<String>, Vec<String>) {
         let mut out = Vec::new();
+        let mut unanswered: Vec<String> = Vec::new();
         for file in self.executor.changed_files() {
             let root = self.executor.context().confinement.root();
             let Ok(uri) = Url::from_file_path(root.join(&file)) else { continue };
-            let Some(after) = self.diagnostics_now(&uri).await else { continue };
+            let Some((after, missing)) = self.diagnostics_answered(&uri).await else { continue };
+            for name in missing {
+                let said = format!("{name} on {file}");
+                if !unanswered.contains(&said) {
+                    unanswered.push(said);
+                }
+            }
             let before = self.before_of(&file, &uri).await;
             let (new, _) = crate::agent::checks::compare(
                 &crate::agent::checks::errors(&before),
@@ -496,7 +505,7 @@ impl Runner<'_> {
                 out.push(format!("{file}:{line} [{}] {}", diagnostic.source, diagnostic.message));
             }
         }
-        out
+        (out, unanswered)
     }
 
     /// Ends step `index` as `status` (rejected, not applied, nothing changed) with `note`,
@@ -703,9 +712,10 @@ impl Runner<'_> {
                 other => return Err(Stop { reason: other, summary: outcome.summary }),
             }
             // a step whose changes did not land is not done, whatever the model says
-            let may_write = ["edit", "create", "delete", "rename"]
-                .iter()
-                .any(|action| profile.refuses_action(action).is_none());
+            let may_write = mode.allowed().permits(crate::executor::ActionKind::Write)
+                && ["edit", "create", "delete", "rename"]
+                    .iter()
+                    .any(|action| profile.refuses_action(action).is_none());
             if let Some((status, note)) =
                 verdict::landing(&self.executor.changes_since(change_mark), may_write)
             {

@@ -145,17 +145,27 @@ impl Runner<'_> {
     /// A file's settled diagnostics: the open document's, else the file's on disk checked by
     /// an Observer of its own. `None` when it is gone or not text.
     pub(super) async fn diagnostics_now(&self, uri: &Url) -> Option<Vec<Diagnostic>> {
-        let observer = &self.executor.context().observer;
+        self.diagnostics_answered(uri).await.map(|(diagnostics, _)| diagnostics)
+    }
+
+    /// [`Runner::diagnostics_now`], with the checkers that did not answer in time.
+    pub(super) async fn diagnostics_answered(&self, uri: &Url) -> Option<(Vec<Diagnostic>, Vec<String>)> {
+        let context = self.executor.context();
+        let observer = &context.observer;
         let timeout = Duration::from_millis(self.context.fix.settle_timeout_ms.max(1));
         if let Some(snapshot) = observer.snapshot(uri) {
             return match observer.settled(uri, snapshot.version, timeout).await {
-                Ok(_) => Some(observer.diagnostics_at(uri, snapshot.version)),
+                Ok(settled) => Some((observer.diagnostics_at(uri, snapshot.version), settled.missing)),
                 // the user typed meanwhile: what there is
-                Err(_) => Some(observer.diagnostics(uri)),
+                Err(_) => Some((observer.diagnostics(uri), Vec::new())),
             };
         }
         let text = crate::workspace::read_text(&uri.to_file_path().ok()?).ok()?;
-        Some(self.diagnostics_of_text(uri, &text).await)
+        let root = context.confinement.root();
+        Some(match checks::diagnostics_settled(observer, root, uri, &text, timeout).await {
+            Some(diagnostics) => (diagnostics, Vec::new()),
+            None => (Vec::new(), vec!["the checkers".to_string()]),
+        })
     }
 
     /// A changed file's settled diagnostics on its text before the run changed it (none for a
@@ -165,17 +175,24 @@ impl Runner<'_> {
             return known.clone();
         }
         let before = match self.executor.original(file).flatten() {
-            Some(text) => self.diagnostics_of_text(uri, &text).await,
+            Some(text) => {
+                // the workspace as it was: every file the run changed at its text before it
+                let root = self.executor.context().confinement.root();
+                let originals: Vec<(std::path::PathBuf, String)> = self
+                    .executor
+                    .changed_files()
+                    .into_iter()
+                    .filter_map(|changed| {
+                        Some((root.join(&changed), self.executor.original(&changed).flatten()?))
+                    })
+                    .collect();
+                let timeout = Duration::from_millis(self.context.fix.settle_timeout_ms.max(1));
+                checks::diagnostics_before(self.executor.context(), uri, &text, originals, timeout).await
+            }
             None => Vec::new(),
         };
         lock(&self.before).insert(file.to_string(), before.clone());
         before
-    }
-
-    /// The settled diagnostics of `text` as the file `uri`, from an Observer of its own.
-    pub(super) async fn diagnostics_of_text(&self, uri: &Url, text: &str) -> Vec<Diagnostic> {
-        let timeout = Duration::from_millis(self.context.fix.settle_timeout_ms.max(1));
-        checks::diagnostics_of_text(self.executor.context(), uri, text, timeout).await
     }
 
     /// The fix loop on `diagnostics` in `file`: through the editor when it has the file open,

@@ -20,7 +20,7 @@ pub fn landing(attempts: &[ChangeAttempt], may_write: bool) -> Option<(StepStatu
         return None;
     }
     let last = last_fates(attempts);
-    let landed = attempts.iter().any(|a| a.fate == ChangeFate::Landed);
+    let landed = attempts.iter().any(|a| matches!(a.fate, ChangeFate::Landed | ChangeFate::AlreadyThere));
     let said = |fates: &[ChangeFate]| -> Vec<String> {
         last.iter().filter(|a| fates.contains(&a.fate)).map(|a| describe(a)).collect()
     };
@@ -81,6 +81,7 @@ fn last_fates(attempts: &[ChangeAttempt]) -> Vec<&ChangeAttempt> {
 fn describe(attempt: &ChangeAttempt) -> String {
     let fate = match attempt.fate {
         ChangeFate::Landed => "landed",
+        ChangeFate::AlreadyThere => "already as asked",
         ChangeFate::Failed => "did not apply",
         ChangeFate::Refused => "refused",
         ChangeFate::Rejected => "rejected",
@@ -113,7 +114,9 @@ pub fn changes_left(attempts: &[ChangeAttempt], left: &mut Left) {
     let last = last_fates(attempts);
     // a path the user rejected and that never landed after: the rejection is what is left
     for attempt in attempts.iter().filter(|a| a.fate == ChangeFate::Rejected) {
-        let landed = last.iter().any(|l| l.path == attempt.path && l.fate == ChangeFate::Landed);
+        let landed = last.iter().any(|l| {
+            l.path == attempt.path && matches!(l.fate, ChangeFate::Landed | ChangeFate::AlreadyThere)
+        });
         let line = describe(attempt);
         if !landed && !left.rejected.contains(&line) {
             left.rejected.push(line);
@@ -123,7 +126,9 @@ pub fn changes_left(attempts: &[ChangeAttempt], left: &mut Left) {
         let list = match attempt.fate {
             ChangeFate::Refused => &mut left.refused,
             ChangeFate::NotApplied => &mut left.not_applied,
-            ChangeFate::Landed | ChangeFate::Failed | ChangeFate::Rejected => continue,
+            ChangeFate::Landed | ChangeFate::AlreadyThere | ChangeFate::Failed | ChangeFate::Rejected => {
+                continue;
+            }
         };
         list.push(describe(attempt));
     }
@@ -184,6 +189,8 @@ pub fn run_ending(plan: &Plan, left: &Left) -> (ExitReason, String) {
             ExitReason::TestsFailing
         } else if left.tests_not_run.is_some() {
             ExitReason::Untested
+        } else if !left.unanswered.is_empty() {
+            ExitReason::Unchecked
         } else {
             ExitReason::Done
         }
@@ -193,14 +200,8 @@ pub fn run_ending(plan: &Plan, left: &Left) -> (ExitReason, String) {
         ExitReason::Failed
     };
     parts.extend(replaced);
-    // what is left beyond the steps' own notes
-    let mut rest = left.clone();
-    rest.refused.clear();
-    rest.rejected.clear();
-    rest.not_applied.clear();
-    if reason != ExitReason::Done || !rest.is_empty() {
-        parts.extend(left.describe());
-    }
+    // what is left, a change the user rejected beside ones that landed included
+    parts.extend(left.describe());
     (reason, parts.join("; "))
 }
 
@@ -240,6 +241,8 @@ mod tests {
             attempt("a.py", ChangeFate::Landed, ""),
         ];
         assert_eq!(landing(&fixed_later, true), None);
+        let redone = [attempt("a.py", ChangeFate::AlreadyThere, "what it puts there is already there")];
+        assert_eq!(landing(&redone, true), None, "the text is as the step asks");
 
         let every_one_refused = [
             attempt("a.py", ChangeFate::Rejected, "The user rejected this (edit a.py): no."),

@@ -6,9 +6,7 @@
 //! a symlink to the project's, so relative imports, `node_modules`, `tsconfig.json` and
 //! `pyproject.toml` all resolve as they would in the project. Dropping the mirror removes it.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use tempfile::TempDir;
 
@@ -28,7 +26,8 @@ impl Mirror {
 /// Mirrors `root` with `text` in place of `file` (which must be inside `root`), and each of
 /// `others` (path, text; those outside `root` are left out) in place of its file: the other
 /// open documents whose text is not the disk's, so an import of one resolves to what the
-/// user has.
+/// user has. An other that cannot be placed is left as the disk has it (said in the log): it
+/// never costs the check of `file`.
 pub fn mirror(root: &Path, file: &Path, text: &str, others: &[(PathBuf, String)]) -> std::io::Result<Mirror> {
     let relative = file.strip_prefix(root).map_err(|_| {
         std::io::Error::new(
@@ -36,44 +35,67 @@ pub fn mirror(root: &Path, file: &Path, text: &str, others: &[(PathBuf, String)]
             format!("{} is not inside {}", file.display(), root.display()),
         )
     })?;
-    let mut written: Vec<(PathBuf, &str)> = vec![(relative.to_path_buf(), text)];
-    for (path, other) in others {
-        if let Ok(inside) = path.strip_prefix(root)
-            && inside != relative
-            && inside.components().all(|c| matches!(c, std::path::Component::Normal(_)))
-        {
-            written.push((inside.to_path_buf(), other.as_str()));
-        }
-    }
-    // each folder on the way to a written file is real, with what it must not link to (the
-    // entries made real inside it)
-    let mut real_entries: BTreeMap<PathBuf, BTreeSet<OsString>> = BTreeMap::new();
-    real_entries.entry(PathBuf::new()).or_default();
-    for (path, _) in &written {
-        let mut folder = PathBuf::new();
-        for component in path.components() {
-            real_entries.entry(folder.clone()).or_default().insert(component.as_os_str().to_os_string());
-            folder.push(component);
-        }
-    }
     let dir = tempfile::Builder::new().prefix("tokamak-shadow-").tempdir()?;
-    // parents sort before their children
-    for (folder, except) in &real_entries {
-        let shadow = dir.path().join(folder);
-        if !folder.as_os_str().is_empty() {
-            std::fs::create_dir_all(&shadow)?;
+    let mut real = root.to_path_buf();
+    let mut shadow = dir.path().to_path_buf();
+    let components: Vec<_> = relative.components().collect();
+    for (index, component) in components.iter().enumerate() {
+        let name = component.as_os_str();
+        link_siblings(&real, &shadow, Some(name))?;
+        real.push(name);
+        shadow.push(name);
+        if index + 1 < components.len() {
+            std::fs::create_dir(&shadow)?;
         }
-        link_siblings(&root.join(folder), &shadow, except)?;
     }
-    for (path, content) in &written {
-        std::fs::write(dir.path().join(path), content)?;
+    std::fs::write(&shadow, text)?;
+    for (path, other) in others {
+        let Ok(inside) = path.strip_prefix(root) else { continue };
+        if inside == relative || !inside.components().all(|c| matches!(c, Component::Normal(_))) {
+            continue;
+        }
+        if let Err(err) = overlay(root, dir.path(), inside, other) {
+            tracing::debug!("{} is checked against the disk's text: {err}", path.display());
+        }
     }
-    let file = dir.path().join(relative);
-    Ok(Mirror { dir, file })
+    Ok(Mirror { dir, file: shadow })
 }
 
-/// Symlinks every entry of `real` but those in `except` into `shadow`.
-fn link_siblings(real: &Path, shadow: &Path, except: &BTreeSet<OsString>) -> std::io::Result<()> {
+/// Puts `text` at `relative` in the mirror at `mirror`: each folder on the way that is a link
+/// into the project becomes a real folder of links, and the file's link a real file.
+fn overlay(root: &Path, mirror: &Path, relative: &Path, text: &str) -> std::io::Result<()> {
+    let mut real = root.to_path_buf();
+    let mut shadow = mirror.to_path_buf();
+    let components: Vec<_> = relative.components().collect();
+    for (index, component) in components.iter().enumerate() {
+        real.push(component);
+        shadow.push(component);
+        let kind = std::fs::symlink_metadata(&shadow).map(|m| m.file_type());
+        if index + 1 == components.len() {
+            if kind.is_ok() {
+                std::fs::remove_file(&shadow)?;
+            }
+            return std::fs::write(&shadow, text);
+        }
+        match kind {
+            Ok(kind) if kind.is_symlink() => {
+                std::fs::remove_file(&shadow)?;
+                std::fs::create_dir(&shadow)?;
+                link_siblings(&real, &shadow, None)?;
+            }
+            Ok(kind) if kind.is_dir() => {}
+            Ok(_) => {
+                return Err(std::io::Error::other(format!("{} is not a folder", real.display())));
+            }
+            // a folder the disk does not have (a new, unsaved file's)
+            Err(_) => std::fs::create_dir(&shadow)?,
+        }
+    }
+    Ok(())
+}
+
+/// Symlinks every entry of `real` but `except` into `shadow`.
+fn link_siblings(real: &Path, shadow: &Path, except: Option<&std::ffi::OsStr>) -> std::io::Result<()> {
     let entries = match std::fs::read_dir(real) {
         Ok(entries) => entries,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(()),
@@ -81,7 +103,7 @@ fn link_siblings(real: &Path, shadow: &Path, except: &BTreeSet<OsString>) -> std
     };
     for entry in entries {
         let entry = entry?;
-        if except.contains(&entry.file_name()) {
+        if Some(entry.file_name().as_os_str()) == except {
             continue;
         }
         std::os::unix::fs::symlink(entry.path(), shadow.join(entry.file_name()))?;
@@ -144,5 +166,9 @@ mod tests {
         assert_eq!(read("pkg/other.py"), "other");
         assert_eq!(std::fs::read_to_string(root.join("models.py")).unwrap(), "on disk");
         assert!(!mirror.root().join("elsewhere").exists());
+        // an other that cannot be placed (a file where its folder should be) costs nothing
+        let clash = vec![(root.join("models.py/inner.py"), "x".to_string())];
+        let mirror = super::mirror(root, &root.join("test_models.py"), "t", &clash).unwrap();
+        assert_eq!(std::fs::read_to_string(mirror.root().join("test_models.py")).unwrap(), "t");
     }
 }
