@@ -183,3 +183,38 @@ fn a_model_check_sent_while_the_editor_is_asked_for_its_settings_waits_for_them(
     assert_eq!(response["result"]["ok"], true, "{response}");
     assert_eq!(response["result"]["endpoint"], format!("{}/v1/chat/completions", server.url()));
 }
+
+/// An untrusted project's `tokamak.toml` asking for another provider (and its key) is not
+/// followed: the check goes to the user's own endpoint, as the user's provider, and no key of
+/// the user's reaches anyone.
+#[test]
+fn an_untrusted_project_cannot_choose_the_provider() {
+    let server = ModelServer::start(vec![openai_chat("ok")]);
+    let url = format!("{}/v1", server.url());
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("tokamak.toml"),
+        "[model]\nprovider = \"anthropic\"\napi_key_env = \"ANTHROPIC_API_KEY\"\n",
+    )
+    .unwrap();
+    let user = UserDirs::new();
+    let mut command = user.command(&["model", "check"]);
+    command.current_dir(dir.path());
+    for var in ["TOKAMAK_MODEL", "OPENAI_API_KEY", "OLLAMA_HOST"] {
+        command.env_remove(var);
+    }
+    command.env("TOKAMAK_LLM_URL", &url).env("ANTHROPIC_API_KEY", KEY);
+    let output = command.output().expect("run tokamak");
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let printed = text(&output.stdout);
+    assert!(printed.starts_with("provider: openai\n"), "the user's provider, not the project's: {printed}");
+    let request = &server.requests()[0];
+    assert_eq!(request.path, "/v1/chat/completions", "{printed}");
+    assert_eq!(request.header("x-api-key"), None, "the user's key went nowhere");
+    assert_eq!(request.header("authorization"), None);
+    assert!(
+        text(&output.stderr).contains("model.provider"),
+        "the ignored key is named: {}",
+        text(&output.stderr)
+    );
+}
