@@ -748,3 +748,54 @@ fn the_tests_that_reach_a_change_run_first() {
     assert_eq!(stderr.matches("the tests passed (ran `").count(), 2, "{stderr}");
     assert!(stderr.contains("step 1 checked: 0 error(s) introduced; the tests pass"), "{stderr}");
 }
+
+/// `delete` of a name that is a symbolic link never reaches the file it points at: it is
+/// refused with the reason, and both stay as they were.
+#[test]
+fn deleting_a_link_never_deletes_its_target() {
+    let dir = project(&[("app.py", "x = 1\n")]);
+    let root = dir.path();
+    std::os::unix::fs::symlink("app.py", root.join("alias.py")).expect("symlink");
+    let model = ModelServer::start(vec![
+        plan(),
+        action(json!({"action": "delete", "path": "alias.py"})),
+        done("could not delete it"),
+    ]);
+    let user = UserDirs::trusting(&[root]);
+    let output = run(&user, root, &model, "delete alias.py");
+    let told = results(&model);
+    assert!(told[0].contains("is a symbolic link") && told[0].contains("nothing was deleted"), "{told:#?}");
+    assert_eq!(std::fs::read_to_string(root.join("app.py")).unwrap(), "x = 1\n", "the target is untouched");
+    assert!(std::fs::symlink_metadata(root.join("alias.py")).unwrap().file_type().is_symlink());
+    // and the step, which changed nothing, is not done
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stdout));
+}
+
+/// With `auto_commit`, a file the model named `*` is committed as a file named `*`: the user's
+/// untracked and unstaged files are never staged by it.
+#[test]
+fn a_file_named_like_a_pattern_commits_only_itself() {
+    // the project is a repository with app.py committed; the user's untracked secrets.txt and
+    // unstaged change to app.py are theirs
+    let dir = project(&[("app.py", "x = 1\n")]);
+    let root = dir.path();
+    std::fs::write(root.join("secrets.txt"), "token\n").unwrap();
+    std::fs::write(root.join("app.py"), "x = 2\n").unwrap();
+    let model = ModelServer::start(vec![
+        plan(),
+        action(json!({"action": "create", "path": "*", "text": "star\n"})),
+        action(json!({"action": "git_commit", "message": "add a star"})),
+        done("committed"),
+    ]);
+    let user = UserDirs::trusting_with(&[root], "auto_commit = true\n");
+    let output = run(&user, root, &model, "add a file named star");
+    let told = results(&model);
+    assert!(told.iter().any(|t| t.contains("committed 1 file(s)")), "{told:#?}\n{}", text(&output.stdout));
+    let committed = git(root, &["show", "--name-only", "--format=", "HEAD"]);
+    assert_eq!(committed.trim(), "*", "only the run's own file: {committed}");
+    let status = git(root, &["status", "--porcelain"]);
+    assert!(
+        status.contains("?? secrets.txt") && status.contains(" M app.py"),
+        "nothing else staged: {status}"
+    );
+}

@@ -311,6 +311,14 @@ impl Executor {
     /// Checks that a file may be deleted or moved: a regular file (not a link or a folder)
     /// that a checkpoint holds, unchanged since the run saw it.
     pub(super) async fn removable(&self, confined: &Confined, what: &str) -> Result<(), Stop> {
+        if confined.link {
+            // what is named is a link: its target is what the path resolves to, and removing
+            // or moving that would reach a file the model did not name
+            return Err(Stop::Refused(format!(
+                "the path named is a symbolic link to {}, so nothing was {what}: Tokamak does not delete or move links",
+                confined.relative
+            )));
+        }
         let metadata = std::fs::symlink_metadata(&confined.path)
             .map_err(|_| Stop::Refused(format!("{} does not exist", confined.relative)))?;
         if metadata.is_dir() {

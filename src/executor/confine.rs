@@ -25,6 +25,8 @@ pub struct Confined {
     /// Relative to the root with `/` separators, as the model and the user see it (`.` for
     /// the root itself).
     pub relative: String,
+    /// The path as named is itself a symbolic link (to `path`).
+    pub link: bool,
 }
 
 /// The workspace root and what inside it is off limits.
@@ -116,7 +118,8 @@ impl Confinement {
                 )));
             }
         }
-        Ok(Confined { path: resolved, relative })
+        let link = std::fs::symlink_metadata(&lexical).is_ok_and(|m| m.file_type().is_symlink());
+        Ok(Confined { path: resolved, relative, link })
     }
 
     /// A path under the root as the model sees it (relative, `/`-separated).

@@ -52,7 +52,9 @@ impl Executor {
         }
         let git = |args: Vec<String>| {
             let mut command = tokio::process::Command::new("git");
-            command.arg("-C").arg(self.root());
+            // the run's file names are names, never patterns: a file the model called `*`
+            // must not stage the user's other files
+            command.arg("-C").arg(self.root()).arg("--literal-pathspecs");
             if !settings.trusted {
                 command.args(["-c", "core.hooksPath=/dev/null"]);
             }
