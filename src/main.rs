@@ -368,6 +368,10 @@ fn main() -> ExitCode {
             return ExitCode::from(USAGE);
         }
     };
+    // what Tokamak keeps of projects is the user's alone, whatever the umask made of it
+    if let Err(err) = tokamak::places::make_cache_private() {
+        eprintln!("tokamak: cannot make {} private: {err}", tokamak::places::cache_dir().display());
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(err) => {

@@ -21,6 +21,20 @@ pub fn cache_dir() -> PathBuf {
     dirs::cache_dir().unwrap_or_else(|| std::env::temp_dir().join("tokamak-cache")).join("tokamak")
 }
 
+/// Makes [`cache_dir`] readable by its owner only (0700), created if need be: it holds
+/// checkpoints, audit logs and sandbox copies of projects — their `.env` files among them —
+/// which no other user of the machine may read.
+pub fn make_cache_private() -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    let dir = cache_dir();
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&dir)?;
+    let mode = std::fs::metadata(&dir)?.permissions().mode() & 0o777;
+    if mode != 0o700 {
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(dir)
+}
+
 /// The cache folder of one project: keyed by a hash of its canonical path, with the folder's
 /// name in front so a person can find it.
 pub fn project_cache(root: &Path) -> PathBuf {

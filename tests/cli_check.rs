@@ -179,3 +179,20 @@ fn nothing_checked_is_not_success() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("nothing was fixed"), "{output:?}");
 }
+
+/// Tokamak's cache (checkpoints, audit logs, sandbox copies holding a project's `.env`) is the
+/// user's alone: made 0700, and a folder an earlier version left readable is closed.
+#[test]
+fn the_cache_is_readable_by_its_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let user = support::UserDirs::new();
+    let cache = user.cache.path().join("tokamak");
+    std::fs::create_dir_all(cache.join("projects")).unwrap();
+    std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.py"), "x = 1\n").unwrap();
+    let output = user.command(&["check", "a.py"]).current_dir(dir.path()).output().expect("tokamak");
+    assert!(output.status.code().is_some(), "{output:?}");
+    let mode = std::fs::metadata(&cache).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700, "{mode:o}");
+}
