@@ -1,7 +1,8 @@
 //! Child processes Tokamak starts (checkers, the agent's commands and tests): each leads a
 //! process group of its own, which is killed whole when its run is cancelled or too slow, and
 //! every group still alive is killed when Tokamak exits — nothing outlives the editor. And
-//! what they print, made fit to show (`clean_output`).
+//! what they print, made fit to show (`clean_output`); and the `PATH` they get when a project
+//! is not trusted to supply programs (`path_outside`).
 
 use std::collections::BTreeSet;
 use std::sync::Mutex;
@@ -96,6 +97,20 @@ pub fn clean_output(bytes: &[u8]) -> String {
         }
     }
     out
+}
+
+/// `PATH` without its folders inside `root` (and without relative ones, which resolve
+/// against wherever a child runs): what a child gets when the project at `root` is not
+/// trusted, so neither Tokamak's own git nor a checker's `node` is a program the project
+/// planted on a `PATH` that leads into it. `None` when there is no `PATH`.
+pub fn path_outside(root: &std::path::Path) -> Option<std::ffi::OsString> {
+    let path = std::env::var_os("PATH")?;
+    let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    let kept: Vec<std::path::PathBuf> = std::env::split_paths(&path)
+        .filter(|dir| dir.is_absolute())
+        .filter(|dir| !std::fs::canonicalize(dir).unwrap_or_else(|_| dir.clone()).starts_with(&root))
+        .collect();
+    std::env::join_paths(kept).ok()
 }
 
 #[cfg(test)]

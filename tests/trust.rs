@@ -137,3 +137,51 @@ fn a_trusted_repository_gets_its_settings_and_programs() {
     open_and_settle(&mut client, root);
     assert_eq!(ran(root), Vec::<String>::new());
 }
+
+/// A folder inside an untrusted project on `PATH` (its `bin/`, as a project's `.envrc` puts it
+/// there): Tokamak's checkpoint never runs the project's `git`, and a checker's children never
+/// its `node`; the run's change still lands, checkpointed by the real git.
+#[test]
+fn a_path_into_an_untrusted_project_supplies_no_program() {
+    if !support::require_tools(&["pyright"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let root = dir.path();
+    std::fs::create_dir(root.join(".git")).unwrap();
+    std::fs::write(root.join("app.py"), "def total(items):\n    return sum(items)\n").unwrap();
+    for (name, marker) in [("git", "ran-project-git"), ("node", "ran-project-node")] {
+        let path = root.join("bin").join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, format!("#!/bin/sh\ntouch {}/{marker}\nexit 1\n", root.display())).unwrap();
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    }
+    let path = format!("{}:{}", root.join("bin").display(), std::env::var("PATH").unwrap_or_default());
+    let block =
+        "<<<<<<< SEARCH\n    return sum(items)\n=======\n    return sum(items or [])\n>>>>>>> REPLACE\n";
+    let model = support::model_server::ModelServer::start(vec![
+        support::model_server::openai_chat("1. Make total safe\n"),
+        support::scenario::call("edit", json!({"path": "app.py", "blocks": block})),
+        support::scenario::call("done", json!({"summary": "safe"})),
+    ]);
+    let user = UserDirs::new();
+    user.write_settings("[checkers]\nenable = [\"pyright\"]\n");
+    let output = user
+        .command(&["run", "make total safe", "--yes", "--root", &root.display().to_string()])
+        .current_dir(root)
+        .envs(support::tool_env())
+        .env("PATH", &path)
+        .env("TOKAMAK_LLM_URL", model.url())
+        .env("TOKAMAK_MODEL", "scripted")
+        .output()
+        .unwrap();
+    let printed =
+        format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert_eq!(ran(root), Vec::<String>::new(), "the project's programs ran: {printed}");
+    assert_eq!(
+        std::fs::read_to_string(root.join("app.py")).unwrap(),
+        "def total(items):\n    return sum(items or [])\n",
+        "{printed}"
+    );
+    assert!(printed.contains("Undo with tokamak rollback"), "checkpointed by the real git: {printed}");
+}

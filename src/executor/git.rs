@@ -51,7 +51,16 @@ impl Executor {
             }
         }
         let git = |args: Vec<String>| {
-            let mut command = tokio::process::Command::new("git");
+            // a project not trusted supplies no program: not git, nor what git runs
+            let search = (!settings.trusted).then(|| crate::process::path_outside(self.root())).flatten();
+            let program = search
+                .as_ref()
+                .and_then(|path| which::which_in("git", Some(path), self.root()).ok())
+                .unwrap_or_else(|| std::path::PathBuf::from("git"));
+            let mut command = tokio::process::Command::new(program);
+            if let Some(path) = &search {
+                command.env("PATH", path);
+            }
             // the run's file names are names, never patterns: a file the model called `*`
             // must not stage the user's other files
             command.arg("-C").arg(self.root()).arg("--literal-pathspecs");

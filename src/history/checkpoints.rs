@@ -100,6 +100,10 @@ pub struct FileChange {
 pub struct Checkpoints {
     git_dir: PathBuf,
     root: PathBuf,
+    /// Tokamak's own git and the `PATH` it runs with: never a program inside the project (a
+    /// cloned repository's `bin/git` on a `PATH` that leads into it).
+    git: PathBuf,
+    search_path: Option<std::ffi::OsString>,
     max_file_bytes: u64,
     /// One git operation on the index at a time; the classification of files by (size,
     /// modification time), so unchanged files are not read again.
@@ -112,9 +116,16 @@ impl Checkpoints {
         let root = std::fs::canonicalize(root)
             .map_err(|reason| CheckpointError::Io { path: root.to_path_buf(), reason })?;
         let git_dir = dir.join("checkpoints.git");
+        let search_path = crate::process::path_outside(&root);
+        let git = search_path
+            .as_ref()
+            .and_then(|search| which::which_in("git", Some(search), &root).ok())
+            .unwrap_or_else(|| PathBuf::from("git"));
         let checkpoints = Checkpoints {
             git_dir: git_dir.clone(),
             root,
+            git,
+            search_path,
             max_file_bytes,
             state: tokio::sync::Mutex::new(HashMap::new()),
         };
@@ -143,7 +154,10 @@ impl Checkpoints {
         stdin: Option<Vec<u8>>,
         env: &[(&str, &Path)],
     ) -> Result<Vec<u8>, CheckpointError> {
-        let mut command = tokio::process::Command::new("git");
+        let mut command = tokio::process::Command::new(&self.git);
+        if let Some(search) = &self.search_path {
+            command.env("PATH", search);
+        }
         command
             .arg("--git-dir")
             .arg(&self.git_dir)

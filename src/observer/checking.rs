@@ -292,12 +292,16 @@ impl Observer {
             } else {
                 (0, Vec::new())
             };
+            // a project not trusted supplies no program, not even through a tool's children
+            let search_path =
+                (!observer.checkers.trusted).then(|| crate::process::path_outside(&root)).flatten();
             let input = RunInput {
                 program: &program,
                 snapshot: &snapshot,
                 path: &path,
                 root: &root,
                 overlays: &overlays,
+                search_path,
             };
             let result = checkers::run(&checker, input).await;
             tracing::debug!("{} on {} took {:?}", checker.name, snapshot.uri, started.elapsed());

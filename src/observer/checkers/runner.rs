@@ -61,6 +61,9 @@ pub struct RunInput<'a> {
     /// that reads other files sees these texts for them, so a check of one document
     /// resolves its imports against what the user has, not what was last saved.
     pub overlays: &'a [(PathBuf, String)],
+    /// The `PATH` the tool runs with (`None`: Tokamak's own): in a project not trusted, one
+    /// without its folders, so a tool's own children (pyright's `node`) are not the project's.
+    pub search_path: Option<std::ffi::OsString>,
 }
 
 /// Runs `checker` on the snapshot's text and returns what it found in that document.
@@ -79,6 +82,9 @@ pub async fn run(checker: &Checker, input: RunInput<'_>) -> Result<Vec<Diagnosti
         .stderr(Stdio::piped())
         .kill_on_drop(true)
         .process_group(0);
+    if let Some(search) = &input.search_path {
+        command.env("PATH", search);
+    }
     let mut child = command.spawn().map_err(|reason| RunError::Spawn {
         name: name.clone(),
         program: input.program.display().to_string(),
