@@ -799,3 +799,36 @@ fn a_file_named_like_a_pattern_commits_only_itself() {
         "nothing else staged: {status}"
     );
 }
+
+/// A run deletes only what its checkpoint can restore: a gitignored `.env` and a file of a
+/// nested repository are not in the checkpoint, so their deletion is refused with the reason;
+/// a tracked file is deleted (and its checkpoint holds it).
+#[test]
+fn a_file_the_checkpoint_cannot_restore_is_not_deleted() {
+    let dir = project(&[("app.py", "x = 1\n"), (".gitignore", ".env\n")]);
+    let root = dir.path();
+    std::fs::write(root.join(".env"), "SECRET=1\n").unwrap();
+    std::fs::create_dir_all(root.join("vendor/lib/.git")).unwrap();
+    std::fs::write(root.join("vendor/lib/code.py"), "y = 2\n").unwrap();
+    let model = ModelServer::start(vec![
+        plan(),
+        action(json!({"action": "delete", "path": ".env"})),
+        action(json!({"action": "delete", "path": "vendor/lib/code.py"})),
+        action(json!({"action": "delete", "path": "app.py"})),
+        done("deleted what could be"),
+    ]);
+    let user = UserDirs::trusting(&[root]);
+    let output = run(&user, root, &model, "delete the files");
+    let told = results(&model);
+    for (said, file) in told.iter().zip([".env", "vendor/lib/code.py"]) {
+        assert!(
+            said.contains(&format!("{file} was not deleted"))
+                && said.contains("ignored by the project's .gitignore or inside a repository of its own"),
+            "{said}"
+        );
+    }
+    assert!(told[2].contains("deleted app.py"), "{told:#?}");
+    assert_eq!(std::fs::read_to_string(root.join(".env")).unwrap(), "SECRET=1\n");
+    assert_eq!(std::fs::read_to_string(root.join("vendor/lib/code.py")).unwrap(), "y = 2\n");
+    assert!(!root.join("app.py").exists(), "{}", text(&output.stdout));
+}

@@ -339,7 +339,7 @@ impl Executor {
         })?;
         if !checkpoints.can_hold(&confined.path) {
             return Err(Stop::Refused(format!(
-                "{} was not {what}: it is binary or larger than checkpoints.max_file_bytes, so a checkpoint could not restore it",
+                "{} was not {what}: it is binary, larger than checkpoints.max_file_bytes, ignored by the project's .gitignore or inside a repository of its own, so a checkpoint could not restore it",
                 confined.relative
             )));
         }

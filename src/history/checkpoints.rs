@@ -257,11 +257,39 @@ impl Checkpoints {
         files
     }
 
-    /// Whether a checkpoint can hold this file (text, under the size limit): only such files
-    /// may be deleted or renamed by an action, since only they can be restored.
+    /// Whether a checkpoint can hold this file (text, under the size limit, and one a snapshot
+    /// lists: not ignored by the project's `.gitignore`, not inside a repository of its own):
+    /// only such files may be deleted or renamed by an action, since only they can be
+    /// restored.
     pub fn can_hold(&self, path: &Path) -> bool {
         std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() <= self.max_file_bytes)
             && !looks_binary(path)
+            && self.listed(path)
+    }
+
+    /// Whether a snapshot lists `path`: the walk of [`Checkpoints::files`], going down only
+    /// the folders on the way to it.
+    fn listed(&self, path: &Path) -> bool {
+        let Ok(path) = std::fs::canonicalize(path) else { return false };
+        if !path.starts_with(&self.root) {
+            return false;
+        }
+        let (root, wanted) = (self.root.clone(), path.clone());
+        let walker = ignore::WalkBuilder::new(&self.root)
+            .hidden(false)
+            .require_git(false)
+            .follow_links(false)
+            .filter_entry(move |entry| {
+                let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+                if !is_dir {
+                    return entry.path() == wanted;
+                }
+                wanted.starts_with(entry.path())
+                    && entry.file_name() != ".git"
+                    && (entry.path() == root || !entry.path().join(".git").exists())
+            })
+            .build();
+        walker.flatten().any(|entry| entry.path() == path && entry.file_type().is_some_and(|t| t.is_file()))
     }
 
     /// Writes the project's current state (with `overlays` over the disk) as a tree; returns
