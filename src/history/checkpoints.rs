@@ -216,20 +216,7 @@ impl Checkpoints {
 
     /// The files a snapshot holds, relative and sorted.
     fn files(&self, known: &mut HashMap<PathBuf, (u64, SystemTime, bool)>) -> Vec<String> {
-        let root = self.root.clone();
-        let walker = ignore::WalkBuilder::new(&self.root)
-            .hidden(false)
-            .require_git(false)
-            .follow_links(false)
-            .filter_entry(move |entry| {
-                let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
-                if !is_dir {
-                    return true;
-                }
-                // .git itself, and nested repositories (their files belong to them)
-                entry.file_name() != ".git" && (entry.path() == root || !entry.path().join(".git").exists())
-            })
-            .build();
+        let walker = self.walk(|_| true);
         let mut seen = HashSet::new();
         let mut files = Vec::new();
         for entry in walker.flatten() {
@@ -257,6 +244,26 @@ impl Checkpoints {
         files
     }
 
+    /// The walk a snapshot lists its files by — the project's ignore files respected, `.git`
+    /// and nested repositories (their files belong to them) left out — going only where
+    /// `within` says of each path (a folder to go down, a file to yield).
+    fn walk(&self, within: impl Fn(&Path) -> bool + Send + Sync + 'static) -> ignore::Walk {
+        let root = self.root.clone();
+        ignore::WalkBuilder::new(&self.root)
+            .hidden(false)
+            .require_git(false)
+            .follow_links(false)
+            .filter_entry(move |entry| {
+                if !entry.file_type().is_some_and(|t| t.is_dir()) {
+                    return within(entry.path());
+                }
+                within(entry.path())
+                    && entry.file_name() != ".git"
+                    && (entry.path() == root || !entry.path().join(".git").exists())
+            })
+            .build()
+    }
+
     /// Whether a checkpoint can hold this file (text, under the size limit, and one a snapshot
     /// lists: not ignored by the project's `.gitignore`, not inside a repository of its own):
     /// only such files may be deleted or renamed by an action, since only they can be
@@ -274,22 +281,10 @@ impl Checkpoints {
         if !path.starts_with(&self.root) {
             return false;
         }
-        let (root, wanted) = (self.root.clone(), path.clone());
-        let walker = ignore::WalkBuilder::new(&self.root)
-            .hidden(false)
-            .require_git(false)
-            .follow_links(false)
-            .filter_entry(move |entry| {
-                let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
-                if !is_dir {
-                    return entry.path() == wanted;
-                }
-                wanted.starts_with(entry.path())
-                    && entry.file_name() != ".git"
-                    && (entry.path() == root || !entry.path().join(".git").exists())
-            })
-            .build();
-        walker.flatten().any(|entry| entry.path() == path && entry.file_type().is_some_and(|t| t.is_file()))
+        let wanted = path.clone();
+        self.walk(move |entry| wanted.starts_with(entry))
+            .flatten()
+            .any(|entry| entry.path() == path && entry.file_type().is_some_and(|t| t.is_file()))
     }
 
     /// Writes the project's current state (with `overlays` over the disk) as a tree; returns
