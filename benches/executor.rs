@@ -7,7 +7,7 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -15,7 +15,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use tokamak::config::{CheckerSettings, Settings, SyntaxSettings};
 use tokamak::editor::Editor;
 use tokamak::executor::{
-    Action, Confinement, Executor, ExecutorContext, ExecutorSettings, RefuseUnlisted, ShadowCopy,
+    Action, Confinement, Executor, ExecutorContext, ExecutorSettings, Placement, RefuseUnlisted, ShadowCopy,
 };
 use tokamak::history::{Checkpoints, Stage};
 use tokamak::observer::Observer;
@@ -98,10 +98,13 @@ fn bench_actions(c: &mut Criterion) {
     // the copy every command runs in, with an open buffer's text: the first once (a run's
     // first command), then brought up to date after that buffer changed (a later command) —
     // without bwrap (linked dependency folders) and with it (mount points)
-    for isolated in [false, true] {
-        let name = if isolated { "bwrap" } else { "no bwrap" };
+    let landlock =
+        Placement::Landlock { helper: PathBuf::from(env!("CARGO_BIN_EXE_tokamak")), enforced: String::new() };
+    for placement in [landlock, Placement::Bwrap(PathBuf::from("bwrap"))] {
+        let name = if placement.at_workspace_path() { "bwrap" } else { "no bwrap" };
         let mut copy =
-            ShadowCopy::new(&root, &dir.path().join(format!("sandbox-{isolated}")), isolated).unwrap();
+            ShadowCopy::new(&root, &dir.path().join(format!("sandbox-{}", placement.backend())), &placement)
+                .unwrap();
         let buffer = |n: u64| {
             std::collections::HashMap::from([(
                 std::path::PathBuf::from("target.py"),
@@ -125,17 +128,36 @@ fn bench_actions(c: &mut Criterion) {
             },
         );
     }
-    let copy = ShadowCopy::new(&root, &dir.path().join("sandbox"), true).unwrap();
+    // one command (`true`) under each backend this machine has, against none
+    let bwrap_placement = Placement::Bwrap(PathBuf::from("bwrap"));
+    let copy = ShadowCopy::new(&root, &dir.path().join("sandbox"), &bwrap_placement).unwrap();
+    let argv = ["true".to_string()];
+    c.bench_function("a command unconfined (true)", |b| {
+        b.iter(|| assert!(std::process::Command::new("true").status().unwrap().success()))
+    });
     if let Ok(bwrap) = which::which("bwrap") {
-        let args = copy.bwrap_args(Path::new(""), &["true".to_string()]);
+        let args = copy.bwrap_args(Path::new(""), &argv, &[], false);
         c.bench_function("a command under bwrap (true)", |b| {
             b.iter(|| {
                 let status = std::process::Command::new(&bwrap).args(&args).status().unwrap();
                 assert!(status.success());
             })
         });
-        c.bench_function("the same command without bwrap (true)", |b| {
-            b.iter(|| assert!(std::process::Command::new("true").status().unwrap().success()))
+    }
+    if tokamak::sandbox::landlock::kernel_abi().is_some() {
+        let home = dirs::home_dir();
+        let policy = tokamak::sandbox::Policy {
+            writable: vec![copy.dir().to_path_buf()],
+            hidden: tokamak::sandbox::secrets::hidden(home.as_deref(), &[], &tokamak::places::cache_dir()),
+            network: false,
+        };
+        let args = tokamak::sandbox::landlock::command_line(&policy, &argv);
+        c.bench_function("a command under Landlock (true)", |b| {
+            b.iter(|| {
+                let status =
+                    std::process::Command::new(env!("CARGO_BIN_EXE_tokamak")).args(&args).status().unwrap();
+                assert!(status.success());
+            })
         });
     }
 

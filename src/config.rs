@@ -199,8 +199,8 @@ pub struct Settings {
     pub fix: FixSettings,
     /// `[commands]`: which commands the agent may run without asking, and how.
     pub commands: CommandSettings,
-    /// `sandbox`: where commands run (`auto`: under bubblewrap when it is installed).
-    pub sandbox: SandboxMode,
+    /// `sandbox` (a backend's name) or `[sandbox]`: what confines the agent's commands.
+    pub sandbox: SandboxSettings,
     /// `auto_commit`: `git_commit` actions commit without asking.
     pub auto_commit: bool,
     /// `approval`: what the agent asks a person before doing (`low`, `medium`, `high`).
@@ -292,17 +292,80 @@ impl Default for CommandSettings {
     }
 }
 
-/// Where the agent's commands run (SPEC X3).
+/// What confines the agent's commands (SPEC X3): `sandbox = "auto"` or a table.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(from = "SandboxSetting")]
+pub struct SandboxSettings {
+    /// `backend`: what confines them.
+    pub backend: SandboxMode,
+    /// `env`: variables passed on to commands besides the documented few (names).
+    pub env: Vec<String>,
+    /// `hide`: more paths commands may not read (`~/` is the home folder), besides the
+    /// known secrets (`~/.ssh`, `~/.aws`, …).
+    pub hide: Vec<String>,
+    /// `network`: commands may reach the network (default: no).
+    pub network: bool,
+}
+
+/// `sandbox` as written: a backend's name, or the whole table.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum SandboxSetting {
+    Backend(SandboxMode),
+    Table(SandboxTable),
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+struct SandboxTable {
+    backend: SandboxMode,
+    env: Vec<String>,
+    hide: Vec<String>,
+    network: bool,
+}
+
+impl From<SandboxSetting> for SandboxSettings {
+    fn from(setting: SandboxSetting) -> Self {
+        match setting {
+            SandboxSetting::Backend(backend) => SandboxSettings { backend, ..SandboxSettings::default() },
+            SandboxSetting::Table(table) => SandboxSettings {
+                backend: table.backend,
+                env: table.env,
+                hide: table.hide,
+                network: table.network,
+            },
+        }
+    }
+}
+
+/// What confines the agent's commands (SPEC X3).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SandboxMode {
-    /// Under bubblewrap when it is installed; otherwise in the workspace, said once.
+    /// The best this machine has: bubblewrap, else Landlock (Linux), else Seatbelt (macOS);
+    /// with none, every command is asked first.
     #[default]
     Auto,
     /// Under bubblewrap, or not at all.
     Bwrap,
-    /// In the workspace itself (with the timeout, the stripped environment and no stdin).
+    /// Under Landlock and seccomp (Linux 5.13+), or not at all.
+    Landlock,
+    /// Under Seatbelt (`sandbox-exec`, macOS), or not at all.
+    Seatbelt,
+    /// Unconfined, in the copy (with the timeout, the environment's allow-list and no stdin).
     Off,
+}
+
+impl SandboxMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            SandboxMode::Auto => "auto",
+            SandboxMode::Bwrap => "bwrap",
+            SandboxMode::Landlock => "landlock",
+            SandboxMode::Seatbelt => "seatbelt",
+            SandboxMode::Off => "off",
+        }
+    }
 }
 
 /// `approval` (SPEC M4): when the agent asks a person before it acts.
@@ -706,7 +769,7 @@ max_attempts = 7
         assert!(!loaded.trust.trusted);
         assert_eq!(loaded.ignored, ["trusted", "sandbox", "model.base_url", "checkers.lint"]);
         assert_eq!(loaded.settings.fix.max_attempts, 7);
-        assert_eq!(loaded.settings.sandbox, SandboxMode::Auto);
+        assert_eq!(loaded.settings.sandbox.backend, SandboxMode::Auto);
         assert!(loaded.settings.checkers.tools.is_empty());
         assert_eq!(loaded.settings.model.base_url.as_deref(), Some("http://127.0.0.1:9"), "the user's own");
         assert_eq!(loaded.settings.model.model.as_deref(), Some("mine"));
@@ -714,7 +777,7 @@ max_attempts = 7
         user.trusted = vec![std::fs::canonicalize(dir.path()).unwrap()];
         let loaded = Settings::load_with(Some(dir.path()), serde_json::Value::Null, &user).unwrap();
         assert!(loaded.trust.trusted && loaded.ignored.is_empty(), "{loaded:?}");
-        assert_eq!(loaded.settings.sandbox, SandboxMode::Off);
+        assert_eq!(loaded.settings.sandbox.backend, SandboxMode::Off);
         assert_eq!(loaded.settings.model.base_url.as_deref(), Some("http://elsewhere"));
         assert!(loaded.settings.checkers.tools.contains_key("lint"));
     }

@@ -23,6 +23,7 @@ pub mod observer;
 pub mod places;
 pub mod process;
 pub mod run;
+pub mod sandbox;
 pub mod server;
 pub mod session;
 pub mod sync;

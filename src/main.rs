@@ -167,6 +167,9 @@ enum Command {
         #[command(subcommand)]
         what: BenchWhat,
     },
+    /// Which sandbox confines the agent's commands here, what it confines, and why the other
+    /// backends are not used; exit status 1 when none does.
+    Sandbox,
     /// The model Tokamak talks to.
     Model {
         #[command(subcommand)]
@@ -358,6 +361,14 @@ fn print_bench<T: serde::Serialize>(
 }
 
 fn main() -> ExitCode {
+    // the Landlock helper, before anything else starts (no thread, no runtime): it confines
+    // itself and runs one command of the agent's
+    #[cfg(target_os = "linux")]
+    if std::env::args_os().nth(1).is_some_and(|arg| arg == tokamak::sandbox::landlock::SUBCOMMAND) {
+        let args: Vec<std::ffi::OsString> = std::env::args_os().skip(2).collect();
+        let code = tokamak::sandbox::landlock::helper_main(&args);
+        return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
     let cli = Cli::parse();
     let command = match cli.command {
         None if cli.acp => Command::Acp,
@@ -393,6 +404,21 @@ fn main() -> ExitCode {
                 Err(err) => {
                     eprintln!("tokamak: {err:#}");
                     ExitCode::FAILURE
+                }
+            }
+        }
+        Command::Sandbox => {
+            let root = tokamak::config::find_root(Path::new("."));
+            match tokamak::cli::sandbox::check_sandbox(&root) {
+                Ok(check) => {
+                    for line in &check.lines {
+                        println!("{line}");
+                    }
+                    if check.confined { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+                }
+                Err(err) => {
+                    eprintln!("tokamak: {err}");
+                    ExitCode::from(USAGE)
                 }
             }
         }

@@ -499,15 +499,17 @@ fn the_scenario_through_acp_with_the_editors_files() {
         calls.iter().filter(|c| c["toolCallId"].as_str().unwrap().contains("/tests-")).collect();
     assert!(test_runs.len() >= 2, "{calls:#?}");
     assert!(test_runs.iter().all(|c| c["kind"] == "execute"), "{test_runs:?}");
-    // in the editor's terminal, shown in their tool calls, without the key Tokamak was given
+    // in the editor's terminal, shown in their tool calls, with the command's environment only:
+    // not the key Tokamak was given
     let created = client.requests("terminal/create");
     assert_eq!(created.len(), test_runs.len(), "{created:#?}");
     for create in &created {
         let create: acp::CreateTerminalRequest = serde_json::from_value(create["params"].clone()).unwrap();
         assert!(create.args.iter().any(|a| a == "pytest"), "{create:?}");
         assert_eq!(create.command, "env", "{create:?}");
-        let unset = create.args.windows(2).any(|w| w[0] == "-u" && w[1] == "TOKAMAK_TEST_API_KEY");
-        assert!(unset, "the key is taken out of the terminal's environment: {create:?}");
+        assert_eq!(create.args[0], "-i", "the terminal's environment is the command's own: {create:?}");
+        let leaked = create.args.iter().any(|a| a.contains("TOKAMAK_TEST_API_KEY"));
+        assert!(!leaked, "the key is not in the terminal's environment: {create:?}");
     }
     assert_eq!(client.requests("terminal/wait_for_exit").len(), created.len());
     assert_eq!(client.requests("terminal/release").len(), created.len());

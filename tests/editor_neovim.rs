@@ -297,8 +297,8 @@ fn approvals_show_a_floating_diff_and_are_answered_with_keys_and_commands() {
 /// Seed 000's scenario as a user runs it in Neovim: `:TokamakRun` with the goal, each
 /// question answered with `a` in its floating diff, the source's edit left unsaved in its
 /// buffer — and the project's tests, run after each step, see that buffer: the second step's
-/// test calls the method only the buffer has. Without bubblewrap (every Mac) the same run
-/// ends the same way, only not isolated, and each step's note says where its tests ran.
+/// test calls the method only the buffer has. Without bubblewrap the same run ends the same
+/// way, confined by Landlock, and each step's note says where its tests ran.
 fn scenario_in_neovim(language: &Language, with_bwrap: bool) {
     scenario_in_neovim_checked_by(language, with_bwrap, &[]);
 }

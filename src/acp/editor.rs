@@ -514,7 +514,7 @@ impl AcpApprover {
 /// (an "always" for `python` must not let any Python through).
 fn remembered_as(request: &Request) -> String {
     match request {
-        Request::Command { argv } => format!("run `{}`", argv.join(" ")),
+        Request::Command { argv, .. } => format!("run `{}`", argv.join(" ")),
         other => other.action().to_string(),
     }
 }

@@ -10,6 +10,7 @@ mod headless;
 pub mod history;
 pub mod model_check;
 pub mod run;
+pub mod sandbox;
 mod session;
 
 use std::path::Path;

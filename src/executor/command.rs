@@ -1,9 +1,10 @@
 //! Running one command for the agent (SPEC X2): allowed by the policy or a person, placed in
-//! the run's shadow copy of the workspace holding the editor's text (through bwrap where it
-//! works, else a plain copy, said once), its output's paths pointed back at the project; the
-//! process itself with no standard input, a timeout, output captured and cut (head and tail
-//! kept), the whole process group killed on timeout or cancel, and an environment without API
-//! keys or tokens.
+//! the run's shadow copy of the workspace holding the editor's text and confined by the
+//! machine's sandbox (bubblewrap, Landlock or Seatbelt; with none, said once and the model's
+//! every command asked), its output's paths pointed back at the project; the process itself
+//! with no standard input, a timeout, output captured and cut (head and tail kept), the whole
+//! process group killed on timeout or cancel (the Landlock helper first asked to kill what it
+//! reaped), and an environment by allow-list (`sandbox::environment`).
 
 use std::path::Path;
 use std::process::Stdio;
@@ -12,16 +13,16 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio_util::sync::CancellationToken;
 
-use crate::history::audit::is_secret_name;
 use crate::process::{ProcessGroup, clean_output};
 use crate::text::cut;
 use std::collections::HashMap;
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
 use super::{Executor, Origin, Placement, Request, ShadowCopy, placement, policy};
 use crate::action::ActionResult;
-use crate::config::ApprovalLevel;
+use crate::config::{ApprovalLevel, SandboxSettings};
 use crate::editor::{MessageLevel, TerminalCommand};
 use crate::sync::lock;
 
@@ -36,11 +37,14 @@ pub struct CommandSpec<'a> {
     pub timeout: Duration,
     /// Output kept for the model (both streams together).
     pub max_output: usize,
-    /// Variables that hold keys under names that do not say so (the configured
-    /// `api_key_env`).
-    pub key_variables: &'a [String],
-    /// Run through bwrap with these arguments before `--` and the command (the sandbox's).
-    pub bwrap: Option<(&'a Path, Vec<String>)>,
+    /// Its whole environment (`None`: this process's, for tests of the runner itself).
+    pub env: Option<&'a [(OsString, OsString)]>,
+    /// Run through the sandbox's program with these arguments (bwrap's, the Landlock
+    /// helper's, sandbox-exec's), which end with the command.
+    pub wrapper: Option<(&'a Path, Vec<String>)>,
+    /// The wrapper reaps what the command leaves: on a timeout or a cancel it is sent SIGTERM
+    /// first, to kill it all, before its group is killed.
+    pub reaper: bool,
 }
 
 /// How a command ended.
@@ -74,10 +78,10 @@ impl CommandOutcome {
 
 /// Runs `spec` to its end, its timeout or `cancel`.
 pub async fn run(spec: CommandSpec<'_>, cancel: &CancellationToken) -> std::io::Result<CommandOutcome> {
-    let mut command = match &spec.bwrap {
-        Some((bwrap, args)) => {
-            let mut command = tokio::process::Command::new(bwrap);
-            command.args(args);
+    let mut command = match &spec.wrapper {
+        Some((wrapper, args)) => {
+            let mut command = tokio::process::Command::new(wrapper);
+            command.args(args).current_dir(spec.cwd);
             command
         }
         None => {
@@ -86,8 +90,8 @@ pub async fn run(spec: CommandSpec<'_>, cancel: &CancellationToken) -> std::io::
             command
         }
     };
-    for name in secret_variables(spec.key_variables) {
-        command.env_remove(name);
+    if let Some(env) = spec.env {
+        command.env_clear().envs(env.iter().map(|(name, value)| (name, value)));
     }
     command
         .stdin(Stdio::null())
@@ -97,7 +101,8 @@ pub async fn run(spec: CommandSpec<'_>, cancel: &CancellationToken) -> std::io::
         .process_group(0);
     let started = Instant::now();
     let mut child = command.spawn()?;
-    let group = ProcessGroup::new(child.id());
+    let leader = child.id();
+    let group = ProcessGroup::new(leader);
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
     let collect = async {
@@ -121,6 +126,15 @@ pub async fn run(spec: CommandSpec<'_>, cancel: &CancellationToken) -> std::io::
     };
     let elapsed = started.elapsed();
     let Some((stdout, stderr, status)) = finished else {
+        if spec.reaper
+            && let Some(pid) = leader.and_then(|pid| i32::try_from(pid).ok())
+        {
+            // SAFETY: kill(2) on our own child's pid; it touches no memory.
+            unsafe {
+                libc::kill(pid, libc::SIGTERM);
+            }
+            let _ = tokio::time::timeout(Duration::from_secs(2), child.wait()).await;
+        }
         group.kill();
         return Ok(CommandOutcome {
             status: None,
@@ -145,24 +159,13 @@ pub async fn run(spec: CommandSpec<'_>, cancel: &CancellationToken) -> std::io::
     })
 }
 
-/// The variables of this process's environment that hold keys or tokens (by their names, or
-/// named as the configured `api_key_env`): a command never sees them.
-fn secret_variables(key_variables: &[String]) -> Vec<String> {
-    std::env::vars_os()
-        .map(|(name, _)| name.to_string_lossy().into_owned())
-        .filter(|name| is_secret_name(name) || key_variables.iter().any(|k| k == name))
-        .collect()
-}
-
-/// `program args` as the editor's terminal runs it: through `env -u` for each variable that
-/// holds a key, since the editor starts it with its own environment (the one Tokamak was
-/// started with).
-fn without_secrets(program: &str, args: &[String], key_variables: &[String]) -> (String, Vec<String>) {
-    let secrets = secret_variables(key_variables);
-    if secrets.is_empty() {
-        return (program.to_string(), args.to_vec());
-    }
-    let mut wrapped: Vec<String> = secrets.into_iter().flat_map(|name| ["-u".to_string(), name]).collect();
+/// `program args` as the editor's terminal runs it: through `env -i` with the command's
+/// environment, since the editor starts it with its own (the one Tokamak was started with).
+fn with_environment(program: &str, args: &[String], env: &[(OsString, OsString)]) -> (String, Vec<String>) {
+    let mut wrapped = vec!["-i".to_string()];
+    wrapped.extend(
+        env.iter().map(|(name, value)| format!("{}={}", name.to_string_lossy(), value.to_string_lossy())),
+    );
     wrapped.push(program.to_string());
     wrapped.extend(args.iter().cloned());
     ("env".to_string(), wrapped)
@@ -198,48 +201,99 @@ pub(super) fn repoint(text: &str, from: &str, to: &str) -> String {
 }
 
 /// A command placed in a run's copy: where it runs, its arguments (pointed at the copy when
-/// it runs at the copy's own path) and, under bubblewrap, bwrap's path and arguments.
+/// it runs at the copy's own path), the sandbox's program and arguments that confine it, and
+/// its environment.
 pub(super) struct Placed {
     pub cwd: PathBuf,
     pub argv: Vec<String>,
-    pub bwrap: Option<(PathBuf, Vec<String>)>,
+    pub wrapper: Option<(PathBuf, Vec<String>)>,
+    pub env: Vec<(OsString, OsString)>,
+    /// It runs in the copy mounted at the workspace's path (bwrap).
+    at_workspace: bool,
+    /// The Landlock helper reaps what it leaves.
+    pub reaper: bool,
 }
 
-/// Places `argv` in `copy` of the workspace at `root` as `placement` says: under bwrap, the
-/// copy mounted at the workspace's own path; without it, the copy's folder, with the
-/// workspace's path in the arguments pointed there.
-pub(super) fn place(placement: &Placement, copy: &ShadowCopy, root: &Path, argv: &[String]) -> Placed {
-    match placement {
-        Placement::Bwrap(bwrap) => Placed {
+/// Places `argv` in `copy` of the workspace at `root` as `placement` says, under `sandbox`'s
+/// policy: under bwrap, the copy mounted at the workspace's own path; else the copy's
+/// folder, with the workspace's path in the arguments pointed there, confined by Landlock or
+/// Seatbelt when the machine has them.
+pub(super) fn place(
+    placement: &Placement,
+    copy: &ShadowCopy,
+    root: &Path,
+    argv: &[String],
+    sandbox: &SandboxSettings,
+) -> Placed {
+    let home = dirs::home_dir();
+    let hidden = crate::sandbox::secrets::hidden(home.as_deref(), &sandbox.hide, &crate::places::cache_dir());
+    let (private_home, private_tmp) = copy.private_folders();
+    let environment = |home: &Path, tmp: &Path| {
+        crate::sandbox::environment::allowed(
+            std::env::vars_os(),
+            &sandbox.env,
+            dirs::home_dir().as_deref(),
+            home,
+            tmp,
+        )
+    };
+    if let Placement::Bwrap(bwrap) = placement {
+        return Placed {
             cwd: root.to_path_buf(),
             argv: argv.to_vec(),
-            bwrap: Some((bwrap.clone(), copy.bwrap_args(Path::new(""), argv))),
-        },
-        Placement::Copy { .. } => {
-            let (from, to) = (root.to_string_lossy(), copy.dir().to_string_lossy());
-            Placed {
-                cwd: copy.dir().to_path_buf(),
-                argv: argv.iter().map(|a| repoint(a, &from, &to)).collect(),
-                bwrap: None,
-            }
+            wrapper: Some((bwrap.clone(), copy.bwrap_args(Path::new(""), argv, &hidden, sandbox.network))),
+            env: environment(Path::new(super::sandbox::BWRAP_HOME), Path::new("/tmp")),
+            at_workspace: true,
+            reaper: false,
+        };
+    }
+    let (from, to) = (root.to_string_lossy(), copy.dir().to_string_lossy());
+    let argv: Vec<String> = argv.iter().map(|a| repoint(a, &from, &to)).collect();
+    let policy = crate::sandbox::Policy {
+        writable: vec![copy.dir().to_path_buf(), private_home.to_path_buf(), private_tmp.to_path_buf()],
+        hidden,
+        network: sandbox.network,
+    };
+    let wrapper = match placement {
+        #[cfg(target_os = "linux")]
+        Placement::Landlock { helper, .. } => {
+            Some((helper.clone(), crate::sandbox::landlock::command_line(&policy, &argv)))
         }
+        Placement::Seatbelt(sandbox_exec) => {
+            Some((sandbox_exec.clone(), crate::sandbox::seatbelt::command_line(&policy, &argv)))
+        }
+        _ => None,
+    };
+    Placed {
+        cwd: copy.dir().to_path_buf(),
+        argv,
+        reaper: matches!(placement, Placement::Landlock { .. }),
+        wrapper,
+        env: environment(private_home, private_tmp),
+        at_workspace: false,
     }
 }
 
 impl Placed {
-    /// Why the command did not run when bubblewrap could not start `program` (not installed
-    /// in the sandbox's view): it did not run, as when it cannot be started without bubblewrap.
+    /// Why the command did not run when the sandbox could not start `program` (not installed
+    /// in the sandbox's view) or could not confine it: it did not run.
     pub(super) fn not_started(&self, outcome: &CommandOutcome, program: &str) -> Option<String> {
-        if self.bwrap.is_none() || outcome.status != Some(1) {
+        if self.wrapper.is_none() || !matches!(outcome.status, Some(1) | Some(126) | Some(127)) {
             return None;
         }
-        let line = outcome.stderr.lines().find(|l| l.starts_with("bwrap: execvp "))?;
-        Some(format!("`{program}` could not be started: {}", line.trim_start_matches("bwrap: ")))
+        let prefixes = ["bwrap: execvp ", crate::sandbox::HELPER_SAYS];
+        let line = outcome.stderr.lines().find(|l| prefixes.iter().any(|p| l.starts_with(p)))?;
+        let said = prefixes.iter().fold(line, |line, p| line.trim_start_matches(p));
+        if line.starts_with("bwrap: execvp ") || said.starts_with("execvp ") {
+            let said = said.trim_start_matches("execvp ");
+            return Some(format!("`{program}` could not be started: execvp {said}"));
+        }
+        Some(format!("`{program}` did not run: {said}"))
     }
 
     /// What a command run at the copy's own path printed, with the workspace's paths.
     pub(super) fn repoint_back(&self, outcome: &mut CommandOutcome, copy: &ShadowCopy, root: &Path) {
-        if self.bwrap.is_none() {
+        if !self.at_workspace {
             let (from, to) = (copy.dir().to_string_lossy(), root.to_string_lossy());
             outcome.stdout = repoint(&outcome.stdout, &from, &to);
             outcome.stderr = repoint(&outcome.stderr, &from, &to);
@@ -249,9 +303,9 @@ impl Placed {
 
 impl super::ExecutorContext {
     /// Says once per workspace that commands run without a sandbox, when the placement has a
-    /// notice for the user (`sandbox = "auto"` without a working bwrap).
+    /// notice for the user (`sandbox = "auto"` on a machine with none).
     pub(super) async fn tell_unsandboxed(&self, placement: &Placement) {
-        if let Placement::Copy { notice: Some(notice) } = placement
+        if let Placement::Copy { notice: Some(notice), .. } = placement
             && !self.sandbox_told.swap(true, Ordering::Relaxed)
         {
             self.editor.show_message(MessageLevel::Warning, notice.clone()).await;
@@ -264,9 +318,16 @@ impl Executor {
         let settings = &self.context.settings;
         let listed = settings.trusted
             && policy::allowed(argv, &settings.commands.allow, settings.test_command.as_deref());
-        let ask_anyway = origin == Origin::Model && settings.approval == ApprovalLevel::High;
+        let placement = match self.placement() {
+            Ok(placement) => placement,
+            Err(reason) => return ActionResult::refused(reason),
+        };
+        self.context.tell_unsandboxed(&placement).await;
+        // nothing confines it on this machine: the model's every command is asked
+        let unconfined = matches!(placement, Placement::Copy { ask: true, .. });
+        let ask_anyway = origin == Origin::Model && (settings.approval == ApprovalLevel::High || unconfined);
         if !listed || ask_anyway {
-            let request = Request::Command { argv: argv.to_vec() };
+            let request = Request::Command { argv: argv.to_vec(), unconfined };
             if let Err(reason) = self.ask(&request, origin).await {
                 let reason = if settings.trusted || listed {
                     reason
@@ -281,19 +342,13 @@ impl Executor {
         let timeout = Duration::from_secs(
             timeout.unwrap_or(settings.commands.timeout_s).clamp(1, settings.commands.timeout_s.max(1)),
         );
-        let placement = match self.placement() {
-            Ok(placement) => placement,
-            Err(reason) => return ActionResult::refused(reason),
-        };
-        self.context.tell_unsandboxed(&placement).await;
         let mut notes = Vec::new();
         // every command runs in the run's copy, which holds the editor's text: a command never
         // sees a disk that lags a buffer, with or without bubblewrap
         let mut shadow = self.shadow.lock().await;
         if shadow.is_none() {
             let dir = crate::places::project_cache(self.root()).join("sandbox").join(&self.run_id);
-            let isolated = matches!(placement, Placement::Bwrap(_));
-            match ShadowCopy::new(self.root(), &dir, isolated) {
+            match ShadowCopy::new(self.root(), &dir, &placement) {
                 Ok(copy) => *shadow = Some(copy),
                 Err(err) => return ActionResult::refused(err.to_string()),
             }
@@ -315,23 +370,24 @@ impl Executor {
         }
         // without bwrap the copy is at a path of its own: the command is pointed there, and
         // what it prints is shown with the workspace's paths
-        let placed = place(&placement, copy, self.root(), argv);
-        let (cwd, argv_run, bwrap) = (&placed.cwd, &placed.argv, &placed.bwrap);
+        let placed = place(&placement, copy, self.root(), argv, &settings.sandbox);
+        let (cwd, argv_run, wrapper) = (&placed.cwd, &placed.argv, &placed.wrapper);
         let spec = CommandSpec {
             argv: argv_run,
             cwd,
             timeout,
             max_output: settings.commands.max_output_bytes,
-            key_variables: &settings.key_variables,
-            bwrap: bwrap.as_ref().map(|(path, args)| (path.as_path(), args.clone())),
+            env: Some(&placed.env),
+            wrapper: wrapper.as_ref().map(|(path, args)| (path.as_path(), args.clone())),
+            reaper: placed.reaper,
         };
         // in the editor's terminal when it offers one (the user watches it there), placed the
         // same way; else here
-        let (program, args) = match &spec.bwrap {
-            Some((bwrap, args)) => (bwrap.to_string_lossy().into_owned(), args.clone()),
+        let (program, args) = match &spec.wrapper {
+            Some((wrapper, args)) => (wrapper.to_string_lossy().into_owned(), args.clone()),
             None => (argv_run[0].clone(), argv_run[1..].to_vec()),
         };
-        let (program, args) = without_secrets(&program, &args, &settings.key_variables);
+        let (program, args) = with_environment(&program, &args, &placed.env);
         let in_terminal = TerminalCommand {
             program: &program,
             args: &args,
@@ -403,7 +459,9 @@ impl Executor {
 
     pub(super) fn placement(&self) -> Result<Placement, String> {
         lock(&self.placement)
-            .get_or_insert_with(|| placement(self.context.settings.sandbox).map_err(|err| err.to_string()))
+            .get_or_insert_with(|| {
+                placement(self.context.settings.sandbox.backend).map_err(|err| err.to_string())
+            })
             .clone()
     }
 }
@@ -419,18 +477,19 @@ mod tests {
     }
 
     #[test]
-    fn a_command_for_the_editors_terminal_goes_without_the_keys() {
-        // HOME stands in for a key variable (setting one in a threaded test is not safe)
-        let keys = argv(&["HOME"]);
-        let (program, args) = without_secrets("sh", &argv(&["-c", "echo ${HOME:-gone}"]), &keys);
+    fn a_command_for_the_editors_terminal_gets_only_its_environment() {
+        let env = vec![
+            (OsString::from("PATH"), OsString::from("/usr/bin:/bin")),
+            (OsString::from("ONLY"), OsString::from("this")),
+        ];
+        let (program, args) = with_environment("sh", &argv(&["-c", "echo ${HOME:-gone} $ONLY"]), &env);
         assert_eq!(program, "env");
-        assert!(args.windows(2).any(|w| w == ["-u", "HOME"]), "{args:?}");
         let ran = std::process::Command::new(&program).args(&args).output().unwrap();
-        assert_eq!(String::from_utf8_lossy(&ran.stdout), "gone\n");
+        assert_eq!(String::from_utf8_lossy(&ran.stdout), "gone this\n");
     }
 
     fn spec<'a>(argv: &'a [String], cwd: &'a Path, timeout: Duration) -> CommandSpec<'a> {
-        CommandSpec { argv, cwd, timeout, max_output: 1000, key_variables: &[], bwrap: None }
+        CommandSpec { argv, cwd, timeout, max_output: 1000, env: None, wrapper: None, reaper: false }
     }
 
     fn argv(items: &[&str]) -> Vec<String> {
@@ -441,17 +500,16 @@ mod tests {
     async fn runs_without_stdin_or_keys_and_stops_at_the_timeout() {
         let dir = tempfile::tempdir().unwrap();
         let command = argv(&["sh", "-c", "printf 'out\\033[31m red\\033[0m\\n'; echo err >&2; cat; env"]);
-        // a configured key variable is stripped like the ones named *_API_KEY (HOME stands in
-        // for one here: setting variables in a threaded test is not safe)
-        let keys = argv(&["HOME"]);
-        let mut with_keys = spec(&command, dir.path(), Duration::from_secs(20));
-        with_keys.key_variables = &keys;
-        with_keys.max_output = 100_000;
-        let outcome = run(with_keys, &CancellationToken::new()).await.unwrap();
+        // the environment given is the whole of it
+        let env = vec![(OsString::from("PATH"), std::env::var_os("PATH").unwrap())];
+        let mut with_env = spec(&command, dir.path(), Duration::from_secs(20));
+        with_env.env = Some(&env);
+        with_env.max_output = 100_000;
+        let outcome = run(with_env, &CancellationToken::new()).await.unwrap();
         assert_eq!(outcome.status, Some(0), "{outcome:?}");
         assert!(outcome.stdout.starts_with("out red\n"), "{:?}", outcome.stdout);
         assert_eq!(outcome.stderr, "err\n");
-        assert!(!outcome.stdout.contains("\nHOME="), "the key variable was passed on");
+        assert!(!outcome.stdout.contains("\nHOME="), "a variable not given was passed on");
         assert!(outcome.stdout.contains("\nPATH="));
 
         let slow = argv(&["sh", "-c", "sleep 30 & sleep 30"]);

@@ -51,10 +51,10 @@ pub use gate::{LimitHit, ModeListener};
 pub use ground::{ASK_BELOW, ConfidenceListener, GO_ON, REREAD_BELOW};
 pub use policy::{Approver, ChangedFile, Decision, OnBehalfOf, RefuseUnlisted, Request, WaitClock};
 pub use rollback::{RollbackError, RollbackReport, rollback};
-pub use sandbox::{Placement, SandboxError, ShadowCopy, placement};
+pub use sandbox::{Placement, SandboxError, ShadowCopy, placement, survey, sweep};
 pub use verify::{TestVerdict, failed_tests, not_run_reason, why_failed};
 
-use crate::config::{ApprovalLevel, CommandSettings, LimitSettings, SandboxMode};
+use crate::config::{ApprovalLevel, CommandSettings, LimitSettings, SandboxSettings};
 use crate::editor::Editor;
 use crate::history::{History, Journal};
 use crate::observer::Observer;
@@ -65,7 +65,7 @@ use crate::workspace::read_text;
 #[derive(Debug, Clone)]
 pub struct ExecutorSettings {
     pub commands: CommandSettings,
-    pub sandbox: SandboxMode,
+    pub sandbox: SandboxSettings,
     pub auto_commit: bool,
     pub limits: LimitSettings,
     pub test_command: Option<Vec<String>>,
@@ -89,7 +89,7 @@ impl ExecutorSettings {
     pub fn from_settings(settings: &crate::config::Settings, trusted: bool) -> ExecutorSettings {
         ExecutorSettings {
             commands: settings.commands.clone(),
-            sandbox: settings.sandbox,
+            sandbox: settings.sandbox.clone(),
             auto_commit: settings.auto_commit,
             limits: settings.limits.clone(),
             test_command: settings.test.command.clone(),

@@ -12,7 +12,8 @@ use async_trait::async_trait;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Request {
     /// Run a command (not on the allow-list, or any command at `approval = "high"`).
-    Command { argv: Vec<String> },
+    /// `unconfined`: nothing confines commands on this machine (why an allowed one is asked).
+    Command { argv: Vec<String>, unconfined: bool },
     /// Commit the run's changes to the project's git.
     Commit { message: String, files: Vec<String> },
     /// Change files: the action (`edit`, `create`, `delete`, `rename`), what it does, the
@@ -36,7 +37,13 @@ impl Request {
     /// What the agent wants to do, as the end of "Tokamak wants to …".
     pub fn summary(&self) -> String {
         match self {
-            Request::Command { argv } => format!("run `{}`", argv.join(" ")),
+            Request::Command { argv, unconfined: false } => format!("run `{}`", argv.join(" ")),
+            Request::Command { argv, unconfined: true } => {
+                format!(
+                    "run `{}` without a sandbox (nothing confines commands on this machine)",
+                    argv.join(" ")
+                )
+            }
             Request::Commit { message, files } => {
                 format!("commit {} with the message {message:?}", files.join(", "))
             }
@@ -159,7 +166,11 @@ pub struct RefuseUnlisted;
 impl Approver for RefuseUnlisted {
     async fn decide(&self, _run_id: &str, request: &Request) -> Decision {
         Decision::Refuse(match request {
-            Request::Command { argv } => format!(
+            Request::Command { argv, unconfined: true } => format!(
+                "`{}` was not run: nothing confines commands on this machine, so each needs the user's approval, and nobody could be asked; install bubblewrap (or use Linux 5.13+ with Landlock), or set sandbox = \"off\" to run allowed commands unasked and unconfined",
+                argv.join(" ")
+            ),
+            Request::Command { argv, .. } => format!(
                 "`{}` is not on the allow-list, so it was not run; the user can allow it with [commands] allow = [[{}]] in their Tokamak settings",
                 argv.join(" "),
                 argv.iter().take(2).map(|a| format!("{a:?}")).collect::<Vec<_>>().join(", ")
@@ -223,7 +234,9 @@ mod tests {
 
     #[tokio::test]
     async fn the_default_refuses_and_says_how_to_allow() {
-        let decision = RefuseUnlisted.decide("r1", &Request::Command { argv: argv("curl -s x") }).await;
+        let decision = RefuseUnlisted
+            .decide("r1", &Request::Command { argv: argv("curl -s x"), unconfined: false })
+            .await;
         let Decision::Refuse(reason) = decision else { panic!("{decision:?}") };
         assert!(reason.contains("[commands] allow = [[\"curl\", \"-s\"]]"), "{reason}");
     }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use super::command::{CommandSpec, place, run};
-use super::{ExecutorContext, Placement, ShadowCopy, placement};
+use super::{ExecutorContext, ShadowCopy, placement};
 
 /// Lines of a failing run's output kept to say why it failed.
 const WHY_LINES: usize = 6;
@@ -63,10 +63,10 @@ impl ExecutorContext {
             return Err("no test command is configured for a trusted workspace ([test] command)".to_string());
         };
         let root = self.confinement.root().to_path_buf();
-        let placed = placement(self.settings.sandbox).map_err(|err| err.to_string())?;
+        let placed = placement(self.settings.sandbox.backend).map_err(|err| err.to_string())?;
         self.tell_unsandboxed(&placed).await;
         let dir = crate::places::project_cache(&root).join("sandbox").join(format!("{run_id}-{label}"));
-        let isolated = matches!(placed, Placement::Bwrap(_));
+        let copy_placement = placed.clone();
         let started = Instant::now();
         let mut relative: HashMap<PathBuf, String> = self
             .buffers()
@@ -86,7 +86,7 @@ impl ExecutorContext {
         }
         // making and filling the copy reads the whole workspace: off the async threads
         let made = tokio::task::spawn_blocking(move || {
-            let mut copy = ShadowCopy::new(&root, &dir, isolated)?;
+            let mut copy = ShadowCopy::new(&root, &dir, &copy_placement)?;
             copy.sync(&relative)?;
             Ok::<_, super::SandboxError>(copy)
         })
@@ -95,15 +95,16 @@ impl ExecutorContext {
         let copy = made.map_err(|err| err.to_string())?;
         let copy_time = started.elapsed();
         let root = self.confinement.root();
-        let command = place(&placed, &copy, root, &argv);
+        let command = place(&placed, &copy, root, &argv, &self.settings.sandbox);
         let timeout = Duration::from_secs(self.settings.commands.timeout_s.max(1));
         let spec = CommandSpec {
             argv: &command.argv,
             cwd: &command.cwd,
             timeout,
             max_output: self.settings.commands.max_output_bytes,
-            key_variables: &self.settings.key_variables,
-            bwrap: command.bwrap.as_ref().map(|(path, args)| (path.as_path(), args.clone())),
+            env: Some(&command.env),
+            wrapper: command.wrapper.as_ref().map(|(path, args)| (path.as_path(), args.clone())),
+            reaper: command.reaper,
         };
         let mut outcome =
             run(spec, cancel).await.map_err(|err| format!("`{}` could not be started: {err}", argv[0]))?;

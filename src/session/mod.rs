@@ -107,6 +107,17 @@ impl Session {
             }
             _ => None,
         };
+        if let Some(root) = root.as_deref().filter(|_| options.agent) {
+            // the copies a killed Tokamak left (holding the project's files, `.env` included)
+            // go, off the way of the start
+            let sandbox = crate::places::project_cache(root).join("sandbox");
+            std::thread::spawn(move || {
+                let removed = crate::executor::sweep(&sandbox);
+                if removed > 0 {
+                    tracing::info!("removed {removed} sandbox copies left by a Tokamak that did not end");
+                }
+            });
+        }
         let index = root
             .as_deref()
             .filter(|_| options.agent)

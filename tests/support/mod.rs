@@ -727,6 +727,18 @@ pub fn require_tools(names: &[&str]) -> bool {
     false
 }
 
+/// Whether this kernel has Landlock (what confines commands without bubblewrap). In CI its
+/// absence fails the test; elsewhere the test is skipped with the reason printed.
+pub fn require_landlock() -> bool {
+    if tokamak::sandbox::landlock::kernel_abi().is_some() {
+        return true;
+    }
+    let reason = "this kernel has no Landlock (Linux 5.13 or later, enabled at boot)";
+    assert_ne!(std::env::var("CI").as_deref(), Ok("true"), "{reason}");
+    eprintln!("skipping: {reason}");
+    false
+}
+
 /// Copies `fixtures/<name>` into a fresh temporary folder (tools write caches next to the
 /// files they check; the repository stays clean).
 pub fn copy_fixture(name: &str) -> tempfile::TempDir {

@@ -126,7 +126,7 @@ pub fn placed(with_bwrap: bool) -> &'static str {
     if with_bwrap {
         "sandboxed: a copy of the workspace with the editor's text"
     } else {
-        "not isolated: no bubblewrap"
+        "sandboxed (Landlock): a copy of the workspace with the editor's text"
     }
 }
 

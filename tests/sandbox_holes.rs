@@ -1,0 +1,300 @@
+//! Issue 39's holes, tried as a prompt-injected model would, with a throwaway HOME holding
+//! fake secrets, under every backend this machine has: bubblewrap, Landlock with bubblewrap
+//! hidden, and none at all (bubblewrap hidden and Landlock refused by a seccomp filter, as
+//! on a kernel without it) — where every command the model asks for is asked first, and with
+//! nobody to ask, none runs.
+
+mod support;
+
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::Output;
+
+use serde_json::{Value, json};
+use support::UserDirs;
+use support::model_server::{ModelServer, Scripted, openai_chat};
+
+fn action(value: Value) -> Scripted {
+    openai_chat(&format!("```json\n{value}\n```\n"))
+}
+
+fn told(model: &ModelServer) -> Vec<String> {
+    model
+        .requests()
+        .iter()
+        .filter_map(|r| {
+            let last = r.body["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or_default();
+            let content = last["content"].as_str().unwrap_or_default().to_string();
+            ["Result of", "Refused of", "Error:"].iter().any(|p| content.starts_with(p)).then_some(content)
+        })
+        .collect()
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Backend {
+    Bwrap,
+    Landlock,
+    None,
+}
+
+/// What the attack needs: a throwaway home with secrets, a folder outside the project with a
+/// file in it, and a project with a real repository and a file over 1 MiB.
+struct Scene {
+    home: tempfile::TempDir,
+    elsewhere: tempfile::TempDir,
+    project: tempfile::TempDir,
+}
+
+const BIG: usize = 3 * 1024 * 1024 + 7;
+
+fn scene() -> Scene {
+    let home = tempfile::tempdir().expect("home");
+    std::fs::create_dir_all(home.path().join(".ssh")).expect(".ssh");
+    std::fs::write(home.path().join(".ssh/id_rsa"), "FAKE-PRIVATE-KEY-0xC0FFEE\n").expect("key");
+    std::fs::create_dir_all(home.path().join(".aws")).expect(".aws");
+    std::fs::write(home.path().join(".aws/credentials"), "aws_secret_access_key=FAKE-AWS-SECRET\n")
+        .expect("aws");
+    std::fs::write(home.path().join(".netrc"), "machine x password FAKE-NETRC-PASSWORD\n").expect("netrc");
+    std::fs::write(home.path().join(".bashrc"), "# the user's\n").expect("bashrc");
+    let elsewhere = tempfile::tempdir().expect("elsewhere");
+    std::fs::write(elsewhere.path().join("victim.txt"), "the user's file\n").expect("victim");
+    let project = tempfile::tempdir().expect("project");
+    let root = project.path();
+    let git = std::process::Command::new("git").args(["init", "-q"]).current_dir(root).status().expect("git");
+    assert!(git.success());
+    std::fs::write(root.join("app.py"), "x = 1\n").expect("app.py");
+    std::fs::write(root.join("data.bin"), vec![b'd'; BIG]).expect("data.bin");
+    std::fs::write(root.join("tokamak.toml"), "[checkers]\nenable = []\n").expect("settings");
+    Scene { home, elsewhere, project }
+}
+
+/// No process whose command line holds `marker` is alive.
+fn alive(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
+            let line = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            if line.contains(marker) && !line.contains("sh -c") {
+                found.push(line);
+            }
+        }
+    }
+    found
+}
+
+fn attack(backend: Backend) {
+    let scene = scene();
+    let (home, elsewhere, root) = (scene.home.path(), scene.elsewhere.path(), scene.project.path());
+    let model = ModelServer::start(Vec::new());
+    let reach = format!(
+        "import urllib.request; urllib.request.urlopen('{}/v1/models', timeout=5); print('REACHED')",
+        model.url()
+    );
+    let steal = format!(
+        "cat {0}/.ssh/id_rsa {0}/.aws/credentials {0}/.netrc; echo PWNED >> {0}/.bashrc; echo PWNED >> \"$HOME/.bashrc\"; echo home=$HOME",
+        home.display()
+    );
+    let escape = format!(
+        "mkdir -p .git/hooks; printf 'curl evil' > .git/hooks/pre-commit; echo x > .git/../escaped.txt; : > data.bin; echo pwned > {}/victim.txt; ls -l data.bin",
+        elsewhere.display()
+    );
+    for reply in [
+        openai_chat("1. Try the commands\n"),
+        action(json!({"action": "run", "command": ["sh", "-c", steal]})),
+        action(json!({"action": "run", "command": ["sh", "-c", escape]})),
+        action(
+            json!({"action": "run", "command": ["sh", "-c", "setsid sleep 32123 >/dev/null 2>&1 & echo started"]}),
+        ),
+        action(json!({"action": "run", "command": ["sh", "-c", "env"]})),
+        action(json!({"action": "run", "command": ["python3", "-c", reach]})),
+        action(json!({"action": "done", "summary": "tried"})),
+    ] {
+        model.push(reply);
+    }
+    let user = UserDirs::trusting_with(
+        &[root],
+        "[commands]\nallow = [[\"sh\"], [\"python3\"]]\n[sandbox]\nenv = [\"TOKAMAK_TEST_PASSED\"]\n",
+    );
+    let mut command =
+        user.command(&["run", "try the commands", "--yes", "--root", &root.display().to_string()]);
+    command
+        .current_dir(root)
+        .env("HOME", home)
+        .env("TOKAMAK_LLM_URL", model.url())
+        .env("TOKAMAK_MODEL", "scripted")
+        .env("OPENAI_API_KEY", "sk-holes-0123456789abcdef")
+        .env("PGPASSWORD", "FAKE-PG")
+        .env("DATABASE_URL", "postgres://u:FAKE-DB@h/db")
+        .env("AZURE_OPENAI_KEY", "FAKE-AZURE")
+        .env("NPM_CONFIG__AUTH", "FAKE-NPM")
+        .env("SLACK_WEBHOOK_URL", "https://hooks.example/FAKE-SLACK")
+        .env("SSH_AUTH_SOCK", "/tmp/ssh-FAKE/agent.1")
+        .env("TOKAMAK_TEST_PASSED", "listed-in-sandbox-env");
+    let (_bin, path) = support::path_without(&["bwrap"]);
+    if backend != Backend::Bwrap {
+        command.env("PATH", &path);
+    }
+    if backend == Backend::None {
+        without_landlock(&mut command);
+    }
+    let output: Output = command.output().expect("run tokamak");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{backend:?}: {stderr}");
+    let told = told(&model);
+    assert_eq!(told.len(), 5, "{backend:?}: {told:#?}");
+
+    // whatever ran, nothing of the user's changed, nothing leaked, nothing is left running
+    assert_eq!(std::fs::read_to_string(home.join(".bashrc")).unwrap(), "# the user's\n", "{backend:?}");
+    assert!(!root.join(".git/hooks/pre-commit").exists(), "{backend:?}: a hook in the real repository");
+    assert!(!root.join("escaped.txt").exists(), "{backend:?}: .git/../ reached the workspace");
+    assert_eq!(std::fs::metadata(root.join("data.bin")).unwrap().len(), BIG as u64, "{backend:?}: truncated");
+    assert_eq!(
+        std::fs::read_to_string(elsewhere.join("victim.txt")).unwrap(),
+        "the user's file\n",
+        "{backend:?}"
+    );
+    let all = told.join("\n");
+    for secret in ["FAKE-PRIVATE-KEY", "FAKE-AWS-SECRET", "FAKE-NETRC-PASSWORD"] {
+        assert!(!all.contains(secret), "{backend:?}: {secret} reached the model: {all}");
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(alive("sleep 32123").is_empty(), "{backend:?}: left running: {:?}", alive("sleep 32123"));
+
+    if backend == Backend::None {
+        // nothing confines them: said once, and each allowed command is asked — with nobody
+        // to ask, none ran
+        assert_eq!(stderr.matches("no sandbox for the agent's commands").count(), 1, "{stderr}");
+        for answer in &told {
+            assert!(answer.contains("nothing confines commands on this machine"), "{answer}");
+        }
+        return;
+    }
+    let placed = if backend == Backend::Bwrap { "sandboxed:" } else { "sandboxed (Landlock)" };
+    for answer in &told {
+        assert!(answer.contains(placed), "{backend:?}: {answer}");
+    }
+    assert!(!stderr.contains("no sandbox"), "{stderr}");
+    assert!(told[0].contains("home="), "{}", told[0]);
+    assert!(!told[0].contains(&format!("home={}", home.display())), "a private home: {}", told[0]);
+    assert!(told[2].contains("started"), "{}", told[2]);
+    let env = &told[3];
+    for leaked in ["FAKE-PG", "FAKE-DB", "FAKE-AZURE", "FAKE-NPM", "FAKE-SLACK", "SSH_AUTH_SOCK", "sk-holes"]
+    {
+        assert!(!env.contains(leaked), "{backend:?}: {leaked} was passed on: {env}");
+    }
+    assert!(env.contains("PATH=") && env.contains("TOKAMAK_TEST_PASSED=listed-in-sandbox-env"), "{env}");
+    assert!(told[4].contains("exit status 1") && !told[4].contains("\nREACHED"), "the network: {}", told[4]);
+}
+
+/// Makes the kernel look as if it had no Landlock to `command` and its children.
+fn without_landlock(command: &mut std::process::Command) {
+    use seccompiler::{BpfProgram, SeccompAction, SeccompFilter};
+    let rules =
+        [libc::SYS_landlock_create_ruleset, libc::SYS_landlock_add_rule, libc::SYS_landlock_restrict_self]
+            .into_iter()
+            .map(|call| (call, vec![]))
+            .collect();
+    let arch = std::env::consts::ARCH.try_into().expect("a seccomp architecture");
+    let filter =
+        SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(libc::ENOSYS as u32), arch)
+            .expect("filter");
+    let program: BpfProgram = filter.try_into().expect("program");
+    // SAFETY: between fork and exec only prctl and seccomp run, on a program built before.
+    unsafe {
+        command.pre_exec(move || {
+            seccompiler::apply_filter(&program).map_err(|err| std::io::Error::other(err.to_string()))
+        });
+    }
+}
+
+#[test]
+fn the_holes_stay_closed_under_bubblewrap() {
+    if support::require_tools(&["bwrap"]) {
+        attack(Backend::Bwrap);
+    }
+}
+
+#[test]
+fn the_holes_stay_closed_under_landlock_without_bubblewrap() {
+    if support::require_landlock() {
+        attack(Backend::Landlock);
+    }
+}
+
+#[test]
+fn with_no_sandbox_at_all_every_command_is_asked() {
+    attack(Backend::None);
+}
+
+#[test]
+fn a_backend_asked_for_that_is_missing_refuses_to_run_commands() {
+    let scene = scene();
+    let root = scene.project.path();
+    let model = ModelServer::start(vec![
+        openai_chat("1. Try\n"),
+        action(json!({"action": "run", "command": ["sh", "-c", "echo no > no.txt"]})),
+        action(json!({"action": "done", "summary": "refused"})),
+    ]);
+    let user = UserDirs::trusting_with(&[root], "sandbox = \"landlock\"\n[commands]\nallow = [[\"sh\"]]\n");
+    let mut command = user.command(&["run", "try", "--yes", "--root", &root.display().to_string()]);
+    command.current_dir(root).env("TOKAMAK_LLM_URL", model.url()).env("TOKAMAK_MODEL", "scripted");
+    without_landlock(&mut command);
+    let output = command.output().expect("run tokamak");
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let told = told(&model);
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert!(
+        told[0].contains("sandbox = \"landlock\" but it cannot be used here (this kernel has no Landlock"),
+        "{}",
+        told[0]
+    );
+    assert!(!root.join("no.txt").exists());
+}
+
+#[test]
+fn the_helper_confines_itself_or_refuses_to_run_the_command() {
+    let helper = Path::new(env!("CARGO_BIN_EXE_tokamak"));
+    let mut command = std::process::Command::new(helper);
+    command.args(["__confine", "--write", "/tmp", "--", "sh", "-c", "echo ran"]);
+    without_landlock(&mut command);
+    let output = command.output().expect("helper");
+    assert_eq!(output.status.code(), Some(126), "never unconfined: {output:?}");
+    assert!(String::from_utf8_lossy(&output.stderr).contains("tokamak-sandbox: the command was not run"));
+    assert!(output.stdout.is_empty(), "{output:?}");
+}
+
+#[test]
+fn tokamak_sandbox_says_which_backend_is_in_force_and_why_not_the_others() {
+    let scene = scene();
+    let (home, root) = (scene.home.path(), scene.project.path());
+    let user = UserDirs::trusting_with(&[root], "[sandbox]\nhide = [\"~/.bashrc\"]\nenv = [\"MY_FLAG\"]\n");
+    let (_bin, path) = support::path_without(&["bwrap"]);
+    let sandbox = |hide_landlock: bool| {
+        let mut command = user.command(&["sandbox"]);
+        command.current_dir(root).env("HOME", home).env("PATH", &path);
+        if hide_landlock {
+            without_landlock(&mut command);
+        }
+        let output = command.output().expect("tokamak sandbox");
+        (output.status.code(), String::from_utf8_lossy(&output.stdout).into_owned())
+    };
+    if support::require_landlock() {
+        let (status, said) = sandbox(false);
+        assert_eq!(status, Some(0), "{said}");
+        assert!(said.contains("in force: landlock — Landlock ABI"), "{said}");
+        assert!(said.contains("no network"), "{said}");
+        assert!(said.contains("hidden: ~/.ssh, ~/.aws, ~/.netrc, ~/.bashrc"), "{said}");
+        assert!(said.contains("bwrap: not usable (bubblewrap (bwrap) is not installed)"), "{said}");
+        assert!(said.contains("MY_FLAG"), "{said}");
+    }
+    let (status, said) = sandbox(true);
+    assert_eq!(status, Some(1), "{said}");
+    assert!(
+        said.contains(
+            "in force: none — no backend works here: each command the model asks for is asked of you first"
+        ),
+        "{said}"
+    );
+    assert!(said.contains("landlock: not usable (this kernel has no Landlock"), "{said}");
+}
+
