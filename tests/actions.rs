@@ -832,3 +832,48 @@ fn a_file_the_checkpoint_cannot_restore_is_not_deleted() {
     assert_eq!(std::fs::read_to_string(root.join("vendor/lib/code.py")).unwrap(), "y = 2\n");
     assert!(!root.join("app.py").exists(), "{}", text(&output.stdout));
 }
+
+/// A rollback names what it cannot restore before it changes anything (issue 39's H4): a
+/// file the run edited that its checkpoint could not hold (over `max_file_bytes`) stops the
+/// rollback whole, the other file left as the run made it; forced, the rest is restored and
+/// that one named.
+#[test]
+fn a_rollback_names_what_it_cannot_restore_before_changing_anything() {
+    let big = format!("{}\nEND\n", "z".repeat(3000));
+    let dir = project(&[("app.py", "x = 1\n"), ("big.txt", &big)]);
+    let root = dir.path();
+    let edit = |path: &str, from: &str, to: &str| {
+        action_with(
+            json!({"action": "edit", "path": path}),
+            &format!("<<<<<<< SEARCH\n{from}\n=======\n{to}\n>>>>>>> REPLACE\n"),
+        )
+    };
+    let model = ModelServer::start(vec![
+        plan(),
+        edit("app.py", "x = 1", "x = 2"),
+        edit("big.txt", "END", "CHANGED"),
+        done("changed both"),
+    ]);
+    let user = UserDirs::trusting_with(&[root], "[checkpoints]\nmax_file_bytes = 1000\n");
+    let output = run(&user, root, &model, "change both");
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    assert_eq!(std::fs::read_to_string(root.join("app.py")).unwrap(), "x = 2\n");
+    let listed = text(&user.command(&["checkpoints"]).current_dir(root).output().unwrap().stdout);
+    let run_id = listed.split_whitespace().find(|w| w.starts_with("tokamak-")).expect("a run").to_string();
+
+    let refused = user.command(&["rollback", &run_id]).current_dir(root).output().unwrap();
+    let said = text(&refused.stderr) + &text(&refused.stdout);
+    assert_ne!(refused.status.code(), Some(0), "{said}");
+    assert!(
+        said.contains(
+            "nothing was rolled back: big.txt cannot be restored (its checkpoint could not hold it"
+        ),
+        "{said}"
+    );
+    assert_eq!(std::fs::read_to_string(root.join("app.py")).unwrap(), "x = 2\n", "nothing changed");
+
+    let forced = user.command(&["rollback", &run_id, "--force"]).current_dir(root).output().unwrap();
+    let said = text(&forced.stdout) + &text(&forced.stderr);
+    assert!(said.contains("restored app.py") && said.contains("not restored big.txt"), "{said}");
+    assert_eq!(std::fs::read_to_string(root.join("app.py")).unwrap(), "x = 1\n");
+}

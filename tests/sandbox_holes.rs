@@ -298,3 +298,114 @@ fn tokamak_sandbox_says_which_backend_is_in_force_and_why_not_the_others() {
     assert!(said.contains("landlock: not usable (this kernel has no Landlock"), "{said}");
 }
 
+/// `kill -9` of Tokamak mid-run, while a command of the run sleeps (under each backend that
+/// confines it): the command goes with it, the next start removes the run's copy, and the
+/// killed run — its checkpoint never ended — is rolled back: the file it changed restored,
+/// one the user changed since left alone and named.
+fn killed_mid_run(backend: Backend) {
+    let scene = scene();
+    let root = scene.project.path();
+    std::fs::write(root.join(".env"), "SECRET=FAKE-DOTENV\n").expect(".env");
+    std::fs::write(root.join("notes.txt"), "the user's notes\n").expect("notes");
+    let model = ModelServer::start(vec![
+        openai_chat("1. Change and wait\n"),
+        openai_chat(&format!(
+            "```json\n{}\n```\n<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n",
+            json!({"action": "edit", "path": "app.py"})
+        )),
+        action(json!({"action": "run", "command": ["sh", "-c", "sleep 32177"], "timeout": 100})),
+        action(json!({"action": "done", "summary": "never reached"})),
+    ]);
+    let user = UserDirs::trusting_with(&[root], "[commands]\nallow = [[\"sh\"]]\ntimeout_s = 100\n");
+    let (_bin, path) = support::path_without(&["bwrap"]);
+    let tokamak = |args: &[&str]| {
+        let mut command = user.command(args);
+        command
+            .current_dir(root)
+            .env("TOKAMAK_LLM_URL", model.url())
+            .env("TOKAMAK_MODEL", "scripted")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        if backend == Backend::Landlock {
+            command.env("PATH", &path);
+        }
+        command
+    };
+    let mut running = tokamak(&["run", "change and wait", "--yes", "--root", &root.display().to_string()])
+        .spawn()
+        .expect("tokamak run");
+    let started = std::time::Instant::now();
+    while alive("sleep 32177").is_empty() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "{backend:?}: the command never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(std::fs::read_to_string(root.join("app.py")).unwrap(), "x = 2\n", "the run's edit landed");
+    let sandbox = std::fs::read_dir(user.cache.path().join("tokamak/projects"))
+        .expect("projects")
+        .flatten()
+        .next()
+        .expect("the project's cache")
+        .path()
+        .join("sandbox");
+    assert!(std::fs::read_dir(&sandbox).unwrap().count() > 0, "the run's copy is there");
+    running.kill().expect("kill -9");
+    let _ = running.wait();
+    let gone = std::time::Instant::now();
+    while !alive("sleep 32177").is_empty() && gone.elapsed() < std::time::Duration::from_secs(5) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(alive("sleep 32177").is_empty(), "{backend:?}: the command outlived Tokamak");
+
+    // the user goes on in the meantime
+    std::fs::write(root.join("notes.txt"), "the user's notes, edited after\n").expect("notes");
+    let listed = tokamak(&["checkpoints"]).output().expect("checkpoints");
+    let listed = String::from_utf8_lossy(&listed.stdout).into_owned();
+    assert!(listed.contains("unfinished"), "{listed}");
+    let run_id = listed
+        .split_whitespace()
+        .find(|word| word.starts_with("tokamak-"))
+        .unwrap_or_else(|| panic!("a run id in {listed}"))
+        .to_string();
+    let rolled = tokamak(&["rollback", &run_id]).output().expect("rollback");
+    let said =
+        String::from_utf8_lossy(&rolled.stdout).into_owned() + &String::from_utf8_lossy(&rolled.stderr);
+    assert_eq!(rolled.status.code(), Some(0), "{backend:?}: {said}");
+    assert!(said.contains("restored app.py"), "{said}");
+    assert!(
+        said.contains(
+            "left as it is notes.txt: changed since the killed run's checkpoint, but not by the run"
+        ),
+        "{said}"
+    );
+    assert_eq!(std::fs::read_to_string(root.join("app.py")).unwrap(), "x = 1\n", "{backend:?}");
+    assert_eq!(std::fs::read_to_string(root.join("notes.txt")).unwrap(), "the user's notes, edited after\n");
+    assert_eq!(std::fs::read_to_string(root.join(".env")).unwrap(), "SECRET=FAKE-DOTENV\n");
+    // that start removed what the killed run left
+    let wait = std::time::Instant::now();
+    while std::fs::read_dir(&sandbox).map(|d| d.count()).unwrap_or(0) > 0
+        && wait.elapsed() < std::time::Duration::from_secs(5)
+    {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let left: Vec<_> =
+        std::fs::read_dir(&sandbox).into_iter().flatten().flatten().map(|e| e.file_name()).collect();
+    assert!(left.is_empty(), "{backend:?}: copies left: {left:?}");
+}
+
+#[test]
+fn killed_mid_run_under_bubblewrap_nothing_is_left_and_the_run_rolls_back() {
+    if support::require_tools(&["bwrap"]) {
+        killed_mid_run(Backend::Bwrap);
+    }
+}
+
+#[test]
+fn killed_mid_run_under_landlock_nothing_is_left_and_the_run_rolls_back() {
+    if support::require_landlock() {
+        killed_mid_run(Backend::Landlock);
+    }
+}

@@ -932,7 +932,8 @@ async fn apply(
         }
     }
     if let Some(journal) = journal {
-        journal.before_change().await;
+        let relative = display_path(context.root.as_deref(), &base.uri);
+        journal.before_change(&[relative.as_str()]).await;
     }
     apply_to_document(&context.observer, context.editor.as_ref(), base, edits, label).await.map_err(|err| {
         match err {

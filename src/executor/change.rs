@@ -92,7 +92,8 @@ impl Executor {
             }
         }
         if let Some(journal) = &self.journal {
-            journal.before_change().await;
+            let relative: Vec<&str> = files.iter().map(|f| f.relative.as_str()).collect();
+            journal.before_change(&relative).await;
         }
         Ok(())
     }

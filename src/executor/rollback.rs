@@ -1,8 +1,12 @@
 //! Rolling a run back (SPEC K2): the files it changed get the text they had before it — open
 //! documents through the editor (so the user can undo the rollback), other files atomically
 //! on disk; files it created are deleted and files it deleted come back. Refused, naming the
-//! files, when any of them changed after the run, unless forced. The rollback is a run of its
-//! own, checkpointed like any other, so it can be rolled back too.
+//! files, when any of them changed after the run, or when one it touched cannot be restored
+//! (its checkpoint could not hold it, it is outside what may be written), before anything is
+//! changed — unless forced. A run killed before its end (its checkpoint has only "before")
+//! is rolled back too: its end is taken as now, and only the files its audit log says it was
+//! about to change are restored; the others that differ are named and left alone. The
+//! rollback is a run of its own, checkpointed like any other, so it can be rolled back too.
 
 use std::sync::Arc;
 
@@ -26,6 +30,11 @@ pub enum RollbackError {
         .0.join(", ")
     )]
     ChangedSince(Vec<String>),
+    #[error(
+        "nothing was rolled back: {}; roll back with force to restore the rest",
+        .0.iter().map(|(file, why)| format!("{file} cannot be restored ({why})")).collect::<Vec<_>>().join("; ")
+    )]
+    CannotRestore(Vec<(String, String)>),
 }
 
 /// What a rollback did.
@@ -38,6 +47,9 @@ pub struct RollbackReport {
     pub restored: Vec<String>,
     /// Files that could not be restored, with why.
     pub failed: Vec<(String, String)>,
+    /// Files left as they are, with why: changed since a killed run's checkpoint, but not by
+    /// the run.
+    pub left: Vec<(String, String)>,
 }
 
 impl RollbackReport {
@@ -50,6 +62,9 @@ impl RollbackReport {
         }
         for (file, reason) in &self.failed {
             text.push_str(&format!("not restored {file}: {reason}\n"));
+        }
+        for (file, reason) in &self.left {
+            text.push_str(&format!("left as it is {file}: {reason}\n"));
         }
         text.push_str(&format!(
             "Rolled back {} ({} file(s)); undo this with: {undo}{}\n",
@@ -72,10 +87,48 @@ pub async fn rollback(
         RollbackError::Unavailable("there is no workspace folder, so there are no checkpoints".into())
     })?;
     let checkpoints = history.checkpoints().await.map_err(RollbackError::Unavailable)?;
-    let info: CheckpointInfo =
+    let mut info: CheckpointInfo =
         checkpoints.find(wanted).await.map_err(|err| RollbackError::Unavailable(err.to_string()))?;
-    let changes =
+    let killed = !info.complete;
+    if killed {
+        info = history.end_killed_run(&info, &context.observer).await.map_err(|reason| {
+            RollbackError::Unavailable(format!("the killed run's checkpoint cannot be ended: {reason}"))
+        })?;
+    }
+    let touched = history.touched(&info.run_id);
+    let mut changes =
         checkpoints.changes(&info).await.map_err(|err| RollbackError::Unavailable(err.to_string()))?;
+    let mut left = Vec::new();
+    if killed {
+        // what differs now is the run's only where its log says it was about to change it
+        let touched = touched.clone().unwrap_or_default();
+        let (runs, others): (Vec<FileChange>, Vec<FileChange>) =
+            changes.into_iter().partition(|change| touched.contains(&change.relative));
+        changes = runs;
+        left = others
+            .into_iter()
+            .map(|change| {
+                (change.relative, "changed since the killed run's checkpoint, but not by the run".to_string())
+            })
+            .collect();
+    }
+    // what cannot be restored is said before anything changes
+    let mut cannot: Vec<(String, String)> = changes
+        .iter()
+        .filter_map(|change| restorable(context, change).err().map(|why| (change.relative.clone(), why)))
+        .collect();
+    for relative in touched.iter().flatten() {
+        let path = context.confinement.root().join(relative);
+        if !changes.iter().any(|c| &c.relative == relative) && path.exists() && !checkpoints.can_hold(&path) {
+            cannot.push((
+                relative.clone(),
+                "its checkpoint could not hold it (too large, binary or not in the snapshot)".to_string(),
+            ));
+        }
+    }
+    if !cannot.is_empty() && !force {
+        return Err(RollbackError::CannotRestore(cannot));
+    }
 
     let changed_since: Vec<String> = changes
         .iter()
@@ -88,10 +141,12 @@ pub async fn rollback(
 
     let goal = format!("roll back {} ({})", info.id, info.goal);
     let journal = history.journal(run_id, &goal, Arc::clone(&context.observer));
-    journal.before_change().await;
+    let paths: Vec<&str> = changes.iter().map(|c| c.relative.as_str()).collect();
+    journal.before_change(&paths).await;
     let mut restored = Vec::new();
-    let mut failed = Vec::new();
-    for change in &changes {
+    let skipped: Vec<String> = cannot.iter().map(|(file, _)| file.clone()).collect();
+    let mut failed = cannot;
+    for change in changes.iter().filter(|change| !skipped.contains(&change.relative)) {
         match restore(context, change).await {
             Ok(()) => restored.push(change.relative.clone()),
             Err(reason) => failed.push((change.relative.clone(), reason)),
@@ -113,7 +168,21 @@ pub async fn rollback(
         ..RunReport::failed(run_id.to_string(), root_uri, summary)
     };
     journal.finish(&report).await;
-    Ok(RollbackReport { checkpoint: info.id, run_id: run_id.to_string(), restored, failed })
+    Ok(RollbackReport { checkpoint: info.id, run_id: run_id.to_string(), restored, failed, left })
+}
+
+/// Whether `change` can be restored at all (checked before anything is changed).
+fn restorable(context: &ExecutorContext, change: &FileChange) -> Result<(), String> {
+    let confined =
+        context.confinement.resolve(&change.relative, Access::Write).map_err(|refused| refused.0)?;
+    let open = Url::from_file_path(&confined.path).ok().and_then(|uri| context.observer.snapshot(&uri));
+    if open.is_some()
+        && let Some(before) = &change.before
+        && std::str::from_utf8(before).is_err()
+    {
+        return Err("it is open in the editor and its content before the run is not text".to_string());
+    }
+    Ok(())
 }
 
 /// A file's content now: the open document's text, else the disk's (`None`: absent).

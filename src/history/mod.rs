@@ -58,6 +58,25 @@ impl History {
         self.dir.join("audit")
     }
 
+    /// The files (relative) run `run_id` noted it was about to change (its audit log's
+    /// `touch` events); `None` when its log cannot be read.
+    pub fn touched(&self, run_id: &str) -> Option<std::collections::BTreeSet<String>> {
+        let suffix = format!("-{run_id}.jsonl");
+        let log = audit::logs(&self.audit_dir())
+            .into_iter()
+            .find(|path| path.file_name().is_some_and(|name| name.to_string_lossy().ends_with(&suffix)))?;
+        let text = std::fs::read_to_string(log).ok()?;
+        let mut touched = std::collections::BTreeSet::new();
+        for line in text.lines() {
+            let Ok(event) = serde_json::from_str::<serde_json::Value>(line) else { continue };
+            if event["event"] == "touch" {
+                let paths = event["paths"].as_array().into_iter().flatten();
+                touched.extend(paths.filter_map(|p| p.as_str().map(str::to_string)));
+            }
+        }
+        Some(touched)
+    }
+
     /// The shadow repository, opened on first use; the error says why there is none.
     pub async fn checkpoints(&self) -> Result<Arc<Checkpoints>, String> {
         if !self.settings.enabled {
@@ -86,6 +105,22 @@ impl History {
             observer,
             before: tokio::sync::OnceCell::new(),
         })
+    }
+
+    /// Ends the checkpoint of a run killed before its end (it has only its "before"): its
+    /// "after" is the workspace as it is now. Returns the checkpoint, complete.
+    pub async fn end_killed_run(
+        &self,
+        info: &CheckpointInfo,
+        observer: &Observer,
+    ) -> Result<CheckpointInfo, String> {
+        let checkpoints = self.checkpoints().await?;
+        let overlays = self.overlays(observer);
+        checkpoints
+            .record(&info.run_id, &info.goal, Stage::After, &overlays)
+            .await
+            .map_err(|err| err.to_string())?;
+        checkpoints.find(&info.run_id).await.map_err(|err| err.to_string())
     }
 
     /// The text of open documents under the root that differs from the disk.
@@ -160,9 +195,14 @@ impl Journal {
         self.audit.path()
     }
 
-    /// Takes the "before" checkpoint if this is the run's first change; a failure is logged
-    /// and told to the user once, and the run goes on.
-    pub async fn before_change(&self) {
+    /// Takes the "before" checkpoint if this is the run's first change, and notes in the
+    /// audit log the files (relative) about to change — what a rollback of a run killed
+    /// before its end restores. A failure is logged and told to the user once, and the run
+    /// goes on.
+    pub async fn before_change(&self, files: &[&str]) {
+        if !files.is_empty() {
+            self.audit.record("touch", json!({"paths": files}));
+        }
         self.before
             .get_or_init(|| async {
                 let result = match self.history.checkpoints().await {

@@ -110,6 +110,9 @@ pub async fn rollback(backend: &Backend, args: Option<RollbackArgs>) -> Result<V
                 for (file, reason) in &report.failed {
                     summary.push_str(&format!(" {file} was not restored: {reason}."));
                 }
+                for (file, reason) in &report.left {
+                    summary.push_str(&format!(" {file} was left as it is: {reason}."));
+                }
                 RunReport {
                     exit_reason: if report.failed.is_empty() {
                         ExitReason::Clean
@@ -124,9 +127,11 @@ pub async fn rollback(backend: &Backend, args: Option<RollbackArgs>) -> Result<V
                     ..RunReport::failed(handle.run_id.clone(), root.clone(), summary)
                 }
             }
-            Err(err @ RollbackError::ChangedSince(_)) | Err(err @ RollbackError::Unavailable(_)) => {
-                RunReport::failed(handle.run_id.clone(), root.clone(), err.to_string())
-            }
+            Err(
+                err @ (RollbackError::ChangedSince(_)
+                | RollbackError::Unavailable(_)
+                | RollbackError::CannotRestore(_)),
+            ) => RunReport::failed(handle.run_id.clone(), root.clone(), err.to_string()),
         };
         editor.progress(&handle.run_id, Progress::End { message: report.summary.clone() }).await;
         drop(handle);
