@@ -305,6 +305,8 @@ fn tokamak_sandbox_says_which_backend_is_in_force_and_why_not_the_others() {
 fn killed_mid_run(backend: Backend) {
     let scene = scene();
     let root = scene.project.path();
+    // each test's own, as they run side by side (and apart from an earlier run's)
+    let marker = format!("sleep {}", 1_000_000 + u64::from(std::process::id()) * 4 + backend as u64);
     std::fs::write(root.join(".env"), "SECRET=FAKE-DOTENV\n").expect(".env");
     std::fs::write(root.join("notes.txt"), "the user's notes\n").expect("notes");
     let model = ModelServer::start(vec![
@@ -313,7 +315,7 @@ fn killed_mid_run(backend: Backend) {
             "```json\n{}\n```\n<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n",
             json!({"action": "edit", "path": "app.py"})
         )),
-        action(json!({"action": "run", "command": ["sh", "-c", "sleep 32177"], "timeout": 100})),
+        action(json!({"action": "run", "command": ["sh", "-c", marker.clone()], "timeout": 100})),
         action(json!({"action": "done", "summary": "never reached"})),
     ]);
     let user = UserDirs::trusting_with(&[root], "[commands]\nallow = [[\"sh\"]]\ntimeout_s = 100\n");
@@ -332,11 +334,13 @@ fn killed_mid_run(backend: Backend) {
         }
         command
     };
-    let mut running = tokamak(&["run", "change and wait", "--yes", "--root", &root.display().to_string()])
-        .spawn()
-        .expect("tokamak run");
+    let mut running = KilledOnDrop(
+        tokamak(&["run", "change and wait", "--yes", "--root", &root.display().to_string()])
+            .spawn()
+            .expect("tokamak run"),
+    );
     let started = std::time::Instant::now();
-    while alive("sleep 32177").is_empty() {
+    while alive(&marker).is_empty() {
         assert!(
             started.elapsed() < std::time::Duration::from_secs(60),
             "{backend:?}: the command never started"
@@ -352,13 +356,13 @@ fn killed_mid_run(backend: Backend) {
         .path()
         .join("sandbox");
     assert!(std::fs::read_dir(&sandbox).unwrap().count() > 0, "the run's copy is there");
-    running.kill().expect("kill -9");
-    let _ = running.wait();
+    running.0.kill().expect("kill -9");
+    let _ = running.0.wait();
     let gone = std::time::Instant::now();
-    while !alive("sleep 32177").is_empty() && gone.elapsed() < std::time::Duration::from_secs(5) {
+    while !alive(&marker).is_empty() && gone.elapsed() < std::time::Duration::from_secs(5) {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
-    assert!(alive("sleep 32177").is_empty(), "{backend:?}: the command outlived Tokamak");
+    assert!(alive(&marker).is_empty(), "{backend:?}: the command outlived Tokamak");
 
     // the user goes on in the meantime
     std::fs::write(root.join("notes.txt"), "the user's notes, edited after\n").expect("notes");
@@ -394,6 +398,16 @@ fn killed_mid_run(backend: Backend) {
     let left: Vec<_> =
         std::fs::read_dir(&sandbox).into_iter().flatten().flatten().map(|e| e.file_name()).collect();
     assert!(left.is_empty(), "{backend:?}: copies left: {left:?}");
+}
+
+/// A child killed when the test ends, passing or not.
+struct KilledOnDrop(std::process::Child);
+
+impl Drop for KilledOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 #[test]
