@@ -305,7 +305,30 @@ pub struct SandboxSettings {
     pub hide: Vec<String>,
     /// `network`: commands may reach the network (default: no).
     pub network: bool,
+    /// `[sandbox] backend = "container"`: the engine and the limits its containers get.
+    pub container: ContainerSettings,
 }
+
+/// The container backend's settings (`[sandbox]`'s `image`, `engine`, `cpus`, `memory_mb`,
+/// `pids`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContainerSettings {
+    /// The image commands run in (the project's toolchain in it).
+    pub image: Option<String>,
+    /// `docker`, `podman` or a path to either's CLI (default: whichever is on PATH).
+    pub engine: Option<String>,
+    pub cpus: f64,
+    pub memory_mb: u64,
+    pub pids: u32,
+}
+
+impl Default for ContainerSettings {
+    fn default() -> Self {
+        ContainerSettings { image: None, engine: None, cpus: 2.0, memory_mb: 4096, pids: 1024 }
+    }
+}
+
+impl Eq for ContainerSettings {}
 
 /// `sandbox` as written: a backend's name, or the whole table.
 #[derive(Deserialize)]
@@ -315,13 +338,35 @@ enum SandboxSetting {
     Table(SandboxTable),
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize)]
 #[serde(default, deny_unknown_fields)]
 struct SandboxTable {
     backend: SandboxMode,
     env: Vec<String>,
     hide: Vec<String>,
     network: bool,
+    image: Option<String>,
+    engine: Option<String>,
+    cpus: f64,
+    memory_mb: u64,
+    pids: u32,
+}
+
+impl Default for SandboxTable {
+    fn default() -> Self {
+        let container = ContainerSettings::default();
+        SandboxTable {
+            backend: SandboxMode::default(),
+            env: Vec::new(),
+            hide: Vec::new(),
+            network: false,
+            image: None,
+            engine: None,
+            cpus: container.cpus,
+            memory_mb: container.memory_mb,
+            pids: container.pids,
+        }
+    }
 }
 
 impl From<SandboxSetting> for SandboxSettings {
@@ -333,6 +378,13 @@ impl From<SandboxSetting> for SandboxSettings {
                 env: table.env,
                 hide: table.hide,
                 network: table.network,
+                container: ContainerSettings {
+                    image: table.image,
+                    engine: table.engine,
+                    cpus: table.cpus,
+                    memory_mb: table.memory_mb,
+                    pids: table.pids,
+                },
             },
         }
     }
@@ -352,6 +404,9 @@ pub enum SandboxMode {
     Landlock,
     /// Under Seatbelt (`sandbox-exec`, macOS), or not at all.
     Seatbelt,
+    /// In a container of a Docker- or Podman-compatible engine (`[sandbox] image`), local
+    /// or remote (`DOCKER_HOST`, `CONTAINER_HOST`), or not at all.
+    Container,
     /// Unconfined, in the copy (with the timeout, the environment's allow-list and no stdin).
     Off,
 }
@@ -363,6 +418,7 @@ impl SandboxMode {
             SandboxMode::Bwrap => "bwrap",
             SandboxMode::Landlock => "landlock",
             SandboxMode::Seatbelt => "seatbelt",
+            SandboxMode::Container => "container",
             SandboxMode::Off => "off",
         }
     }

@@ -35,6 +35,63 @@ enum Backend {
     Bwrap,
     Landlock,
     None,
+    /// Docker on this machine, the copy mounted.
+    Container,
+    /// The same engine reached over TCP as another machine's: the copy sent, not mounted.
+    Remote,
+}
+
+/// The test image and the engine's TCP address (`scripts/install-tools` makes both).
+const IMAGE: &str = "tokamak-test:bookworm";
+const REMOTE: &str = "tcp://127.0.0.1:2375";
+
+impl Backend {
+    /// The `[sandbox]` lines that choose it.
+    fn settings(self) -> String {
+        match self {
+            Backend::Container | Backend::Remote => format!("backend = \"container\"\nimage = \"{IMAGE}\"\n"),
+            _ => String::new(),
+        }
+    }
+
+    /// The environment that chooses it (bubblewrap hidden, the remote engine named).
+    fn apply(self, command: &mut std::process::Command, path_without_bwrap: &str) {
+        if self != Backend::Bwrap {
+            command.env("PATH", path_without_bwrap);
+        }
+        if self == Backend::None {
+            without_landlock(command);
+        }
+        if self == Backend::Remote {
+            command.env("DOCKER_HOST", REMOTE);
+        }
+    }
+
+    fn placed(self) -> &'static str {
+        match self {
+            Backend::Bwrap => "sandboxed:",
+            Backend::Landlock => "sandboxed (Landlock)",
+            Backend::Container => "sandboxed (container)",
+            Backend::Remote => "sandboxed (a container on a remote engine)",
+            Backend::None => "not isolated",
+        }
+    }
+}
+
+/// Whether the container engine and the test image are here (CI: they must be).
+fn engine_here() -> bool {
+    let found = std::process::Command::new("docker")
+        .args(["-H", REMOTE, "image", "inspect", IMAGE])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !found {
+        let reason = format!("no Docker engine with {IMAGE} at {REMOTE}: run `bash scripts/install-tools`");
+        assert_ne!(std::env::var("CI").as_deref(), Ok("true"), "{reason}");
+        eprintln!("skipping: {reason}");
+    }
+    found
 }
 
 /// What the attack needs: a throwaway home with secrets, a folder outside the project with a
@@ -90,6 +147,7 @@ fn attack(backend: Backend) {
         "import urllib.request; urllib.request.urlopen('{}/v1/models', timeout=5); print('REACHED')",
         model.url()
     );
+    let sleeper = format!("sleep {}", 2_000_000 + u64::from(std::process::id()) * 8 + backend as u64);
     let steal = format!(
         "cat {0}/.ssh/id_rsa {0}/.aws/credentials {0}/.netrc; echo PWNED >> {0}/.bashrc; echo PWNED >> \"$HOME/.bashrc\"; echo home=$HOME",
         home.display()
@@ -103,7 +161,7 @@ fn attack(backend: Backend) {
         action(json!({"action": "run", "command": ["sh", "-c", steal]})),
         action(json!({"action": "run", "command": ["sh", "-c", escape]})),
         action(
-            json!({"action": "run", "command": ["sh", "-c", "setsid sleep 32123 >/dev/null 2>&1 & echo started"]}),
+            json!({"action": "run", "command": ["sh", "-c", format!("setsid {sleeper} >/dev/null 2>&1 & echo started")]}),
         ),
         action(json!({"action": "run", "command": ["sh", "-c", "env"]})),
         action(json!({"action": "run", "command": ["python3", "-c", reach]})),
@@ -113,7 +171,10 @@ fn attack(backend: Backend) {
     }
     let user = UserDirs::trusting_with(
         &[root],
-        "[commands]\nallow = [[\"sh\"], [\"python3\"]]\n[sandbox]\nenv = [\"TOKAMAK_TEST_PASSED\"]\n",
+        &format!(
+            "[commands]\nallow = [[\"sh\"], [\"python3\"]]\n[sandbox]\nenv = [\"TOKAMAK_TEST_PASSED\"]\n{}",
+            backend.settings()
+        ),
     );
     let mut command =
         user.command(&["run", "try the commands", "--yes", "--root", &root.display().to_string()]);
@@ -131,12 +192,7 @@ fn attack(backend: Backend) {
         .env("SSH_AUTH_SOCK", "/tmp/ssh-FAKE/agent.1")
         .env("TOKAMAK_TEST_PASSED", "listed-in-sandbox-env");
     let (_bin, path) = support::path_without(&["bwrap"]);
-    if backend != Backend::Bwrap {
-        command.env("PATH", &path);
-    }
-    if backend == Backend::None {
-        without_landlock(&mut command);
-    }
+    backend.apply(&mut command, &path);
     let output: Output = command.output().expect("run tokamak");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{backend:?}: {stderr}");
@@ -158,7 +214,7 @@ fn attack(backend: Backend) {
         assert!(!all.contains(secret), "{backend:?}: {secret} reached the model: {all}");
     }
     std::thread::sleep(std::time::Duration::from_millis(300));
-    assert!(alive("sleep 32123").is_empty(), "{backend:?}: left running: {:?}", alive("sleep 32123"));
+    assert!(alive(&sleeper).is_empty(), "{backend:?}: left running: {:?}", alive(&sleeper));
 
     if backend == Backend::None {
         // nothing confines them: said once, and each allowed command is asked — with nobody
@@ -169,7 +225,7 @@ fn attack(backend: Backend) {
         }
         return;
     }
-    let placed = if backend == Backend::Bwrap { "sandboxed:" } else { "sandboxed (Landlock)" };
+    let placed = backend.placed();
     for answer in &told {
         assert!(answer.contains(placed), "{backend:?}: {answer}");
     }
@@ -218,6 +274,20 @@ fn the_holes_stay_closed_under_bubblewrap() {
 fn the_holes_stay_closed_under_landlock_without_bubblewrap() {
     if support::require_landlock() {
         attack(Backend::Landlock);
+    }
+}
+
+#[test]
+fn the_holes_stay_closed_in_a_container() {
+    if engine_here() {
+        attack(Backend::Container);
+    }
+}
+
+#[test]
+fn the_holes_stay_closed_in_a_container_on_a_remote_engine() {
+    if engine_here() {
+        attack(Backend::Remote);
     }
 }
 
@@ -318,7 +388,10 @@ fn killed_mid_run(backend: Backend) {
         action(json!({"action": "run", "command": ["sh", "-c", marker.clone()], "timeout": 100})),
         action(json!({"action": "done", "summary": "never reached"})),
     ]);
-    let user = UserDirs::trusting_with(&[root], "[commands]\nallow = [[\"sh\"]]\ntimeout_s = 100\n");
+    let user = UserDirs::trusting_with(
+        &[root],
+        &format!("[commands]\nallow = [[\"sh\"]]\ntimeout_s = 100\n[sandbox]\n{}", backend.settings()),
+    );
     let (_bin, path) = support::path_without(&["bwrap"]);
     let tokamak = |args: &[&str]| {
         let mut command = user.command(args);
@@ -329,9 +402,7 @@ fn killed_mid_run(backend: Backend) {
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped());
-        if backend == Backend::Landlock {
-            command.env("PATH", &path);
-        }
+        backend.apply(&mut command, &path);
         command
     };
     let mut running = KilledOnDrop(
@@ -414,6 +485,13 @@ impl Drop for KilledOnDrop {
 fn killed_mid_run_under_bubblewrap_nothing_is_left_and_the_run_rolls_back() {
     if support::require_tools(&["bwrap"]) {
         killed_mid_run(Backend::Bwrap);
+    }
+}
+
+#[test]
+fn killed_mid_run_in_a_container_nothing_is_left_and_the_run_rolls_back() {
+    if engine_here() {
+        killed_mid_run(Backend::Container);
     }
 }
 

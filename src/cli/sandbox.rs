@@ -26,7 +26,7 @@ pub fn check_sandbox(root: &Path) -> Result<SandboxCheck, crate::config::ConfigE
         crate::sandbox::secrets::hidden(home.as_deref(), &settings.hide, &crate::places::cache_dir());
     let policy =
         crate::sandbox::Policy { writable: Vec::new(), hidden: hidden.clone(), network: settings.network };
-    let confined = match placement(settings.backend) {
+    let confined = match placement(&settings) {
         Ok(Placement::Copy { ask, .. }) => {
             if settings.backend == SandboxMode::Off {
                 lines.push("  in force: none (sandbox = \"off\"): commands run unconfined and unasked, in a copy of the workspace".to_string());
@@ -36,13 +36,24 @@ pub fn check_sandbox(root: &Path) -> Result<SandboxCheck, crate::config::ConfigE
             !ask
         }
         Ok(placed) => {
-            let detail = survey()
+            let detail = survey(&settings)
                 .into_iter()
                 .find(|(name, _)| *name == placed.backend())
                 .and_then(|(_, found)| found.ok())
                 .unwrap_or_default();
             lines.push(format!("  in force: {} — {detail}", placed.backend()));
-            lines.push(format!("  confines: {}", policy.describe()));
+            let confines = match &placed {
+                Placement::Container(engine) => format!(
+                    "each command in a fresh container of {}: the run's copy at the workspace's path and nothing else of this machine; {}; at most {} CPUs, {} MiB, {} processes",
+                    engine.image,
+                    if settings.network { "network allowed" } else { "no network" },
+                    settings.container.cpus,
+                    settings.container.memory_mb,
+                    settings.container.pids
+                ),
+                _ => policy.describe(),
+            };
+            lines.push(format!("  confines: {confines}"));
             true
         }
         Err(err) => {
@@ -66,7 +77,7 @@ pub fn check_sandbox(root: &Path) -> Result<SandboxCheck, crate::config::ConfigE
     lines.push(format!(
         "  environment: PATH, the locale, TERM, the toolchains' variables{extra}; HOME and TMPDIR private"
     ));
-    for (name, found) in survey() {
+    for (name, found) in survey(&settings) {
         lines.push(match found {
             Ok(detail) => format!("  {name}: usable ({detail})"),
             Err(reason) => format!("  {name}: not usable ({reason})"),

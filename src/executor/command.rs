@@ -45,6 +45,8 @@ pub struct CommandSpec<'a> {
     /// The wrapper reaps what the command leaves: on a timeout or a cancel it is sent SIGTERM
     /// first, to kill it all, before its group is killed.
     pub reaper: bool,
+    /// Run after a timeout or a cancel killed it (a container's removal).
+    pub after_kill: Option<(&'a Path, Vec<String>)>,
 }
 
 /// How a command ended.
@@ -136,6 +138,16 @@ pub async fn run(spec: CommandSpec<'_>, cancel: &CancellationToken) -> std::io::
             let _ = tokio::time::timeout(Duration::from_secs(2), child.wait()).await;
         }
         group.kill();
+        if let Some((program, args)) = &spec.after_kill {
+            let removal = tokio::process::Command::new(program)
+                .args(args)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .kill_on_drop(true)
+                .status();
+            let _ = tokio::time::timeout(crate::sandbox::container::REMOVAL_TIMEOUT, removal).await;
+        }
         return Ok(CommandOutcome {
             status: None,
             timed_out,
@@ -212,6 +224,10 @@ pub(super) struct Placed {
     at_workspace: bool,
     /// The Landlock helper reaps what it leaves.
     pub reaper: bool,
+    /// What removes it after a timeout or a cancel (a container).
+    pub after_kill: Option<(PathBuf, Vec<String>)>,
+    /// It runs in a container: the engine's own exit statuses (125–127) say it did not run.
+    in_container: bool,
 }
 
 /// Places `argv` in `copy` of the workspace at `root` as `placement` says, under `sandbox`'s
@@ -245,6 +261,51 @@ pub(super) fn place(
             env: environment(Path::new(super::sandbox::BWRAP_HOME), Path::new("/tmp")),
             at_workspace: true,
             reaper: false,
+            after_kill: None,
+            in_container: false,
+        };
+    }
+    if let Placement::Container(engine) = placement {
+        use crate::sandbox::container;
+        let name = format!("tokamak-{:016x}", fastrand::u64(..));
+        let env = container::environment(std::env::vars_os(), &sandbox.env);
+        let project = crate::places::project_key(root);
+        let run = container::ContainerRun {
+            name: &name,
+            root,
+            copy: copy.dir(),
+            binds: copy.binds(),
+            argv,
+            env: &env,
+            network: sandbox.network,
+            project: &project,
+        };
+        let (cli, args) = container::command_line(engine, &sandbox.container, &run);
+        let (removal, removal_args) = container::removal(engine, &name);
+        // the engine's CLI under the reaping helper (where there is one): killed with Tokamak,
+        // it still removes the container
+        #[cfg(target_os = "linux")]
+        let wrapper = match crate::sandbox::landlock::helper_binary() {
+            Some(helper) => {
+                let mut cleanup = vec![removal.to_string_lossy().into_owned()];
+                cleanup.extend(removal_args.iter().cloned());
+                let mut line = vec![cli.to_string_lossy().into_owned()];
+                line.extend(args);
+                (helper, crate::sandbox::landlock::reaping_line(&cleanup, &line))
+            }
+            None => (cli, args),
+        };
+        #[cfg(not(target_os = "linux"))]
+        let wrapper = (cli, args);
+        return Placed {
+            cwd: root.to_path_buf(),
+            argv: argv.to_vec(),
+            wrapper: Some(wrapper),
+            env: container::cli_environment(std::env::vars_os()),
+            at_workspace: true,
+            reaper: true,
+            after_kill: Some((removal, removal_args)),
+            in_container: true,
         };
     }
     let (from, to) = (root.to_string_lossy(), copy.dir().to_string_lossy());
@@ -271,6 +332,8 @@ pub(super) fn place(
         wrapper,
         env: environment(private_home, private_tmp),
         at_workspace: false,
+        after_kill: None,
+        in_container: false,
     }
 }
 
@@ -278,6 +341,10 @@ impl Placed {
     /// Why the command did not run when the sandbox could not start `program` (not installed
     /// in the sandbox's view) or could not confine it: it did not run.
     pub(super) fn not_started(&self, outcome: &CommandOutcome, program: &str) -> Option<String> {
+        if self.in_container && matches!(outcome.status, Some(125..=127)) {
+            let said = outcome.stderr.lines().find(|l| !l.trim().is_empty()).unwrap_or("the engine failed");
+            return Some(format!("`{program}` did not run in the container: {}", said.trim()));
+        }
         if self.wrapper.is_none() || !matches!(outcome.status, Some(1) | Some(126) | Some(127)) {
             return None;
         }
@@ -380,6 +447,7 @@ impl Executor {
             env: Some(&placed.env),
             wrapper: wrapper.as_ref().map(|(path, args)| (path.as_path(), args.clone())),
             reaper: placed.reaper,
+            after_kill: placed.after_kill.as_ref().map(|(path, args)| (path.as_path(), args.clone())),
         };
         // in the editor's terminal when it offers one (the user watches it there), placed the
         // same way; else here
@@ -459,9 +527,7 @@ impl Executor {
 
     pub(super) fn placement(&self) -> Result<Placement, String> {
         lock(&self.placement)
-            .get_or_insert_with(|| {
-                placement(self.context.settings.sandbox.backend).map_err(|err| err.to_string())
-            })
+            .get_or_insert_with(|| placement(&self.context.settings.sandbox).map_err(|err| err.to_string()))
             .clone()
     }
 }
@@ -489,7 +555,16 @@ mod tests {
     }
 
     fn spec<'a>(argv: &'a [String], cwd: &'a Path, timeout: Duration) -> CommandSpec<'a> {
-        CommandSpec { argv, cwd, timeout, max_output: 1000, env: None, wrapper: None, reaper: false }
+        CommandSpec {
+            argv,
+            cwd,
+            timeout,
+            max_output: 1000,
+            env: None,
+            wrapper: None,
+            reaper: false,
+            after_kill: None,
+        }
     }
 
     fn argv(items: &[&str]) -> Vec<String> {

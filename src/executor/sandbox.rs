@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::SystemTime;
 
-use crate::config::SandboxMode;
+use crate::config::{SandboxMode, SandboxSettings};
 
 /// Folders bound read-only instead of copied (dependencies, environments, build output).
 const HEAVY_DIRS: &[&str] =
@@ -56,6 +56,9 @@ pub enum Placement {
     Landlock { helper: PathBuf, enforced: String },
     /// Under macOS's `sandbox-exec` (its path), in the copy at its own path.
     Seatbelt(PathBuf),
+    /// In a container of the engine, the copy at the workspace's path (mounted, or sent to a
+    /// remote engine).
+    Container(crate::sandbox::container::Engine),
     /// In the copy at its own path, not isolated; `notice` says why, and `ask`: the model's
     /// every command is asked first (nothing confines it and the user did not say `off`).
     Copy { notice: Option<String>, ask: bool },
@@ -70,6 +73,12 @@ impl Placement {
                 "sandboxed (Landlock): a copy of the workspace with the editor's text, no network"
             }
             Placement::Seatbelt(_) => "sandboxed (Seatbelt): a copy of the workspace with the editor's text",
+            Placement::Container(engine) if engine.remote.is_some() => {
+                "sandboxed (a container on a remote engine): a copy of the workspace with the editor's text"
+            }
+            Placement::Container(_) => {
+                "sandboxed (container): a copy of the workspace with the editor's text"
+            }
             Placement::Copy { .. } => {
                 "in a copy of the workspace with the editor's text (not isolated: no sandbox)"
             }
@@ -82,22 +91,28 @@ impl Placement {
             Placement::Bwrap(_) => "bwrap",
             Placement::Landlock { .. } => "landlock",
             Placement::Seatbelt(_) => "seatbelt",
+            Placement::Container(_) => "container",
             Placement::Copy { .. } => "off",
         }
     }
 
     /// The command runs in the copy mounted at the workspace's own path.
     pub fn at_workspace_path(&self) -> bool {
-        matches!(self, Placement::Bwrap(_))
+        matches!(self, Placement::Bwrap(_) | Placement::Container(_))
     }
 }
 
 /// Decides where commands run: the backend asked for, or with `auto` the best this machine
-/// has — bubblewrap, Landlock (Linux), Seatbelt (macOS) — each tried once per process.
-pub fn placement(mode: SandboxMode) -> Result<Placement, SandboxError> {
+/// has — bubblewrap, Landlock (Linux), Seatbelt (macOS) — each tried once per process. A
+/// container only when asked for.
+pub fn placement(settings: &SandboxSettings) -> Result<Placement, SandboxError> {
+    let mode = settings.backend;
     let unavailable =
         |reason: &str| SandboxError::Unavailable { backend: mode.name(), reason: reason.to_string() };
     match mode {
+        SandboxMode::Container => crate::sandbox::container::engine(&settings.container)
+            .map(Placement::Container)
+            .map_err(|r| unavailable(&r)),
         SandboxMode::Off => Ok(Placement::Copy { notice: None, ask: false }),
         SandboxMode::Bwrap => usable_bwrap().clone().map(Placement::Bwrap).map_err(|r| unavailable(&r)),
         SandboxMode::Landlock => landlock().map_err(|r| unavailable(&r)),
@@ -127,7 +142,7 @@ pub fn placement(mode: SandboxMode) -> Result<Placement, SandboxError> {
 
 /// Every backend and whether it is usable here: what it is (a path, what it enforces) or
 /// why not — for `tokamak sandbox`.
-pub fn survey() -> Vec<(&'static str, Result<String, String>)> {
+pub fn survey(settings: &SandboxSettings) -> Vec<(&'static str, Result<String, String>)> {
     let bwrap = usable_bwrap().clone().map(|path| format!("bubblewrap at {}", path.display()));
     let landlock = landlock().map(|placement| match placement {
         Placement::Landlock { helper, enforced } => format!("{enforced}, applied by {}", helper.display()),
@@ -137,7 +152,11 @@ pub fn survey() -> Vec<(&'static str, Result<String, String>)> {
         Placement::Seatbelt(path) => format!("{} with a profile of Tokamak's", path.display()),
         _ => String::new(),
     });
-    vec![("bwrap", bwrap), ("landlock", landlock), ("seatbelt", seatbelt)]
+    let container = crate::sandbox::container::engine(&settings.container).map(|engine| {
+        let place = engine.remote.clone().unwrap_or_else(|| "this machine".to_string());
+        format!("{} on {place}, image {}", engine.cli.display(), engine.image)
+    });
+    vec![("bwrap", bwrap), ("landlock", landlock), ("seatbelt", seatbelt), ("container", container)]
 }
 
 #[cfg(target_os = "linux")]
@@ -262,6 +281,11 @@ impl ShadowCopy {
             lock,
             left: HashMap::new(),
         })
+    }
+
+    /// The folders and files (workspace-relative) shared read-only from the workspace.
+    pub fn binds(&self) -> &[PathBuf] {
+        &self.binds
     }
 
     /// The commands' private home and temp folder (outside bwrap).

@@ -63,7 +63,7 @@ impl ExecutorContext {
             return Err("no test command is configured for a trusted workspace ([test] command)".to_string());
         };
         let root = self.confinement.root().to_path_buf();
-        let placed = placement(self.settings.sandbox.backend).map_err(|err| err.to_string())?;
+        let placed = placement(&self.settings.sandbox).map_err(|err| err.to_string())?;
         self.tell_unsandboxed(&placed).await;
         let dir = crate::places::project_cache(&root).join("sandbox").join(format!("{run_id}-{label}"));
         let copy_placement = placed.clone();
@@ -105,6 +105,7 @@ impl ExecutorContext {
             env: Some(&command.env),
             wrapper: command.wrapper.as_ref().map(|(path, args)| (path.as_path(), args.clone())),
             reaper: command.reaper,
+            after_kill: command.after_kill.as_ref().map(|(path, args)| (path.as_path(), args.clone())),
         };
         let mut outcome =
             run(spec, cancel).await.map_err(|err| format!("`{}` could not be started: {err}", argv[0]))?;

@@ -28,6 +28,10 @@ const FS_ABI: ABI = ABI::V5;
 struct Request {
     policy: Policy,
     probe: bool,
+    /// Only reap: another backend confines the command (a container's CLI).
+    unconfined: bool,
+    /// Run when the command is stopped or Tokamak is gone (a container's removal).
+    cleanup: Vec<OsString>,
     argv: Vec<OsString>,
 }
 
@@ -47,6 +51,18 @@ pub fn command_line(policy: &Policy, argv: &[String]) -> Vec<String> {
     args
 }
 
+/// The helper's command line that only reaps `argv` — confined by something else — and runs
+/// `cleanup` when it is stopped or Tokamak is gone.
+pub fn reaping_line(cleanup: &[String], argv: &[String]) -> Vec<String> {
+    let mut args = vec![SUBCOMMAND.to_string(), "--unconfined".to_string()];
+    for word in cleanup {
+        args.extend(["--cleanup".to_string(), word.clone()]);
+    }
+    args.push("--".to_string());
+    args.extend(argv.iter().cloned());
+    args
+}
+
 fn parse(args: &[OsString]) -> Result<Request, String> {
     let mut request = Request::default();
     let mut rest = args.iter();
@@ -58,6 +74,8 @@ fn parse(args: &[OsString]) -> Result<Request, String> {
             }
             Some("--probe") => request.probe = true,
             Some("--network") => request.policy.network = true,
+            Some("--unconfined") => request.unconfined = true,
+            Some("--cleanup") => request.cleanup.push(rest.next().ok_or("--cleanup needs a word")?.clone()),
             Some(flag @ ("--write" | "--hide")) => {
                 let path = PathBuf::from(rest.next().ok_or_else(|| format!("{flag} needs a path"))?);
                 if flag == "--write" {
@@ -86,6 +104,9 @@ pub fn helper_main(args: &[OsString]) -> i32 {
             return 2;
         }
     };
+    if request.unconfined {
+        return super::reaper::run(&request.argv, &request.cleanup);
+    }
     let enforced = match confine(&request.policy) {
         Ok(enforced) => enforced,
         Err(reason) => {
@@ -100,7 +121,7 @@ pub fn helper_main(args: &[OsString]) -> i32 {
         println!("{enforced}");
         return 0;
     }
-    super::reaper::run(&request.argv)
+    super::reaper::run(&request.argv, &request.cleanup)
 }
 
 /// Applies `policy` to this process and its future children. `Ok`: what is enforced, in a

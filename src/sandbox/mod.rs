@@ -5,9 +5,11 @@
 //! by allow-list — and the backends that carry it out without bubblewrap: Landlock and
 //! seccomp applied by Tokamak's own helper (`landlock.rs`, Linux 5.13+), which also reaps
 //! every process the command leaves (`reaper.rs`), and Seatbelt profiles for macOS's
-//! `sandbox-exec` (`seatbelt.rs`). Bubblewrap's arguments are made with the copy
+//! `sandbox-exec` (`seatbelt.rs`), and containers of a Docker- or Podman-compatible engine,
+//! local or remote (`container.rs`). Bubblewrap's arguments are made with the copy
 //! (`executor/sandbox.rs`), from the same policy.
 
+pub mod container;
 pub mod environment;
 #[cfg(target_os = "linux")]
 pub mod landlock;

@@ -2,7 +2,8 @@
 //! child subreaper, inherits everything the command leaves running — a `setsid` daemon, a
 //! server started with `&` — and kills it all when the command ends, when Tokamak asks
 //! (SIGTERM: a timeout or a cancel) or when Tokamak is gone (killed with -9: its parent
-//! changes). Nothing the command started outlives its run.
+//! changes), then runs the cleanup it was given (a container's removal: the container's
+//! processes are not the helper's children). Nothing the command started outlives its run.
 
 use std::ffi::OsString;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,8 +15,9 @@ extern "C" fn on_stop(_: libc::c_int) {
     STOP.store(true, Ordering::SeqCst);
 }
 
-/// Runs `argv` and returns its exit status (128 + a signal), having killed whatever it left.
-pub fn run(argv: &[OsString]) -> i32 {
+/// Runs `argv` and returns its exit status (128 + a signal), having killed whatever it left;
+/// `cleanup` is run when it was stopped before its end.
+pub fn run(argv: &[OsString], cleanup: &[OsString]) -> i32 {
     let parent = std::os::unix::process::parent_id();
     // SAFETY: prctl(PR_SET_CHILD_SUBREAPER) and sigaction with a handler that only stores to
     // an atomic are async-signal-safe and touch no memory of ours but the handler's address.
@@ -48,6 +50,14 @@ pub fn run(argv: &[OsString]) -> i32 {
         }
         if STOP.load(Ordering::SeqCst) || std::os::unix::process::parent_id() != parent {
             kill_children();
+            if let Some((program, args)) = cleanup.split_first() {
+                let _ = std::process::Command::new(program)
+                    .args(args)
+                    .stdin(std::process::Stdio::null())
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .status();
+            }
             return 128 + libc::SIGTERM;
         }
         std::thread::sleep(pause);

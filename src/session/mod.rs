@@ -111,10 +111,22 @@ impl Session {
             // the copies a killed Tokamak left (holding the project's files, `.env` included)
             // go, off the way of the start
             let sandbox = crate::places::project_cache(root).join("sandbox");
+            let project = crate::places::project_key(root);
+            let containers = (settings.sandbox.backend == crate::config::SandboxMode::Container)
+                .then(|| settings.sandbox.container.clone());
             std::thread::spawn(move || {
                 let removed = crate::executor::sweep(&sandbox);
                 if removed > 0 {
                     tracing::info!("removed {removed} sandbox copies left by a Tokamak that did not end");
+                }
+                // and its containers
+                if let Some(Ok(engine)) =
+                    containers.map(|settings| crate::sandbox::container::engine(&settings))
+                {
+                    let removed = crate::sandbox::container::sweep(&engine, &project);
+                    if removed > 0 {
+                        tracing::info!("removed {removed} containers left by a Tokamak that did not end");
+                    }
                 }
             });
         }
