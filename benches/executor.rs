@@ -98,9 +98,9 @@ fn bench_actions(c: &mut Criterion) {
     // the copy every command runs in, with an open buffer's text: the first once (a run's
     // first command), then brought up to date after that buffer changed (a later command) —
     // without bwrap (linked dependency folders) and with it (mount points)
-    let landlock =
+    let landlock_placement =
         Placement::Landlock { helper: PathBuf::from(env!("CARGO_BIN_EXE_tokamak")), enforced: String::new() };
-    for placement in [landlock, Placement::Bwrap(PathBuf::from("bwrap"))] {
+    for placement in [landlock_placement.clone(), Placement::Bwrap(PathBuf::from("bwrap"))] {
         let name = if placement.at_workspace_path() { "bwrap" } else { "no bwrap" };
         let mut copy =
             ShadowCopy::new(&root, &dir.path().join(format!("sandbox-{}", placement.backend())), &placement)
@@ -128,6 +128,42 @@ fn bench_actions(c: &mut Criterion) {
             },
         );
     }
+    // a candidate's test copy (issue 39): made anew for each candidate, as it was, against the
+    // kept copy brought up to date — what the last test run left removed, the candidate's text
+    // written in — as it is now
+    let candidate = |n: u64| {
+        std::collections::HashMap::from([(
+            std::path::PathBuf::from("target.py"),
+            format!("x = {n} # candidate\n"),
+        )])
+    };
+    let started = Instant::now();
+    {
+        let mut copy =
+            ShadowCopy::new(&root, &dir.path().join("candidate-new"), &landlock_placement).unwrap();
+        copy.sync(&candidate(0)).unwrap();
+    }
+    println!("a candidate's copy of {FILES} files made anew: {:.3} s", started.elapsed().as_secs_f64());
+    let mut kept = ShadowCopy::new(&root, &dir.path().join("candidate-kept"), &landlock_placement).unwrap();
+    kept.sync(&candidate(0)).unwrap();
+    let started = Instant::now();
+    kept.remove_left();
+    kept.sync(&candidate(1)).unwrap();
+    println!(
+        "a candidate's kept copy of {FILES} files brought up to date: {:.3} s",
+        started.elapsed().as_secs_f64()
+    );
+    let mut next = 1u64;
+    c.bench_function(&format!("a candidate's kept copy brought up to date, {FILES} files"), |b| {
+        b.iter(|| {
+            next += 1;
+            // what a test run leaves
+            std::fs::write(kept.dir().join("leftover.txt"), "x").unwrap();
+            kept.remove_left();
+            kept.sync(&candidate(next)).unwrap()
+        })
+    });
+
     // one command (`true`) under each backend this machine has, against none
     let bwrap_placement = Placement::Bwrap(PathBuf::from("bwrap"));
     let copy = ShadowCopy::new(&root, &dir.path().join("sandbox"), &bwrap_placement).unwrap();

@@ -116,6 +116,12 @@ pub struct ExecutorContext {
     pub index: Option<Arc<crate::context::LiveIndex>>,
     /// The user has been told that commands run without a sandbox.
     sandbox_told: AtomicBool,
+    /// Copies the test command ran in and may run in again (candidates, baselines, a fix's
+    /// final check), each with the placement it was made for: brought up to date instead of
+    /// made anew, so a candidate's copy costs what changed, not the whole workspace.
+    test_copies: Mutex<Vec<(Placement, ShadowCopy)>>,
+    /// How many such copies were made (their folders' names).
+    test_copies_made: std::sync::atomic::AtomicUsize,
 }
 
 impl ExecutorContext {
@@ -156,6 +162,8 @@ impl ExecutorContext {
             history,
             index,
             sandbox_told: AtomicBool::new(false),
+            test_copies: Mutex::new(Vec::new()),
+            test_copies_made: std::sync::atomic::AtomicUsize::new(0),
         })
     }
 }

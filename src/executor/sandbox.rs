@@ -452,6 +452,18 @@ impl ShadowCopy {
         Ok(stats)
     }
 
+    /// Removes the files commands created in the copy (those the workspace does not have), so
+    /// the copy can serve another test run as if new; what they changed is copied again by
+    /// the next [`ShadowCopy::sync`].
+    pub fn remove_left(&mut self) {
+        for relative in self.changed_by_command() {
+            if !self.copied.contains_key(Path::new(&relative)) {
+                let _ = std::fs::remove_file(self.dir.join(&relative));
+            }
+        }
+        self.left.clear();
+    }
+
     /// The files the last command changed or created in the copy (relative), sorted; what
     /// commands leave in heavy folders is not looked at.
     pub fn changed_by_command(&mut self) -> Vec<String> {
@@ -695,6 +707,32 @@ mod tests {
         assert!(joined.ends_with(&format!("--chdir {}/src -- python3", root.display())), "{joined}");
         drop(copy);
         assert!(!shadow_dir.exists(), "the copy is removed with the run");
+    }
+
+    #[test]
+    fn a_kept_copy_serves_the_next_test_run_as_if_new() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("proj");
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        std::fs::write(root.join("src/app.py"), "x = 1\n").unwrap();
+        let shadow_dir = dir.path().join("shadow");
+        let landlock = Placement::Landlock { helper: PathBuf::from("tokamak"), enforced: String::new() };
+        let mut copy = ShadowCopy::new(&root, &shadow_dir, &landlock).unwrap();
+        let candidate = HashMap::from([(PathBuf::from("src/app.py"), "x = 2\n".to_string())]);
+        copy.sync(&candidate).unwrap();
+        // a test run changes a file and leaves another
+        std::fs::write(shadow_dir.join("src/app.py"), "broken by the run\n").unwrap();
+        std::fs::write(shadow_dir.join("src/leftover.txt"), "left").unwrap();
+        copy.remove_left();
+        let stats = copy.sync(&HashMap::new()).unwrap();
+        assert_eq!(stats.copied, 1, "only what changed is copied again: {stats:?}");
+        assert_eq!(
+            std::fs::read_to_string(shadow_dir.join("src/app.py")).unwrap(),
+            "x = 1\n",
+            "the disk's again"
+        );
+        assert!(!shadow_dir.join("src/leftover.txt").exists(), "what the last run left is gone");
+        assert!(copy.changed_by_command().is_empty());
     }
 
     #[test]

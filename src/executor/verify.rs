@@ -65,7 +65,17 @@ impl ExecutorContext {
         let root = self.confinement.root().to_path_buf();
         let placed = placement(&self.settings.sandbox).map_err(|err| err.to_string())?;
         self.tell_unsandboxed(&placed).await;
-        let dir = crate::places::project_cache(&root).join("sandbox").join(format!("{run_id}-{label}"));
+        // a copy the tests ran in before, for this placement, brought up to date; else a new one
+        let kept = {
+            let mut kept = crate::sync::lock(&self.test_copies);
+            kept.iter().position(|(p, _)| *p == placed).map(|at| kept.swap_remove(at).1)
+        };
+        let dir = crate::places::project_cache(&root).join("sandbox").join(format!(
+            "tests-{}-{}",
+            std::process::id(),
+            self.test_copies_made
+                .fetch_add(usize::from(kept.is_none()), std::sync::atomic::Ordering::Relaxed)
+        ));
         let copy_placement = placed.clone();
         let started = Instant::now();
         let mut relative: HashMap<PathBuf, String> = self
@@ -85,8 +95,14 @@ impl ExecutorContext {
             }
         }
         // making and filling the copy reads the whole workspace: off the async threads
+        let reused = kept.is_some();
         let made = tokio::task::spawn_blocking(move || {
-            let mut copy = ShadowCopy::new(&root, &dir, &copy_placement)?;
+            let mut copy = match kept {
+                Some(copy) => copy,
+                None => ShadowCopy::new(&root, &dir, &copy_placement)?,
+            };
+            // what the last test run left is not this one's
+            copy.remove_left();
             copy.sync(&relative)?;
             Ok::<_, super::SandboxError>(copy)
         })
@@ -94,6 +110,7 @@ impl ExecutorContext {
         .map_err(|err| format!("the sandbox copy could not be made: {err}"))?;
         let copy = made.map_err(|err| err.to_string())?;
         let copy_time = started.elapsed();
+        tracing::debug!("{run_id}: the tests' copy for {label} in {copy_time:?} (reused: {reused})");
         let root = self.confinement.root();
         let command = place(&placed, &copy, root, &argv, &self.settings.sandbox);
         let timeout = Duration::from_secs(self.settings.commands.timeout_s.max(1));
@@ -107,20 +124,23 @@ impl ExecutorContext {
             reaper: command.reaper,
             after_kill: command.after_kill.as_ref().map(|(path, args)| (path.as_path(), args.clone())),
         };
-        let mut outcome =
-            run(spec, cancel).await.map_err(|err| format!("`{}` could not be started: {err}", argv[0]))?;
+        let ran = run(spec, cancel).await;
         let test_time = started.elapsed().saturating_sub(copy_time);
+        let mut outcome = match ran {
+            Ok(outcome) => outcome,
+            Err(err) => {
+                self.keep_test_copy(placed, copy).await;
+                return Err(format!("`{}` could not be started: {err}", argv[0]));
+            }
+        };
+        command.repoint_back(&mut outcome, &copy, root);
+        self.keep_test_copy(placed.clone(), copy).await;
         if let Some(reason) = command.not_started(&outcome, &argv[0]) {
             return Err(reason);
         }
-        command.repoint_back(&mut outcome, &copy, root);
         if let Some(why) = not_run_reason(&argv, outcome.status, &outcome.stdout, &outcome.stderr) {
-            let _ = tokio::task::spawn_blocking(move || drop(copy)).await;
             return Err(why);
         }
-        // removing a whole workspace's copy is off the async threads too (and done before the
-        // next copy is made)
-        let _ = tokio::task::spawn_blocking(move || drop(copy)).await;
         let passed = outcome.status == Some(0) && !outcome.timed_out && !outcome.cancelled;
         Ok(TestVerdict {
             passed,
@@ -132,6 +152,28 @@ impl ExecutorContext {
             test_time,
             placement: placed.describe(),
         })
+    }
+}
+
+/// Test copies kept for the next test run, at most (more run side by side are removed after).
+const KEPT_TEST_COPIES: usize = 4;
+
+impl ExecutorContext {
+    /// Keeps `copy` for the next test run with `placement`, or removes it (off the async
+    /// threads: a whole workspace's copy) when enough are kept.
+    async fn keep_test_copy(&self, placement: super::Placement, copy: ShadowCopy) {
+        let extra = {
+            let mut kept = crate::sync::lock(&self.test_copies);
+            if kept.len() < KEPT_TEST_COPIES {
+                kept.push((placement, copy));
+                None
+            } else {
+                Some(copy)
+            }
+        };
+        if let Some(copy) = extra {
+            let _ = tokio::task::spawn_blocking(move || drop(copy)).await;
+        }
     }
 }
 
