@@ -1,20 +1,23 @@
 //! Where the agent's commands run (SPEC X3): always in a shadow copy of the workspace that
 //! holds the editor's text, so a command sees exactly what the user has — saved or not —
-//! on every machine; under bubblewrap (`bwrap`), when it works, the copy is also isolated:
-//! mounted at the workspace's own path, with no network, the rest of the system read-only,
-//! a private `/tmp` (keeping, read-only, the folders under `/tmp` that the command names or
-//! `PATH` holds, so a tool installed there still runs), and Tokamak's own state hidden.
-//! Without bubblewrap (every Mac, many Linux machines) the copy is the command's working
-//! folder at its own path: the same text, no isolation. Bubblewrap adds isolation, never
-//! correctness.
+//! on every machine, and confined by the best backend the machine has (`placement`):
+//! bubblewrap (`bwrap`: the copy mounted at the workspace's own path, no network, the rest of
+//! the system read-only, the user's secrets and Tokamak's own state hidden, a private `/tmp`
+//! keeping, read-only, the folders under `/tmp` that the command names or `PATH` holds),
+//! else Landlock or Seatbelt (`crate::sandbox`: the copy at its own path), or a container
+//! when the project asks for one. With none, the copy is still the command's folder, each of
+//! the model's commands is asked first, and the notice says so once.
 //!
 //! The copy is made once per run and brought up to date before each command: files are
 //! copied (`std::fs::copy`, which reflinks where the file system can), the text of open
 //! documents replaces what is on disk, and a file the workspace or a command changed since is
 //! copied again. What is heavy and never the command's to change — dependency and tool
-//! folders (`node_modules`, virtual environments, `target`, …) and files over 1 MiB — is
-//! bound read-only from the workspace instead of copied (without bubblewrap: linked).
-//! Whatever a command writes in the copy stays there: the workspace's files are not touched.
+//! folders (`node_modules`, virtual environments, `target`, `.git`, …) and files over 1 MiB —
+//! is bound read-only from the workspace instead of copied (under Landlock and Seatbelt:
+//! linked, the kernel keeping the workspace read-only); with no sandbox, big files are copied
+//! and `.git` is a repository of the copy's own reading the workspace's objects through
+//! alternates. Whatever a command writes in the copy stays there. Each copy holds a lock
+//! while its process lives; `sweep` removes those a killed Tokamak left.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -388,8 +391,18 @@ impl ShadowCopy {
         for bind in &binds {
             let target = self.dir.join(bind);
             if !self.isolated {
-                // no mounts without bwrap: a link to the workspace's own
                 let source = self.root.join(bind);
+                if self.copy_big && bind.file_name().is_some_and(|name| name == ".git") && source.is_dir() {
+                    // nothing keeps a link read-only here: the repository is the copy's own,
+                    // reading the workspace's objects through git's alternates
+                    if !target.join("objects/info/alternates").is_file() {
+                        let _ = std::fs::remove_file(&target);
+                        git_with_alternates(&source, &target).map_err(io(&target))?;
+                    }
+                    continue;
+                }
+                // no mounts without bwrap: a link to the workspace's own (which Landlock and
+                // Seatbelt keep read-only)
                 if std::fs::read_link(&target).ok().as_deref() != Some(source.as_path()) {
                     if let Some(parent) = target.parent() {
                         std::fs::create_dir_all(parent).map_err(io(parent))?;
@@ -602,6 +615,32 @@ impl Drop for ShadowCopy {
     }
 }
 
+/// A repository at `to` that is `from`'s but for its objects, which it reads through git's
+/// alternates: refs, index, config and hooks copied (a command may change them, in the copy),
+/// no object copied and none written into `from`.
+fn git_with_alternates(from: &Path, to: &Path) -> std::io::Result<()> {
+    fn copy_tree(from: &Path, to: &Path, top: bool) -> std::io::Result<()> {
+        std::fs::create_dir_all(to)?;
+        for entry in std::fs::read_dir(from)? {
+            let entry = entry?;
+            let name = entry.file_name();
+            if top && (name == "objects" || name == "lfs") {
+                continue;
+            }
+            let kind = entry.file_type()?;
+            if kind.is_dir() {
+                copy_tree(&entry.path(), &to.join(&name), false)?;
+            } else if kind.is_file() {
+                std::fs::copy(entry.path(), to.join(&name))?;
+            }
+        }
+        Ok(())
+    }
+    copy_tree(from, to, true)?;
+    std::fs::create_dir_all(to.join("objects/info"))?;
+    std::fs::write(to.join("objects/info/alternates"), format!("{}\n", from.join("objects").display()))
+}
+
 /// Takes `file`'s exclusive lock without waiting; held until the file is closed (or the
 /// process dies).
 fn try_lock(file: &std::fs::File) -> bool {
@@ -707,6 +746,38 @@ mod tests {
         assert!(joined.ends_with(&format!("--chdir {}/src -- python3", root.display())), "{joined}");
         drop(copy);
         assert!(!shadow_dir.exists(), "the copy is removed with the run");
+    }
+
+    #[test]
+    fn with_no_sandbox_the_copys_repository_is_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("proj");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(root.join("app.py"), "x = 1\n").unwrap();
+        let git = |cwd: &Path, args: &[&str]| {
+            let ran = std::process::Command::new("git").args(args).current_dir(cwd).output().unwrap();
+            assert!(ran.status.success(), "{ran:?}");
+            String::from_utf8_lossy(&ran.stdout).into_owned()
+        };
+        git(&root, &["init", "-q"]);
+        git(&root, &["add", "app.py"]);
+        git(&root, &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start"]);
+        let shadow_dir = dir.path().join("shadow");
+        let mut copy =
+            ShadowCopy::new(&root, &shadow_dir, &Placement::Copy { notice: None, ask: true }).unwrap();
+        copy.sync(&HashMap::new()).unwrap();
+        assert!(std::fs::symlink_metadata(shadow_dir.join(".git")).unwrap().is_dir(), "not a link");
+        // git works in the copy, reading the workspace's objects; what it writes stays there
+        assert_eq!(git(&shadow_dir, &["log", "--format=%s"]), "start\n");
+        std::fs::write(shadow_dir.join(".git/hooks/pre-commit"), "#!/bin/sh\n").unwrap();
+        std::fs::write(shadow_dir.join("app.py"), "x = 2\n").unwrap();
+        git(&shadow_dir, &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "in the copy"]);
+        assert_eq!(git(&root, &["log", "--format=%s"]), "start\n", "the workspace's history is untouched");
+        assert!(!root.join(".git/hooks/pre-commit").exists());
+        assert!(
+            copy.changed_by_command().iter().all(|f| !f.starts_with(".git")),
+            "the repository is not the run's"
+        );
     }
 
     #[test]
