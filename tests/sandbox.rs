@@ -33,15 +33,7 @@ fn run(user: &UserDirs, root: &Path, model: &ModelServer, path: Option<&Path>) -
 }
 
 fn told(model: &ModelServer) -> Vec<String> {
-    model
-        .requests()
-        .iter()
-        .filter_map(|r| {
-            let last = r.body["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or_default();
-            let content = last["content"].as_str().unwrap_or_default().to_string();
-            ["Result of", "Refused of", "Error:"].iter().any(|p| content.starts_with(p)).then_some(content)
-        })
-        .collect()
+    support::results_told(model)
 }
 
 fn project() -> tempfile::TempDir {

@@ -11,23 +11,7 @@ use support::LspClient;
 use support::model_server::ModelServer;
 use support::scenario::{GOAL, PYTHON};
 
-const IMAGE: &str = "tokamak-test:bookworm";
-const REMOTE: &str = "tcp://127.0.0.1:2375";
-
-fn engine_here() -> bool {
-    let found = std::process::Command::new("docker")
-        .args(["-H", REMOTE, "image", "inspect", IMAGE])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !found {
-        let reason = format!("no Docker engine with {IMAGE} at {REMOTE}: run `bash scripts/install-tools`");
-        assert_ne!(std::env::var("CI").as_deref(), Ok("true"), "{reason}");
-        eprintln!("skipping: {reason}");
-    }
-    found
-}
+use support::{REMOTE_ENGINE as REMOTE, TEST_IMAGE as IMAGE};
 
 fn scenario_in_a_container(remote: bool) {
     let dir = PYTHON.project();
@@ -87,14 +71,14 @@ fn scenario_in_a_container(remote: bool) {
 
 #[test]
 fn the_scenario_runs_its_tests_in_a_container_at_the_workspaces_path() {
-    if engine_here() {
+    if support::require_engine() {
         scenario_in_a_container(false);
     }
 }
 
 #[test]
 fn the_scenario_runs_its_tests_in_a_container_on_a_remote_engine() {
-    if engine_here() {
+    if support::require_engine() {
         scenario_in_a_container(true);
     }
 }

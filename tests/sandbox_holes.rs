@@ -19,15 +19,7 @@ fn action(value: Value) -> Scripted {
 }
 
 fn told(model: &ModelServer) -> Vec<String> {
-    model
-        .requests()
-        .iter()
-        .filter_map(|r| {
-            let last = r.body["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or_default();
-            let content = last["content"].as_str().unwrap_or_default().to_string();
-            ["Result of", "Refused of", "Error:"].iter().any(|p| content.starts_with(p)).then_some(content)
-        })
-        .collect()
+    support::results_told(model)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,9 +33,7 @@ enum Backend {
     Remote,
 }
 
-/// The test image and the engine's TCP address (`scripts/install-tools` makes both).
-const IMAGE: &str = "tokamak-test:bookworm";
-const REMOTE: &str = "tcp://127.0.0.1:2375";
+use support::{REMOTE_ENGINE as REMOTE, TEST_IMAGE as IMAGE};
 
 impl Backend {
     /// The `[sandbox]` lines that choose it.
@@ -76,22 +66,6 @@ impl Backend {
             Backend::None => "not isolated",
         }
     }
-}
-
-/// Whether the container engine and the test image are here (CI: they must be).
-fn engine_here() -> bool {
-    let found = std::process::Command::new("docker")
-        .args(["-H", REMOTE, "image", "inspect", IMAGE])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !found {
-        let reason = format!("no Docker engine with {IMAGE} at {REMOTE}: run `bash scripts/install-tools`");
-        assert_ne!(std::env::var("CI").as_deref(), Ok("true"), "{reason}");
-        eprintln!("skipping: {reason}");
-    }
-    found
 }
 
 /// What the attack needs: a throwaway home with secrets, a folder outside the project with a
@@ -279,14 +253,14 @@ fn the_holes_stay_closed_under_landlock_without_bubblewrap() {
 
 #[test]
 fn the_holes_stay_closed_in_a_container() {
-    if engine_here() {
+    if support::require_engine() {
         attack(Backend::Container);
     }
 }
 
 #[test]
 fn the_holes_stay_closed_in_a_container_on_a_remote_engine() {
-    if engine_here() {
+    if support::require_engine() {
         attack(Backend::Remote);
     }
 }
@@ -490,7 +464,7 @@ fn killed_mid_run_under_bubblewrap_nothing_is_left_and_the_run_rolls_back() {
 
 #[test]
 fn killed_mid_run_in_a_container_nothing_is_left_and_the_run_rolls_back() {
-    if engine_here() {
+    if support::require_engine() {
         killed_mid_run(Backend::Container);
     }
 }

@@ -727,6 +727,44 @@ pub fn require_tools(names: &[&str]) -> bool {
     false
 }
 
+/// The container backend's test image and the engine's TCP address, standing for another
+/// machine's (`scripts/install-tools` makes both).
+pub const TEST_IMAGE: &str = "tokamak-test:bookworm";
+pub const REMOTE_ENGINE: &str = "tcp://127.0.0.1:2375";
+
+/// Whether the Docker engine answers at [`REMOTE_ENGINE`] with [`TEST_IMAGE`]. In CI their
+/// absence fails the test; elsewhere the test is skipped with the reason printed.
+pub fn require_engine() -> bool {
+    let found = std::process::Command::new("docker")
+        .args(["-H", REMOTE_ENGINE, "image", "inspect", TEST_IMAGE])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !found {
+        let reason = format!(
+            "no Docker engine with {TEST_IMAGE} at {REMOTE_ENGINE}: run `bash scripts/install-tools`"
+        );
+        assert_ne!(std::env::var("CI").as_deref(), Ok("true"), "{reason}");
+        eprintln!("skipping: {reason}");
+    }
+    found
+}
+
+/// What the model was told of its actions' results (the last message of each request that
+/// answers one: a result, a refusal or an error).
+pub fn results_told(model: &model_server::ModelServer) -> Vec<String> {
+    model
+        .requests()
+        .iter()
+        .filter_map(|r| {
+            let last = r.body["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or_default();
+            let content = last["content"].as_str().unwrap_or_default().to_string();
+            ["Result of", "Refused of", "Error:"].iter().any(|p| content.starts_with(p)).then_some(content)
+        })
+        .collect()
+}
+
 /// Whether this kernel has Landlock (what confines commands without bubblewrap). In CI its
 /// absence fails the test; elsewhere the test is skipped with the reason printed.
 pub fn require_landlock() -> bool {
