@@ -207,14 +207,16 @@ fn deny_network() -> Result<(), String> {
     seccompiler::apply_filter(&program).map_err(|err| err.to_string())
 }
 
-/// Tokamak's binary, to start the helper with: this process's own when it is `tokamak`,
-/// else (a test binary of the library) the `tokamak` built beside it.
+/// Tokamak's binary, to start the helper with: this process's own (whatever an editor's
+/// package named it), but for a test binary of the library (cargo's `target/*/deps/`),
+/// which has no helper: then the `tokamak` built beside it.
 pub fn helper_binary() -> Option<PathBuf> {
     let exe = std::env::current_exe().ok()?;
-    if exe.file_stem().is_some_and(|stem| stem == "tokamak") {
+    let folder = exe.parent()?;
+    if folder.file_name().is_none_or(|name| name != "deps") {
         return Some(exe);
     }
-    let beside = exe.parent()?.parent()?.join("tokamak");
+    let beside = folder.parent()?.join("tokamak");
     beside.is_file().then_some(beside)
 }
 
