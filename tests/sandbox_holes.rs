@@ -117,8 +117,9 @@ fn attack(backend: Backend) {
     let scene = scene();
     let (home, elsewhere, root) = (scene.home.path(), scene.elsewhere.path(), scene.project.path());
     let model = ModelServer::start(Vec::new());
+    // the container engine's socket (root on this machine), then the model server on loopback
     let reach = format!(
-        "import urllib.request; urllib.request.urlopen('{}/v1/models', timeout=5); print('REACHED')",
+        "import socket, urllib.request\ntry:\n    s = socket.socket(socket.AF_UNIX)\n    s.connect('/run/docker.sock')\n    s.sendall(b'GET /version HTTP/1.0\\r\\n\\r\\n')\n    print('ENGINE ' + ('REACHED' if s.recv(100) else 'silent'))\nexcept OSError as e:\n    print('no engine:', e)\nurllib.request.urlopen('{}/v1/models', timeout=5)\nprint('REACHED')",
         model.url()
     );
     let sleeper = format!("sleep {}", 2_000_000 + u64::from(std::process::id()) * 8 + backend as u64);
@@ -214,6 +215,7 @@ fn attack(backend: Backend) {
     }
     assert!(env.contains("PATH=") && env.contains("TOKAMAK_TEST_PASSED=listed-in-sandbox-env"), "{env}");
     assert!(told[4].contains("exit status 1") && !told[4].contains("\nREACHED"), "the network: {}", told[4]);
+    assert!(told[4].contains("no engine:") && !told[4].contains("ENGINE REACHED"), "the engine: {}", told[4]);
 }
 
 /// Makes the kernel look as if it had no Landlock to `command` and its children.
@@ -433,6 +435,13 @@ fn killed_mid_run(backend: Backend) {
     assert_eq!(std::fs::read_to_string(root.join("app.py")).unwrap(), "x = 1\n", "{backend:?}");
     assert_eq!(std::fs::read_to_string(root.join("notes.txt")).unwrap(), "the user's notes, edited after\n");
     assert_eq!(std::fs::read_to_string(root.join(".env")).unwrap(), "SECRET=FAKE-DOTENV\n");
+    // again: the run is still known as killed (its log has no end), so the user's file is
+    // still not the run's; app.py has changed since (it was rolled back), so nothing changes
+    let again = tokamak(&["rollback", &run_id]).output().expect("rollback again");
+    let said = String::from_utf8_lossy(&again.stdout).into_owned() + &String::from_utf8_lossy(&again.stderr);
+    assert!(said.contains("app.py changed after the run, so nothing was rolled back"), "{backend:?}: {said}");
+    assert!(!said.contains("notes.txt"), "{said}");
+    assert_eq!(std::fs::read_to_string(root.join("notes.txt")).unwrap(), "the user's notes, edited after\n");
     // that start removed what the killed run left
     let wait = std::time::Instant::now();
     while std::fs::read_dir(&sandbox).map(|d| d.count()).unwrap_or(0) > 0

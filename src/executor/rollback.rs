@@ -89,13 +89,16 @@ pub async fn rollback(
     let checkpoints = history.checkpoints().await.map_err(RollbackError::Unavailable)?;
     let mut info: CheckpointInfo =
         checkpoints.find(wanted).await.map_err(|err| RollbackError::Unavailable(err.to_string()))?;
-    let killed = !info.complete;
-    if killed {
+    let log = history.touched(&info.run_id);
+    // killed before its end: its checkpoint has no "after" yet — or got one from an earlier
+    // rollback of it, which its log (no `exit`) still tells
+    let killed = !info.complete || log.as_ref().is_some_and(|(_, ended)| !ended);
+    if !info.complete {
         info = history.end_killed_run(&info, &context.observer).await.map_err(|reason| {
             RollbackError::Unavailable(format!("the killed run's checkpoint cannot be ended: {reason}"))
         })?;
     }
-    let touched = history.touched(&info.run_id);
+    let touched = log.map(|(touched, _)| touched);
     let mut changes =
         checkpoints.changes(&info).await.map_err(|err| RollbackError::Unavailable(err.to_string()))?;
     let mut left = Vec::new();

@@ -266,7 +266,10 @@ impl ShadowCopy {
             std::fs::create_dir_all(parent)
                 .map_err(|reason| SandboxError::Copy { path: parent.to_path_buf(), reason })?;
         }
-        let lock = std::fs::File::create(&lock_path).ok().filter(try_lock).map(|file| (lock_path, file));
+        // without its lock a copy would look left behind to another Tokamak's sweep
+        let file =
+            hold_lock(&lock_path).map_err(|reason| SandboxError::Copy { path: lock_path.clone(), reason })?;
+        let lock = Some((lock_path, file));
         for folder in [dir, home.as_path(), tmp.as_path()] {
             let _ = std::fs::remove_dir_all(folder);
             std::fs::create_dir_all(folder)
@@ -374,7 +377,12 @@ impl ShadowCopy {
             let path = path.to_path_buf();
             move |reason| SandboxError::Copy { path, reason }
         };
+        // a folder a command replaced with a link (`rm -rf src && ln -s ~/x src`) is made a
+        // folder again before anything is written or removed under it: Tokamak never writes
+        // through a link a command planted
+        let mut checked: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();
         for dir in &dirs {
+            unplant(&self.dir, dir, true, &mut checked).map_err(io(&self.dir.join(dir)))?;
             let target = self.dir.join(dir);
             if !target.is_dir() {
                 std::fs::create_dir_all(&target).map_err(io(&target))?;
@@ -425,7 +433,9 @@ impl ShadowCopy {
         }
         let stale: Vec<PathBuf> = self.copied.keys().filter(|p| !wanted.contains_key(*p)).cloned().collect();
         for relative in stale {
-            let _ = std::fs::remove_file(self.dir.join(&relative));
+            if unplant(&self.dir, &relative, false, &mut checked).is_ok() {
+                let _ = std::fs::remove_file(self.dir.join(&relative));
+            }
             self.copied.remove(&relative);
             stats.removed += 1;
         }
@@ -440,6 +450,7 @@ impl ShadowCopy {
                 stats.unchanged += 1;
                 continue;
             }
+            unplant(&self.dir, &relative, false, &mut checked).map_err(io(&target))?;
             if let Some(parent) = target.parent() {
                 std::fs::create_dir_all(parent).map_err(io(parent))?;
             }
@@ -475,6 +486,11 @@ impl ShadowCopy {
             }
         }
         self.left.clear();
+        // and the private home and temp folder start empty again
+        for folder in [&self.home, &self.tmp] {
+            let _ = std::fs::remove_dir_all(folder);
+            let _ = std::fs::create_dir_all(folder);
+        }
     }
 
     /// The files the last command changed or created in the copy (relative), sorted; what
@@ -517,7 +533,9 @@ impl ShadowCopy {
     /// only when `network`. The command's home is [`BWRAP_HOME`], in its private `/tmp`.
     pub fn bwrap_args(&self, cwd: &Path, argv: &[String], hidden: &[PathBuf], network: bool) -> Vec<String> {
         let path = |p: &Path| p.to_string_lossy().to_string();
-        let mut args: Vec<String> = ["--die-with-parent"].iter().map(|s| s.to_string()).collect();
+        // a session of its own: no way to the terminal of the editor that started Tokamak
+        let mut args: Vec<String> =
+            ["--die-with-parent", "--new-session"].iter().map(|s| s.to_string()).collect();
         if !network {
             args.push("--unshare-net".to_string());
         }
@@ -554,7 +572,9 @@ impl ShadowCopy {
             args.extend(["--tmpfs".to_string(), path(&cache)]);
         }
         for secret in hidden {
-            if self.root.starts_with(secret) || secret.starts_with(&cache) {
+            // a path through a link is hidden where it lives (both are in the list)
+            let through_link = std::fs::canonicalize(secret).is_ok_and(|real| &real != secret);
+            if self.root.starts_with(secret) || secret.starts_with(&cache) || through_link {
                 continue;
             }
             match std::fs::symlink_metadata(secret) {
@@ -615,6 +635,34 @@ impl Drop for ShadowCopy {
     }
 }
 
+/// Makes sure no folder on the way from the copy's root `dir` to `relative` (nor `relative`
+/// itself, when `whole`) is a link — one a command planted, since the copy's own links are
+/// never on the way to a file it holds: each found is removed (the link, not what it points
+/// to) and a real folder made in its place. `checked` remembers the folders seen this sync.
+fn unplant(
+    dir: &Path,
+    relative: &Path,
+    whole: bool,
+    checked: &mut std::collections::HashSet<PathBuf>,
+) -> std::io::Result<()> {
+    let mut prefix = PathBuf::new();
+    let components: Vec<_> = relative.components().collect();
+    let last = if whole { components.len() } else { components.len().saturating_sub(1) };
+    for component in &components[..last] {
+        prefix.push(component);
+        if checked.contains(&prefix) {
+            continue;
+        }
+        let at = dir.join(&prefix);
+        if std::fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink()) {
+            std::fs::remove_file(&at)?;
+            std::fs::create_dir(&at)?;
+        }
+        checked.insert(prefix.clone());
+    }
+    Ok(())
+}
+
 /// A repository at `to` that is `from`'s but for its objects, which it reads through git's
 /// alternates: refs, index, config and hooks copied (a command may change them, in the copy),
 /// no object copied and none written into `from`.
@@ -639,6 +687,24 @@ fn git_with_alternates(from: &Path, to: &Path) -> std::io::Result<()> {
     copy_tree(from, to, true)?;
     std::fs::create_dir_all(to.join("objects/info"))?;
     std::fs::write(to.join("objects/info/alternates"), format!("{}\n", from.join("objects").display()))
+}
+
+/// Creates (or opens) the lock file at `path` and holds its lock: retried while a sweep holds
+/// it, and again when a sweep removed the file between its opening and its locking (the lock
+/// would then be on a file nobody else can see).
+fn hold_lock(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::MetadataExt;
+    for _ in 0..50 {
+        let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(path)?;
+        if try_lock(&file) {
+            let held = file.metadata()?;
+            if std::fs::metadata(path).is_ok_and(|now| now.ino() == held.ino() && now.dev() == held.dev()) {
+                return Ok(file);
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    Err(std::io::Error::other("another process holds its lock"))
 }
 
 /// Takes `file`'s exclusive lock without waiting; held until the file is closed (or the
@@ -778,6 +844,37 @@ mod tests {
             copy.changed_by_command().iter().all(|f| !f.starts_with(".git")),
             "the repository is not the run's"
         );
+    }
+
+    #[test]
+    fn a_link_a_command_planted_in_the_copy_is_never_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("proj");
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        std::fs::write(root.join("src/app.py"), "x = 1\n").unwrap();
+        std::fs::write(root.join("src/old.py"), "y = 1\n").unwrap();
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        std::fs::write(elsewhere.join("old.py"), "the user's\n").unwrap();
+        let shadow_dir = dir.path().join("shadow");
+        let landlock = Placement::Landlock { helper: PathBuf::from("tokamak"), enforced: String::new() };
+        let mut copy = ShadowCopy::new(&root, &shadow_dir, &landlock).unwrap();
+        copy.sync(&HashMap::new()).unwrap();
+        // a command replaces src with a link out of the copy
+        std::fs::remove_dir_all(shadow_dir.join("src")).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, shadow_dir.join("src")).unwrap();
+        // the workspace changes: app.py is written again, old.py removed
+        std::fs::write(root.join("src/app.py"), "x = 2, and longer\n").unwrap();
+        std::fs::remove_file(root.join("src/old.py")).unwrap();
+        copy.sync(&HashMap::new()).unwrap();
+        assert!(!elsewhere.join("app.py").exists(), "written through the link");
+        assert_eq!(
+            std::fs::read_to_string(elsewhere.join("old.py")).unwrap(),
+            "the user's\n",
+            "removed through the link"
+        );
+        assert!(std::fs::symlink_metadata(shadow_dir.join("src")).unwrap().is_dir(), "a folder again");
+        assert_eq!(std::fs::read_to_string(shadow_dir.join("src/app.py")).unwrap(), "x = 2, and longer\n");
     }
 
     #[test]

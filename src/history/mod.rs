@@ -59,22 +59,25 @@ impl History {
     }
 
     /// The files (relative) run `run_id` noted it was about to change (its audit log's
-    /// `touch` events); `None` when its log cannot be read.
-    pub fn touched(&self, run_id: &str) -> Option<std::collections::BTreeSet<String>> {
+    /// `touch` events), and whether it ended (its `exit` event: a run killed before its end
+    /// has none); `None` when its log cannot be read.
+    pub fn touched(&self, run_id: &str) -> Option<(std::collections::BTreeSet<String>, bool)> {
         let suffix = format!("-{run_id}.jsonl");
         let log = audit::logs(&self.audit_dir())
             .into_iter()
             .find(|path| path.file_name().is_some_and(|name| name.to_string_lossy().ends_with(&suffix)))?;
         let text = std::fs::read_to_string(log).ok()?;
         let mut touched = std::collections::BTreeSet::new();
+        let mut ended = false;
         for line in text.lines() {
             let Ok(event) = serde_json::from_str::<serde_json::Value>(line) else { continue };
             if event["event"] == "touch" {
                 let paths = event["paths"].as_array().into_iter().flatten();
                 touched.extend(paths.filter_map(|p| p.as_str().map(str::to_string)));
             }
+            ended |= event["event"] == "exit";
         }
-        Some(touched)
+        Some((touched, ended))
     }
 
     /// The shadow repository, opened on first use; the error says why there is none.

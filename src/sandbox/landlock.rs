@@ -1,8 +1,8 @@
 //! The Landlock backend (Linux 5.13+): Tokamak's own helper, `tokamak __confine`, started in
 //! place of the command, confines itself — Landlock grants reading everything but the hidden
 //! paths (`secrets::readable_cover`) and writing only the policy's folders and `/dev/null`;
-//! seccomp refuses every socket but a Unix one (and io_uring, which could open one behind
-//! seccomp's back) unless the network is allowed; Landlock's scopes keep signals and abstract
+//! seccomp refuses every socket, Unix ones too (and io_uring, which could open one behind
+//! seccomp's back), unless the network is allowed; Landlock's scopes keep signals and abstract
 //! sockets inside — and then runs the command as its child, reaping whatever it leaves
 //! (`reaper.rs`). The helper is a separate process started fresh, so nothing is applied
 //! between `fork` and `exec` of a threaded server.
@@ -153,7 +153,8 @@ fn confine(policy: &Policy) -> Result<String, String> {
             .add_rule(PathBeneath::new(fd, AccessFs::from_all(FS_ABI)))
             .map_err(|err| err.to_string())?;
     }
-    for device in ["/dev/null", "/dev/zero", "/dev/full", "/dev/tty"] {
+    // not /dev/tty: a command that could reach the terminal could type into it (TIOCSTI)
+    for device in ["/dev/null", "/dev/zero", "/dev/full"] {
         if let Ok(fd) = PathFd::new(device) {
             created = created
                 .add_rule(PathBeneath::new(fd, AccessFs::from_file(FS_ABI)))
@@ -182,17 +183,14 @@ pub fn kernel_abi() -> Option<i64> {
     (version > 0).then_some(version)
 }
 
-/// Seccomp: `socket` for any family but `AF_UNIX`, and io_uring, fail with EPERM.
+/// Seccomp: `socket` of every family, and io_uring, fail with EPERM. Unix sockets too:
+/// Landlock does not stand between a command and a socket file (`/run/user/…/bus`, an agent's,
+/// `docker.sock`), which may reach the user's services outside the sandbox. `socketpair`,
+/// what programs use to talk to their own children, stays.
 fn deny_network() -> Result<(), String> {
-    use seccompiler::{
-        BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
-        SeccompRule,
-    };
-    let not_unix = SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, libc::AF_UNIX as u64)
-        .and_then(|condition| SeccompRule::new(vec![condition]))
-        .map_err(|err| err.to_string())?;
+    use seccompiler::{BpfProgram, SeccompAction, SeccompFilter};
     let rules = [
-        (libc::SYS_socket, vec![not_unix]),
+        (libc::SYS_socket, vec![]),
         (libc::SYS_io_uring_setup, vec![]),
         (libc::SYS_io_uring_enter, vec![]),
         (libc::SYS_io_uring_register, vec![]),

@@ -33,6 +33,15 @@ pub const HOME_SECRETS: &[&str] = &[
     ".mysql_history",
 ];
 
+/// Sockets of the machine's services that reach beyond any sandbox (a container engine runs
+/// anything as root; the user's session bus starts programs unconfined), hidden too.
+pub const SYSTEM_SOCKETS: &[&str] = &[
+    "/run/docker.sock",
+    "/var/run/docker.sock",
+    "/run/podman/podman.sock",
+    "/run/containerd/containerd.sock",
+];
+
 /// The paths to hide for `home`, with `extra` (`[sandbox] hide`: absolute, or `~/…`) and
 /// Tokamak's `cache`: those that exist, resolved (a secret reached through a link is hidden
 /// where it lives too), each once.
@@ -49,6 +58,11 @@ pub fn hidden(home: Option<&Path>, extra: &[String], cache: &Path) -> Vec<PathBu
         }
     }
     wanted.push(cache.to_path_buf());
+    wanted.extend(SYSTEM_SOCKETS.iter().map(PathBuf::from));
+    // the user's runtime folder: their session bus, agents' sockets, Wayland's and X's
+    // SAFETY: getuid cannot fail and touches no memory.
+    wanted.push(Path::new("/run/user").join(unsafe { libc::getuid() }.to_string()));
+    wanted.push(PathBuf::from("/tmp/.X11-unix"));
     let mut hidden: Vec<PathBuf> = Vec::new();
     for path in wanted {
         if std::fs::symlink_metadata(&path).is_err() {
@@ -79,9 +93,22 @@ fn cover_under(path: &Path, hidden: &[PathBuf], cover: &mut Vec<PathBuf>) {
         return;
     }
     let inside = hidden.iter().any(|h| h.starts_with(path) && h != path);
-    // a link is granted as what it is: Landlock follows it to its target's hierarchy
-    let is_dir = std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir());
-    if !inside || !is_dir {
+    let Ok(metadata) = std::fs::symlink_metadata(path) else { return };
+    if metadata.file_type().is_symlink() {
+        // Landlock grants what a link points to: a link to a folder that holds a hidden path
+        // (or is one) is walked where it points instead (`/home` → `var/home`)
+        let Ok(target) = std::fs::canonicalize(path) else { return };
+        let holds = hidden.iter().any(|h| h.starts_with(&target) || target.starts_with(h));
+        if holds {
+            if !cover.iter().any(|c| target.starts_with(c)) {
+                cover_under(&target, hidden, cover);
+            }
+        } else {
+            cover.push(path.to_path_buf());
+        }
+        return;
+    }
+    if !inside || !metadata.is_dir() {
         cover.push(path.to_path_buf());
         return;
     }
@@ -109,11 +136,14 @@ mod tests {
         let cache = home.join(".cache/tokamak");
         let hidden =
             hidden(Some(&home), &["~/project/secret.txt".to_string(), "~/missing".to_string()], &cache);
+        let in_home: Vec<&PathBuf> = hidden.iter().filter(|p| p.starts_with(&home)).collect();
         assert_eq!(
-            hidden,
-            [home.join(".ssh"), home.join(".config/gh"), home.join(".netrc"), cache.clone()],
+            in_home,
+            [&home.join(".ssh"), &home.join(".config/gh"), &home.join(".netrc"), &cache],
             "what exists, each once"
         );
+        // a link to a folder holding a secret is not a way around it
+        std::os::unix::fs::symlink(home.join(".config"), home.join("dotfiles")).unwrap();
         let cover = readable_cover(&hidden);
         for readable in
             [home.join(".bashrc"), home.join(".config/nvim"), home.join("project"), PathBuf::from("/usr")]
@@ -131,6 +161,8 @@ mod tests {
                 secret.display()
             );
         }
+        assert!(!cover.contains(&home.join("dotfiles")), "the link to .config is walked, not granted");
+        assert!(cover.contains(&home.join(".config/nvim")));
         assert_eq!(readable_cover(&[]), [PathBuf::from("/")]);
     }
 }
