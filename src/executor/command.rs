@@ -241,30 +241,6 @@ pub(super) fn place(
     argv: &[String],
     sandbox: &SandboxSettings,
 ) -> Placed {
-    let home = dirs::home_dir();
-    let hidden = crate::sandbox::secrets::hidden(home.as_deref(), &sandbox.hide, &crate::places::cache_dir());
-    let (private_home, private_tmp) = copy.private_folders();
-    let environment = |home: &Path, tmp: &Path| {
-        crate::sandbox::environment::allowed(
-            std::env::vars_os(),
-            &sandbox.env,
-            dirs::home_dir().as_deref(),
-            home,
-            tmp,
-        )
-    };
-    if let Placement::Bwrap(bwrap) = placement {
-        return Placed {
-            cwd: root.to_path_buf(),
-            argv: argv.to_vec(),
-            wrapper: Some((bwrap.clone(), copy.bwrap_args(Path::new(""), argv, &hidden, sandbox.network))),
-            env: environment(Path::new(super::sandbox::BWRAP_HOME), Path::new("/tmp")),
-            at_workspace: true,
-            reaper: false,
-            after_kill: None,
-            in_container: false,
-        };
-    }
     if let Placement::Container(engine) = placement {
         use crate::sandbox::container;
         let name = format!("tokamak-{:016x}", fastrand::u64(..));
@@ -306,6 +282,32 @@ pub(super) fn place(
             reaper: true,
             after_kill: Some((removal, removal_args)),
             in_container: true,
+        };
+    }
+    // the secrets and the host's environment are this machine's: a container has neither
+    let real_home = dirs::home_dir();
+    let hidden =
+        crate::sandbox::secrets::hidden(real_home.as_deref(), &sandbox.hide, &crate::places::cache_dir());
+    let (private_home, private_tmp) = copy.private_folders();
+    let environment = |home: &Path, tmp: &Path| {
+        crate::sandbox::environment::allowed(
+            std::env::vars_os(),
+            &sandbox.env,
+            real_home.as_deref(),
+            home,
+            tmp,
+        )
+    };
+    if let Placement::Bwrap(bwrap) = placement {
+        return Placed {
+            cwd: root.to_path_buf(),
+            argv: argv.to_vec(),
+            wrapper: Some((bwrap.clone(), copy.bwrap_args(Path::new(""), argv, &hidden, sandbox.network))),
+            env: environment(Path::new(super::sandbox::BWRAP_HOME), Path::new("/tmp")),
+            at_workspace: true,
+            reaper: false,
+            after_kill: None,
+            in_container: false,
         };
     }
     let (from, to) = (root.to_string_lossy(), copy.dir().to_string_lossy());
