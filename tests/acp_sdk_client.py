@@ -1,6 +1,6 @@
 """The official ACP Python SDK's client side (PyPI `agent-client-protocol`) driving `tokamak acp`.
 
-Run by tests/acp.rs: `python tests/acp_sdk_client.py TOKAMAK ROOT GOAL`. The SDK checks every
+Run by tests/it/acp.rs: `python tests/acp_sdk_client.py TOKAMAK ROOT GOAL`. The SDK checks every
 message Tokamak sends against its own models (pydantic), so an update, a request or an answer
 that breaks the protocol fails here. It runs the goal (allowing each change once, writing the
 files as an editor saves them), lists the sessions, loads this one (its updates replayed),

@@ -1,7 +1,8 @@
 //! End to end with a real model: llama.cpp's server with Gemma 3 270M (a small *base*
-//! model), set up by `bash scripts/local-model start`. Opt-in: runs when
-//! `TOKAMAK_TEST_MODEL_URL` is set (the URL `scripts/local-model start` prints); otherwise
-//! each test says why it did nothing.
+//! model), set up by `bash scripts/local-model start`. Opt-in: built only with
+//! `--features local-model-test`, and then `TOKAMAK_TEST_MODEL_URL` (the URL
+//! `scripts/local-model start` prints) must be set — a test without its model fails, never
+//! passes having done nothing.
 
 use std::collections::BTreeMap;
 
@@ -13,8 +14,7 @@ static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(())
 
 fn local_model() -> Option<std::sync::Arc<dyn Model>> {
     let Ok(url) = std::env::var("TOKAMAK_TEST_MODEL_URL") else {
-        eprintln!("skipping: set TOKAMAK_TEST_MODEL_URL (bash scripts/local-model start prints it)");
-        return None;
+        panic!("set TOKAMAK_TEST_MODEL_URL (`bash scripts/local-model start` prints it)");
     };
     let settings = ModelSettings {
         provider: Some("openai".into()),

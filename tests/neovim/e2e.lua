@@ -1,5 +1,5 @@
 -- End-to-end checks of editors/neovim in a real headless Neovim, driven by
--- tests/editor_neovim.rs. Reads TOKAMAK_E2E (which check), TOKAMAK_BIN, TOKAMAK_E2E_FILE,
+-- tests/it/editor_neovim.rs. Reads TOKAMAK_E2E (which check), TOKAMAK_BIN, TOKAMAK_E2E_FILE,
 -- TOKAMAK_E2E_OUT; writes a JSON report to TOKAMAK_E2E_OUT and exits 0, or exits 1 with the
 -- reason in the report.
 local out_path = assert(os.getenv("TOKAMAK_E2E_OUT"))

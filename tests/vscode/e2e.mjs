@@ -1,6 +1,6 @@
 // End to end in a real VS Code: code-server serves it on 127.0.0.1, headless Chromium
 // (Debian's, driven by playwright-core) opens a broken file, runs "Tokamak: Fix file" from
-// the command palette and reads the editor's text. Driven by tests/editor_vscode.rs, which
+// the command palette and reads the editor's text. Driven by tests/it/editor_vscode.rs, which
 // passes everything in the environment and reads the JSON report this prints last.
 import { createRequire } from "module";
 

@@ -1,0 +1,392 @@
+//! Endings that are true (SPEC F4, P4, §4): what a run reports is read from the state it ends
+//! in. Each failure path's ending asserted whole — exit reason, status, summary, what is left,
+//! the plan's states: every change rejected or refused, an approval overtaken by typing, a
+//! major drift answered "go on" whose edit no longer applies, tests that cannot run — and seed
+//! 000's scenario with pyright judging the open, unsaved buffers across files, with and
+//! without bubblewrap, ending done without a repair round.
+
+use crate::support;
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::model_server::{ModelServer, Scripted, openai_chat};
+use support::scenario::{GOAL, PYTHON, block, call};
+use support::{LspClient, UserDirs};
+
+const APP: &str = "def total(items):\n    return sum(items)\n";
+
+fn project(toml: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join(".git")).unwrap();
+    std::fs::write(dir.path().join("app.py"), APP).unwrap();
+    std::fs::write(dir.path().join("tokamak.toml"), format!("{toml}[checkers]\nenable = []\n")).unwrap();
+    dir
+}
+
+fn options(model: &ModelServer) -> Value {
+    json!({
+        "approval": "medium",
+        "model": {"base_url": model.url(), "model": "scripted", "max_retries": 0},
+        "checkers": {"enable": []},
+    })
+}
+
+/// An editor that applies edits, renders approvals itself, and has `app.py` open.
+fn editor(root: &Path, options: Value) -> (LspClient, String) {
+    let mut client = LspClient::approving_editor(root, options);
+    let uri = client.open_file(&root.join("app.py"), "python");
+    (client, uri)
+}
+
+/// The last plan the editor was sent: each step's (status, glyph).
+fn last_plan(client: &LspClient) -> Vec<(String, String)> {
+    let last = client.seen(|m| m["method"] == "tokamak/planUpdated").pop().expect("a plan");
+    last["params"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["status"].as_str().unwrap().to_string(), s["glyph"].as_str().unwrap().to_string()))
+        .collect()
+}
+
+/// The messages of the diagnostics from `source`.
+fn messages(diagnostics: &Value, source: &str) -> Vec<String> {
+    diagnostics
+        .as_array()
+        .expect("diagnostics")
+        .iter()
+        .filter(|d| d["source"] == source)
+        .map(|d| d["message"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+/// `tokamak run "make total safe" --yes --format json` in `root`, headless.
+fn headless(user: &UserDirs, root: &Path, model: &ModelServer) -> std::process::Command {
+    let root_arg = root.display().to_string();
+    let mut command =
+        user.command(&["run", "make total safe", "--yes", "--format", "json", "--root", &root_arg]);
+    command
+        .current_dir(root)
+        .env("TOKAMAK_LLM_URL", model.url())
+        .env("TOKAMAK_MODEL", "scripted")
+        .envs(support::tool_env())
+        .stdin(Stdio::null());
+    command
+}
+
+fn edit_call(search: &str, replace: &str) -> Scripted {
+    call("edit", json!({"path": "app.py", "blocks": block(search, replace)}))
+}
+
+/// One edit rejected by the user, the next refused by the mode the rejection put the run in,
+/// nothing changed: the step is `rejected`, never done, and the run says so.
+#[test]
+fn a_run_whose_every_change_was_rejected_or_refused_is_not_done() {
+    let dir = project("");
+    let root = dir.path();
+    let model = ModelServer::start(vec![
+        openai_chat("1. Make total safe\n"),
+        edit_call("    return sum(items)\n", "    return sum(items or [])\n"),
+        edit_call("def total(items):\n", "def total(items=()):\n"),
+        call("done", json!({"summary": "total is safe"})),
+    ]);
+    let (mut client, uri) = editor(root, options(&model));
+    let run_id = client.start_run("make total safe");
+    let asked = client.approval_question();
+    let rejected = client.execute("tokamak.reject", json!({"id": asked["id"], "reason": "not like that"}));
+    assert_eq!(rejected["result"]["answer"], "rejected", "{rejected}");
+    let end = client.run_finished(&run_id);
+    assert_eq!(end["exit_reason"], "failed", "{end:#}");
+    let summary = end["summary"].as_str().unwrap();
+    assert!(
+        summary.starts_with("make total safe: 0 of 1 step(s) done; step 1 (Make total safe) rejected"),
+        "{summary}"
+    );
+    assert!(!summary.contains("all 1 step(s) done"), "{summary}");
+    assert_eq!(end["steps"][0]["status"], "rejected", "{end:#}");
+    let note = end["steps"][0]["note"].as_str().unwrap();
+    assert!(note.contains("app.py rejected (The user rejected this (edit app.py): not like that"), "{note}");
+    assert!(end["left"]["rejected"][0].as_str().unwrap().starts_with("app.py rejected"), "{end:#}");
+    assert_eq!(last_plan(&client), [("rejected".to_string(), "✗".to_string())]);
+    assert_eq!(client.text(&uri), APP, "nothing changed");
+    assert!(end["files_changed"].as_array().unwrap().is_empty(), "{end:#}");
+    client.shutdown();
+}
+
+/// The user types on the lines a waiting change touches, then approves it: the change does
+/// not land (their typing wins), the editor says so at once, the model is told, and the step
+/// is not done with it missing.
+#[test]
+fn an_approved_change_overtaken_by_typing_is_told_and_the_step_is_not_done() {
+    let dir = project("");
+    let root = dir.path();
+    let model = ModelServer::start(vec![
+        openai_chat("1. Make total safe\n"),
+        edit_call("    return sum(items)\n", "    return sum(items or [])\n"),
+        call("done", json!({"summary": "total is safe"})),
+    ]);
+    let (mut client, uri) = editor(root, options(&model));
+    let run_id = client.start_run("make total safe");
+    let asked = client.approval_question();
+    // typed on the very line the change replaces, while the question waits
+    client.type_now(&uri, Box::new(|text| text.replace("return sum(items)", "return sum(items, 0)")));
+    let approved = client.execute("tokamak.approve", json!({"id": asked["id"]}));
+    assert_eq!(approved["result"]["answer"], "approved", "{approved}");
+    let told = client.wait_for("the notice", |m| {
+        m["method"] == "window/showMessage"
+            && m["params"]["message"].as_str().unwrap_or_default().contains("was not applied")
+    });
+    let message = told["params"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("Tokamak: the change to app.py was not applied: app.py was not changed"),
+        "{message}"
+    );
+    assert_eq!(told["params"]["type"], 2, "a warning: {told}");
+    let end = client.run_finished(&run_id);
+    assert_eq!(end["exit_reason"], "failed", "{end:#}");
+    assert_eq!(end["steps"][0]["status"], "not_applied", "{end:#}");
+    assert!(
+        end["left"]["not_applied"][0].as_str().unwrap().starts_with("app.py approved but not applied"),
+        "{end:#}"
+    );
+    let summary = end["summary"].as_str().unwrap();
+    assert!(summary.contains("0 of 1 step(s) done; step 1 (Make total safe) not applied"), "{summary}");
+    assert_eq!(last_plan(&client), [("not_applied".to_string(), "✗".to_string())]);
+    assert_eq!(
+        client.text(&uri),
+        "def total(items):\n    return sum(items, 0)\n",
+        "the user's typing is kept"
+    );
+    let results = support::replies::told(&model).join("\n");
+    assert!(results.contains("app.py was not changed"), "the model is told: {results}");
+    client.shutdown();
+}
+
+/// `tokamak run --yes` where a definition is renamed on disk between the model's read and its
+/// edit: the major drift's "go on?" is answered yes, the edit no longer applies exactly, and
+/// the step ends `not_applied` — not done with nothing changed. The exit status is 1.
+#[test]
+fn a_major_drift_answered_go_on_whose_edit_did_not_apply_is_not_done() {
+    let dir = project("");
+    let root = dir.path();
+    let user = UserDirs::trusting(&[root]);
+    let model = ModelServer::start(vec![
+        openai_chat("1. Make total safe\n"),
+        call("read", json!({"path": "app.py"})),
+        Scripted::Delayed(
+            Duration::from_millis(1500),
+            Box::new(edit_call(
+                "def total(items):\n    return sum(items)\n",
+                "def total(items):\n    return sum(items or [])\n",
+            )),
+        ),
+        call("done", json!({"summary": "total is safe"})),
+    ]);
+    let child = headless(&user, root, &model).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let started = Instant::now();
+    while model.requests().len() < 3 {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the model was asked {}",
+            model.requests().len()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let theirs = "def sum_all(items):\n    return sum(items)\n";
+    std::fs::write(root.join("app.py"), theirs).unwrap();
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let result: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|_| panic!("JSON: {stderr}"));
+    assert_eq!(output.status.code(), Some(1), "{result:#}\n{stderr}");
+    assert_eq!(result["exit_reason"], "failed", "{result:#}");
+    assert_eq!(result["step_endings"][0]["status"], "not_applied", "{result:#}");
+    assert!(
+        result["left"]["not_applied"][0].as_str().unwrap().contains("app.py approved but not applied"),
+        "{result:#}"
+    );
+    assert!(result["left"]["drift"][0].as_str().unwrap().starts_with("app.py: major drift"), "{result:#}");
+    assert_eq!(std::fs::read_to_string(root.join("app.py")).unwrap(), theirs, "their change is kept");
+}
+
+/// A test command whose runner is not installed: the step's change is made, the tests are
+/// told as not run (with why), never sent to the model as failing code, and the run ends
+/// `untested`, exit status 1.
+#[test]
+fn tests_that_cannot_run_end_the_run_untested_without_a_model_call() {
+    let python = support::tools_dir().join("venv/bin/python").display().to_string();
+    let toml = format!("[test]\ncommand = [{python:?}, \"-m\", \"no_such_test_runner_xyz\"]\n");
+    let dir = project(&toml);
+    let root = dir.path();
+    let user = UserDirs::trusting(&[root]);
+    let model = ModelServer::start(vec![
+        openai_chat("1. Make total safe\n"),
+        edit_call("    return sum(items)\n", "    return sum(items or [])\n"),
+        call("done", json!({"summary": "total is safe"})),
+    ]);
+    let output = headless(&user, root, &model).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let result: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|_| panic!("JSON: {stderr}"));
+    assert_eq!(result["exit_reason"], "untested", "{result:#}\n{stderr}");
+    assert_eq!(output.status.code(), Some(1));
+    let why = result["left"]["tests_not_run"].as_str().unwrap();
+    assert!(why.contains("no_such_test_runner_xyz") && why.contains("No module named"), "{why}");
+    assert_eq!(result["step_endings"][0]["status"], "done", "the change itself landed: {result:#}");
+    let note = result["step_endings"][0]["note"].as_str().unwrap();
+    assert!(note.contains("the tests did not run"), "{note}");
+    assert!(result["summary"].as_str().unwrap().contains("the tests could not run"), "{result:#}");
+    assert_eq!(model.requests().len(), 3, "no model call spent on tests that cannot run");
+    let asked: String = model.requests().iter().map(|r| r.body.to_string()).collect();
+    assert!(!asked.contains("Make them pass"), "{asked}");
+    assert_eq!(
+        std::fs::read_to_string(root.join("app.py")).unwrap(),
+        "def total(items):\n    return sum(items or [])\n"
+    );
+}
+
+/// Seed 000's scenario with pyright, both files open in the editor and left unsaved: pyright
+/// checks the test file against the buffer holding the new method, not the disk without it —
+/// no repair round, no model call beyond the scenario's, the run done.
+fn scenario_across_buffers(with_bwrap: bool) {
+    if !support::require_tools(&["pyright", "pytest"]) {
+        return;
+    }
+    let dir = PYTHON.project();
+    let root = dir.path();
+    let model = ModelServer::start(PYTHON.script());
+    let (_bin, path) = support::path_without(&["bwrap"]);
+    let env = if with_bwrap { Vec::new() } else { vec![("PATH".to_string(), path)] };
+    let mut options = PYTHON.options(&model);
+    options["checkers"] = json!({"enable": ["pyright"]});
+    let mut client = LspClient::editor_for_project_env(root, options, &env);
+    let source = client.open_file(&root.join(PYTHON.source), "python");
+    let tests = client.open_file(&root.join(PYTHON.tests), "python");
+    let clock = Instant::now();
+    let started = client.execute("tokamak.run", json!({"goal": GOAL}));
+    let run_id = started["result"]["run_id"].as_str().unwrap().to_string();
+    let end = client.run_finished(&run_id);
+    eprintln!("scenario across buffers with pyright (bwrap: {with_bwrap}): {:?}", clock.elapsed());
+    assert_eq!(end["exit_reason"], "done", "{end:#}\n{}", client.stderr());
+    assert!(end.get("left").is_none(), "nothing is left: {end:#}");
+    assert_eq!(model.requests().len(), PYTHON.script().len(), "no repair round: {end:#}");
+    // both edits sit in the buffers; the disk has neither
+    assert!(client.text(&source).contains("def validate_email"));
+    assert!(client.text(&tests).contains("def test_validate_email"));
+    assert!(!std::fs::read_to_string(root.join(PYTHON.tests)).unwrap().contains("validate_email"));
+    // and what pyright says of the test file, as the user has it, is nothing
+    let diagnostics = client.observer_diagnostics(&tests, true);
+    let found = messages(&diagnostics["diagnostics"], "pyright");
+    assert!(found.is_empty(), "pyright sees the buffers: {found:?}");
+    client.shutdown();
+}
+
+#[test]
+fn the_scenario_with_pyright_judges_the_unsaved_buffers_in_the_sandbox() {
+    if !support::require_tools(&["bwrap"]) {
+        return;
+    }
+    scenario_across_buffers(true);
+}
+
+#[test]
+fn the_scenario_with_pyright_judges_the_unsaved_buffers_without_bubblewrap() {
+    scenario_across_buffers(false);
+}
+
+/// A checker that reads other files answers again after one of them changes: pyright's
+/// "cannot access attribute" on the open test file goes once the open source file's buffer
+/// gains the method, though the test file itself did not change.
+#[test]
+fn a_change_in_one_buffer_is_seen_by_the_checks_of_another() {
+    if !support::require_tools(&["pyright"]) {
+        return;
+    }
+    let dir = PYTHON.project();
+    let root = dir.path();
+    let user_test = "from user import User\n\n\ndef test_validate_email():\n    assert User(\"ada\", \"ada@example.com\").validate_email()\n";
+    std::fs::write(root.join(PYTHON.tests), user_test).unwrap();
+    let options = json!({"checkers": {"enable": ["pyright"]}});
+    let mut client = LspClient::editor_for_project(root, options);
+    let source = client.open_file(&root.join(PYTHON.source), "python");
+    let tests = client.open_file(&root.join(PYTHON.tests), "python");
+    let before = client.observer_diagnostics(&tests, true);
+    let found = messages(&before["diagnostics"], "pyright");
+    assert!(found.iter().any(|m| m.contains("validate_email")), "the method is missing: {found:?}");
+    // the method is added in the source's buffer, unsaved
+    let text = client.text(&source).replace(PYTHON.method.0, PYTHON.method.1);
+    client.change(&source, 2, json!([{"text": text}]));
+    let after = client.observer_diagnostics(&tests, true);
+    let found = messages(&after["diagnostics"], "pyright");
+    assert!(found.is_empty(), "checked again against the new buffer: {found:?}");
+    client.shutdown();
+}
+
+/// A fix whose first attempt resolves the problem while the editor still forwards its own
+/// pyright's diagnostic of the old text under the new version (as VS Code does until Pylance
+/// answers again): Tokamak's own pyright answered on exactly the new text, so the stale
+/// forward never reaches the loop — one model call, ending clean.
+#[test]
+fn a_stale_forward_of_the_old_text_never_costs_a_model_call() {
+    if !support::require_tools(&["pyright"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let broken = "def greet(users):\n    return \"hi \" + user\n";
+    std::fs::write(root.join("greet.py"), broken).unwrap();
+    let reply = "greet.py\n<<<<<<< SEARCH\n    return \"hi \" + user\n=======\n    return \"hi \" + users\n>>>>>>> REPLACE\n";
+    let model = ModelServer::start(vec![openai_chat(reply), openai_chat(reply)]);
+    let options = json!({
+        "checkers": {"enable": ["pyright"]},
+        "model": {"base_url": model.url(), "model": "scripted", "max_retries": 0},
+    });
+    let mut client = LspClient::editor_for_project(root, options);
+    let uri = client.open_file(&root.join("greet.py"), "python");
+    client.diagnostics_from(&uri, "pyright");
+    let stale = json!({
+        "range": {"start": {"line": 1, "character": 18}, "end": {"line": 1, "character": 22}},
+        "severity": 1, "source": "Pylance", "message": "\"user\" is not defined",
+    });
+    client.notify("tokamak/clientDiagnostics", json!({"uri": uri, "version": 1, "diagnostics": [stale]}));
+    let started = client.execute("tokamak.fix", json!({"uri": uri}));
+    assert!(started.get("error").is_none(), "{started}");
+    client.wait_for("the fix's edit", |m| m["method"] == "workspace/applyEdit");
+    // the editor's list, unchanged since the old text, sent with the new version
+    client.notify("tokamak/clientDiagnostics", json!({"uri": uri, "version": 2, "diagnostics": [stale]}));
+    let end = client.wait_for_notification("tokamak/runFinished")["params"].clone();
+    assert_eq!(end["exit_reason"], "clean", "{end:#}");
+    assert_eq!(model.requests().len(), 1, "one model call: {end:#}");
+    assert_eq!(client.text(&uri), "def greet(users):\n    return \"hi \" + users\n");
+    client.shutdown();
+}
+
+/// A checker that does not answer on the fixed text within `fix.settle_timeout_ms`: the fix is
+/// in, but the ending does not call the file clean — it names the checker that did not answer.
+#[test]
+fn a_checker_that_did_not_answer_on_the_fixed_text_keeps_the_ending_from_clean() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let broken = "def mean(values):\n    total = sum(values))\n    return total / len(values)\n";
+    std::fs::write(root.join("mean.py"), broken).unwrap();
+    let reply = "mean.py\n<<<<<<< SEARCH\n    total = sum(values))\n=======\n    total = sum(values)\n>>>>>>> REPLACE\n";
+    let model = ModelServer::start(vec![openai_chat(reply)]);
+    let slow = json!({"command": "sh", "args": ["-c", "sleep 5"], "files": ["*.py"], "errorformat": "%l:%m", "timeout_ms": 20000});
+    let options = json!({
+        "checkers": {"enable": ["slow"], "slow": slow},
+        "fix": {"settle_timeout_ms": 400},
+        "model": {"base_url": model.url(), "model": "scripted", "max_retries": 0},
+    });
+    let mut client = LspClient::editor_for_project(root, options);
+    let uri = client.open_file(&root.join("mean.py"), "python");
+    let started = client.execute("tokamak.fix", json!({"uri": uri}));
+    assert!(started.get("error").is_none(), "{started}");
+    let end = client.wait_for_notification("tokamak/runFinished")["params"].clone();
+    assert_eq!(end["exit_reason"], "unchecked", "{end:#}");
+    let summary = end["summary"].as_str().unwrap();
+    assert!(summary.contains("slow did not answer on the file's text in time"), "{summary}");
+    assert_eq!(end["left"]["unanswered"], json!(["slow"]), "{end:#}");
+    assert!(client.text(&uri).contains("total = sum(values)\n"), "the fix itself landed");
+    client.shutdown();
+}

@@ -1,0 +1,413 @@
+//! Runs followed mode by mode (SPEC M1, P1): headless `tokamak run`s against a scripted model
+//! and the real pytest and git, each asserting its whole trail of modes from the audit log —
+//! tests failing once and sent back to the code, a seven-file change through multi-file
+//! editing and impact analysis, and `auto_commit` ending in the git mode with a commit.
+
+use crate::support;
+
+use std::path::Path;
+use std::process::Output;
+
+use support::UserDirs;
+use support::model_server::{ModelServer, Scripted, openai_chat};
+use support::replies::{done, edit};
+
+const TOTAL: &str = "def total(xs):\n    return 0\n";
+const TEST_TOTAL: &str = "from calc import total\n\n\ndef test_total():\n    assert total([1, 2]) == 3\n";
+const GOAL: &str = "Make total add the numbers in calc.py";
+
+/// A trusted project of `files` whose `tokamak.toml` runs pytest after each step (`head`: keys
+/// before its tables).
+fn project(files: &[(&str, &str)], head: &str) -> tempfile::TempDir {
+    project_checked(files, head, "[]")
+}
+
+/// The same, with the checkers `enable` lists.
+fn project_checked(files: &[(&str, &str)], head: &str, enable: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let python = support::tools_dir().join("venv/bin/python");
+    let toml = format!(
+        "{head}[checkers]\nenable = {enable}\n\n[test]\ncommand = [{:?}, \"-m\", \"pytest\", \"-q\", \"-p\", \"no:cacheprovider\"]\n",
+        python.display().to_string()
+    );
+    for (name, text) in files.iter().copied().chain([("tokamak.toml", toml.as_str())]) {
+        let path = dir.path().join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    dir
+}
+
+/// `tokamak run GOAL --yes` in `root`, trusted.
+fn run(root: &Path, script: Vec<Scripted>) -> (Output, UserDirs, ModelServer) {
+    run_goal(root, GOAL, script)
+}
+
+fn run_goal(root: &Path, goal: &str, script: Vec<Scripted>) -> (Output, UserDirs, ModelServer) {
+    let model = ModelServer::start(script);
+    let user = UserDirs::trusting(&[root]);
+    let output = user
+        .command(&["run", goal, "--yes"])
+        .current_dir(root)
+        .env("TOKAMAK_LLM_URL", model.url())
+        .env("TOKAMAK_MODEL", "scripted")
+        .envs(support::tool_env())
+        .output()
+        .expect("tokamak runs");
+    (output, user, model)
+}
+
+fn said(output: &Output) -> String {
+    format!("{}\n{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
+}
+
+/// The step's tests fail after its first edit: back to the code with the failure, edited
+/// again, tested again, reviewed.
+#[test]
+fn tests_failing_once_send_the_step_back_to_the_code() {
+    if !support::require_tools(&["pytest"]) {
+        return;
+    }
+    let dir = project(&[("calc.py", TOTAL), ("test_calc.py", TEST_TOTAL)], "");
+    let root = dir.path();
+    let (output, user, model) = run(
+        root,
+        vec![
+            openai_chat(&format!("1. {GOAL}\n")),
+            edit("calc.py", "    return 0", "    return sum(xs) + 1"),
+            done("added"),
+            // told the tests fail
+            edit("calc.py", "    return sum(xs) + 1", "    return sum(xs)"),
+            done("fixed"),
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", said(&output));
+    assert_eq!(
+        std::fs::read_to_string(root.join("calc.py")).unwrap(),
+        "def total(xs):\n    return sum(xs)\n"
+    );
+    // the second round was told the failure
+    let requests = model.requests();
+    assert_eq!(requests.len(), 5, "{}", said(&output));
+    assert!(requests[3].body["messages"].to_string().contains("the project's tests fail"));
+    assert_eq!(
+        support::mode_trail(user.cache.path()),
+        [
+            "idle -plan_intent-> planning",
+            "planning -plan_ready-> implementation",
+            "implementation -code_complete-> test",
+            "test -test_failed-> implementation",
+            "implementation -code_complete-> test",
+            "test -tests_passed-> qa",
+            "qa -approved-> idle",
+        ]
+    );
+    assert_eq!(
+        support::phases(user.cache.path()),
+        ["planning", "executing", "observing", "executing", "observing", "reflecting", "idle"]
+    );
+    // the model worked in each mode knowing what it is for
+    assert!(requests[1].body["messages"].to_string().contains("You are in the implementation mode"));
+    // and the transitions are in the progress lines
+    assert!(said(&output).contains("test → implementation (test failed)"), "{}", said(&output));
+}
+
+/// A change of seven files goes through multi-file editing; it reaches a caller outside the
+/// step, so impact analysis looks first, then the tests that reach it run.
+#[test]
+fn a_seven_file_change_goes_through_multi_file_and_impact() {
+    if !support::require_tools(&["pytest"]) {
+        return;
+    }
+    let modules: Vec<(String, String)> =
+        (1..=7).map(|n| (format!("pkg/m{n}.py"), format!("def f{n}(x):\n    return x\n"))).collect();
+    let imports: String = (1..=7).map(|n| format!("from pkg.m{n} import f{n}\n")).collect();
+    let sum: Vec<String> = (1..=7).map(|n| format!("f{n}({n})")).collect();
+    let report = format!("{imports}\n\ndef report():\n    return {}\n", sum.join(" + "));
+    let test = "from report import report\n\n\ndef test_report():\n    assert report() == 56\n";
+    let mut files: Vec<(&str, &str)> = modules.iter().map(|(p, t)| (p.as_str(), t.as_str())).collect();
+    files.extend([("report.py", report.as_str()), ("test_report.py", test)]);
+    let dir = project(&files, "");
+    let root = dir.path();
+    let mut script = vec![openai_chat(&format!("1. {GOAL}\n"))];
+    for n in 1..=7 {
+        script.push(edit(&format!("pkg/m{n}.py"), "    return x", "    return 2 * x"));
+    }
+    script.push(done("doubled"));
+    let (output, user, _model) = run(root, script);
+    assert_eq!(output.status.code(), Some(0), "{}", said(&output));
+    assert_eq!(
+        support::mode_trail(user.cache.path()),
+        [
+            "idle -plan_intent-> planning",
+            "planning -plan_ready-> implementation",
+            "implementation -code_complete-> multi_file",
+            "multi_file -impact_check-> impact",
+            "impact -affected_tests-> test",
+            "test -tests_passed-> qa",
+            "qa -approved-> idle",
+        ],
+        "{}",
+        said(&output)
+    );
+    // what impact analysis found, audited and said
+    let impact = support::audit_events(user.cache.path(), "impact");
+    let looked = impact.iter().find(|i| i["for"] == "multi_file").expect("the impact of the change");
+    // report.py calls the functions, its test calls report(): both reached
+    assert_eq!(looked["reached"], serde_json::json!(["report.py", "test_report.py"]), "{impact:?}");
+    assert!(
+        said(&output).contains("the change reaches 2 file(s) outside it: report.py, test_report.py"),
+        "{}",
+        said(&output)
+    );
+}
+
+/// `auto_commit = true`: each step reviewed goes to the git mode, which commits the step's own
+/// changes in the project's repository with the step's title — a file an earlier step changed
+/// too, when this step changed it again.
+#[test]
+fn auto_commit_ends_each_step_in_the_git_mode_with_a_commit_of_its_own() {
+    if !support::require_tools(&["pytest", "git"]) {
+        return;
+    }
+    let dir = project(&[("calc.py", TOTAL), ("test_calc.py", TEST_TOTAL)], "auto_commit = true\n\n");
+    let root = dir.path();
+    let git = |args: &[&str]| {
+        let output = std::process::Command::new("git").arg("-C").arg(root).args(args).output().unwrap();
+        assert!(output.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    git(&["init", "-q"]);
+    git(&["config", "user.email", "user@example.com"]);
+    git(&["config", "user.name", "A User"]);
+    git(&["add", "-A"]);
+    git(&["commit", "-q", "-m", "start"]);
+    let second = "Make total skip None values in calc.py";
+    let (output, user, _model) = run(
+        root,
+        vec![
+            openai_chat(&format!("1. {GOAL}\n2. {second} [depends: 1]\n")),
+            edit("calc.py", "    return 0", "    return sum(xs)"),
+            done("added"),
+            edit("calc.py", "    return sum(xs)", "    return sum(x for x in xs if x is not None)"),
+            support::replies::create("CHANGES.md", "total skips None\n"),
+            done("skipped"),
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", said(&output));
+    let trail = support::mode_trail(user.cache.path());
+    let ends: Vec<&String> =
+        trail.iter().filter(|t| t.starts_with("qa -approved->") || t.starts_with("git ")).collect();
+    assert_eq!(
+        ends,
+        ["qa -approved-> git", "git -committed-> idle", "qa -approved-> git", "git -committed-> idle"],
+        "{trail:?}\n{}",
+        said(&output)
+    );
+    // two commits, each the step's title and the step's own files; nothing left uncommitted
+    assert_eq!(git(&["log", "-2", "--format=%s"]).trim(), format!("{second}\n{GOAL}"));
+    assert_eq!(git(&["show", "--name-only", "--format=", "HEAD~1"]).trim(), "calc.py");
+    assert_eq!(git(&["show", "--name-only", "--format=", "HEAD"]).trim(), "CHANGES.md\ncalc.py");
+    assert_eq!(git(&["status", "--porcelain", "--", "calc.py", "CHANGES.md"]), "");
+    // and each step's note says which commit
+    let head = git(&["rev-parse", "--short", "HEAD"]);
+    assert!(said(&output).contains(&format!("(committed {})", head.trim())), "{}", said(&output));
+}
+
+/// A test command that does not run says nothing of the code: here the folder is not trusted
+/// and nobody is at a terminal to approve it, so it is refused; the step is reviewed without
+/// it, and its note says why.
+#[test]
+fn tests_that_do_not_run_are_skipped_to_the_review() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(root.join("calc.py"), TOTAL).unwrap();
+    std::fs::write(root.join("tokamak.toml"), "[checkers]\nenable = []\n").unwrap();
+    let model = ModelServer::start(vec![
+        openai_chat(&format!("1. {GOAL}\n")),
+        edit("calc.py", "    return 0", "    return sum(xs)"),
+        done("added"),
+    ]);
+    // changes are made without asking; a command not on the allow-list is asked, and refused
+    let user = UserDirs::new();
+    user.write_settings("approval = \"low\"\n");
+    let output = user
+        .command(&["run", GOAL, "--test-command", "python3 -m pytest -q"])
+        .current_dir(root)
+        .env("TOKAMAK_LLM_URL", model.url())
+        .env("TOKAMAK_MODEL", "scripted")
+        .envs(support::tool_env())
+        .output()
+        .expect("tokamak runs");
+    // the change is in and reviewed, but nothing tested it: the run ends untested, status 1
+    assert_eq!(output.status.code(), Some(1), "{}", said(&output));
+    assert!(said(&output).contains("[untested]"), "{}", said(&output));
+    assert_eq!(
+        support::mode_trail(user.cache.path())[2..],
+        ["implementation -code_complete-> test", "test -tests_skipped-> qa", "qa -approved-> idle"],
+        "{}",
+        said(&output)
+    );
+    assert!(said(&output).contains("the tests did not run"), "{}", said(&output));
+}
+
+/// A run whose step adds an unused import (ruff's F401) on the way, in a project ruff checks;
+/// `then`: the model's replies after the review sends the step back.
+fn unused_import_run(then: Vec<Scripted>) -> (tempfile::TempDir, Output, UserDirs, ModelServer) {
+    let dir = project_checked(&[("calc.py", TOTAL), ("test_calc.py", TEST_TOTAL)], "", "[\"ruff\"]");
+    let mut script = vec![
+        openai_chat(&format!("1. {GOAL}\n")),
+        edit("calc.py", "def total(xs):\n    return 0", "import os\n\n\ndef total(xs):\n    return sum(xs)"),
+        done("added"),
+    ];
+    script.extend(then);
+    let (output, user, model) = run(dir.path(), script);
+    (dir, output, user, model)
+}
+
+/// The review (QA) finds a warning the step introduced — ruff's unused import — and sends the
+/// step back once; cleaned up, tested and reviewed again, it is done.
+#[test]
+fn the_review_sends_back_what_the_step_introduced() {
+    if !support::require_tools(&["pytest", "ruff"]) {
+        return;
+    }
+    let (dir, output, user, model) = unused_import_run(vec![
+        // told what the review found
+        edit("calc.py", "import os\n\n\ndef total(xs):", "def total(xs):"),
+        done("cleaned up"),
+    ]);
+    let root = dir.path();
+    assert_eq!(output.status.code(), Some(0), "{}", said(&output));
+    assert_eq!(
+        std::fs::read_to_string(root.join("calc.py")).unwrap(),
+        "def total(xs):\n    return sum(xs)\n",
+        "{}",
+        said(&output)
+    );
+    let requests = model.requests();
+    assert_eq!(requests.len(), 5, "{}", said(&output));
+    let review = requests[3].body["messages"].to_string();
+    assert!(review.contains("the review found what it introduced") && review.contains("F401"), "{review}");
+    // the step's note keeps what it did before the review, and what the review made it do
+    assert!(said(&output).contains("added; after the review: cleaned up"), "{}", said(&output));
+    assert_eq!(
+        support::mode_trail(user.cache.path())[2..],
+        [
+            "implementation -code_complete-> test",
+            "test -tests_passed-> qa",
+            "qa -issues_found-> implementation",
+            "implementation -code_complete-> test",
+            "test -tests_passed-> qa",
+            "qa -approved-> idle",
+        ],
+        "{}",
+        said(&output)
+    );
+}
+
+/// "Where …": the step starts by looking (context navigation, which may change nothing), and
+/// its first change is the target found, on to implementation.
+#[test]
+fn a_step_asking_where_starts_by_looking_and_its_first_change_is_the_target_found() {
+    if !support::require_tools(&["pytest"]) {
+        return;
+    }
+    let dir = project(&[("calc.py", TOTAL), ("test_calc.py", TEST_TOTAL)], "");
+    let root = dir.path();
+    let goal = "Work out where total is defined and make it add the numbers";
+    let (output, user, _model) = run_goal(
+        root,
+        goal,
+        vec![
+            openai_chat(&format!("1. {goal}\n")),
+            support::replies::action(serde_json::json!({"action": "search", "pattern": "def total"})),
+            edit("calc.py", "    return 0", "    return sum(xs)"),
+            done("found in calc.py and fixed"),
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", said(&output));
+    assert_eq!(
+        std::fs::read_to_string(root.join("calc.py")).unwrap(),
+        "def total(xs):\n    return sum(xs)\n"
+    );
+    assert_eq!(
+        support::mode_trail(user.cache.path()),
+        [
+            "idle -plan_intent-> planning",
+            "planning -done-> idle",
+            "idle -search_intent-> context_nav",
+            "context_nav -target_found-> implementation",
+            "implementation -code_complete-> test",
+            "test -tests_passed-> qa",
+            "qa -approved-> idle",
+        ],
+        "{}",
+        said(&output)
+    );
+    assert!(support::audit_events(user.cache.path(), "refused").is_empty(), "the change was not refused");
+}
+
+/// The review sends a step back once: a warning still there after that round is said in the
+/// step's note, and the step is done.
+#[test]
+fn what_the_review_finds_twice_is_left_and_said() {
+    if !support::require_tools(&["pytest", "ruff"]) {
+        return;
+    }
+    // told what the review found, it changes nothing
+    let (_dir, output, user, _model) = unused_import_run(vec![done("the import is needed")]);
+    assert_eq!(output.status.code(), Some(0), "{}", said(&output));
+    assert!(said(&output).contains("(the review's 1 warning(s) are left)"), "{}", said(&output));
+    let trail = support::mode_trail(user.cache.path());
+    assert_eq!(trail.iter().filter(|t| t.as_str() == "qa -issues_found-> implementation").count(), 1);
+    assert_eq!(trail.last().map(String::as_str), Some("qa -approved-> idle"), "{trail:?}");
+}
+
+/// A test runner that is not installed did not run — under bubblewrap (which says so in its
+/// own words) as without it — rather than failing the step's tests.
+#[test]
+fn a_missing_test_runner_did_not_run_with_or_without_bwrap() {
+    for with_bwrap in [true, false] {
+        if with_bwrap && !support::require_tools(&["bwrap"]) {
+            continue;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(root.join("calc.py"), TOTAL).unwrap();
+        std::fs::write(
+            root.join("tokamak.toml"),
+            "[checkers]\nenable = []\n\n[test]\ncommand = [\"tokamak-no-such-test-runner\"]\n",
+        )
+        .unwrap();
+        let model = ModelServer::start(vec![
+            openai_chat(&format!("1. {GOAL}\n")),
+            edit("calc.py", "    return 0", "    return sum(xs)"),
+            done("added"),
+        ]);
+        let user = UserDirs::trusting(&[root]);
+        let (_bin, path) = support::path_without(&["bwrap"]);
+        let mut command = user.command(&["run", GOAL, "--yes"]);
+        command
+            .current_dir(root)
+            .env("TOKAMAK_LLM_URL", model.url())
+            .env("TOKAMAK_MODEL", "scripted")
+            .envs(support::tool_env());
+        if !with_bwrap {
+            command.env("PATH", path);
+        }
+        let output = command.output().expect("tokamak runs");
+        assert_eq!(output.status.code(), Some(1), "bwrap {with_bwrap}: {}", said(&output));
+        assert!(said(&output).contains("[untested]"), "bwrap {with_bwrap}: {}", said(&output));
+        assert!(
+            said(&output).contains("`tokamak-no-such-test-runner` could not be started"),
+            "bwrap {with_bwrap}: {}",
+            said(&output)
+        );
+        assert!(
+            support::mode_trail(user.cache.path()).contains(&"test -tests_skipped-> qa".to_string()),
+            "bwrap {with_bwrap}: {}",
+            said(&output)
+        );
+    }
+}
