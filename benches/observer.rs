@@ -57,10 +57,11 @@ fn bench_checker_result(c: &mut Criterion) {
                 "ruff",
                 SourceEntry { origin: Origin::Server, version: Some(1), diagnostics, failure: None },
             );
+            let uri = convert::uri(&snapshot.uri).expect("a file URI");
             let published: Vec<_> = file
                 .published(&[])
                 .iter()
-                .map(|d| convert::diagnostic(&snapshot.uri, &snapshot.rope, d, PositionEncoding::Utf16))
+                .map(|d| convert::diagnostic(&uri, &snapshot.rope, d, PositionEncoding::Utf16))
                 .collect();
             black_box(serde_json::to_string(&published).unwrap())
         })

@@ -5,6 +5,7 @@
 //! (`rules.rs`), summaries of large files (`summary.rs`) and a prompt's budgeted view
 //! (`view.rs`); what a change reaches, tests included (`impact.rs`).
 
+mod entry;
 mod extract;
 mod fingerprint;
 mod impact;
@@ -18,13 +19,14 @@ mod summary;
 mod terms;
 mod view;
 
+pub use entry::split_words;
 pub use extract::{Call, Definition, FileFacts, Import, facts, facts_of_tree};
 pub use fingerprint::{Drift, Fingerprint};
 pub use impact::{
     Impact, TestTarget, changed_definitions, describe as describe_impact, focused_test_command, impact,
     is_test_file,
 };
-pub use index::{Caller, Found, Index, MAX_CALLER_DEPTH, MAX_FILE_BYTES, Skipped, module_name, split_words};
+pub use index::{Caller, Found, Index, MAX_CALLER_DEPTH, MAX_FILE_BYTES, Skipped, module_name};
 pub use live::{BuildReport, LiveIndex};
 pub use rank::{Ranked, RankedSymbol, plain_bm25, query_words, rank};
 pub use rules::{RULE_FILES, RuleFile, project_rules, render_rules};

@@ -7,8 +7,8 @@
 use ropey::Rope;
 use tree_sitter::Tree;
 
+use super::entry::{Entry, count_words, word_key};
 use super::extract::{FileFacts, Piece, pieces};
-use super::index::{Entry, count_words, word_key};
 use crate::text::Language;
 
 /// What the index remembers of one piece of an open document.

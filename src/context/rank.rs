@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::index::{Index, split_words, word_key};
+use super::entry::{split_words, word_key};
+use super::index::Index;
 use super::terms::english_words;
 use crate::syntax::SymbolKind;
 

@@ -35,7 +35,7 @@ pub async fn expand_query(
     let reply = model.send(&request, &options).await?;
     let mut words: Vec<String> = Vec::new();
     for token in reply.text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
-        for word in super::index::split_words(token) {
+        for word in super::entry::split_words(token) {
             if (2..=30).contains(&word.len()) && !words.contains(&word) && words.len() < MAX_WORDS {
                 words.push(word);
             }

@@ -15,9 +15,11 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
-use tower_lsp::Client;
-use tower_lsp::lsp_types::notification::Notification;
-use tower_lsp::lsp_types::{ClientCapabilities, MessageActionItem, MessageType, ShowDocumentParams, Url};
+use tower_lsp_server::Client;
+use tower_lsp_server::ls_types::notification::Notification;
+use tower_lsp_server::ls_types::{
+    ClientCapabilities, MessageActionItem, MessageType, ShowDocumentParams, Uri,
+};
 
 use crate::executor::{Approver, Decision, Request};
 use crate::sync::lock;
@@ -236,7 +238,7 @@ impl Approvals {
             tracing::warn!("cannot write the diff of approval {} to {}: {err}", name(key), path.display());
             return;
         }
-        let Ok(uri) = Url::from_file_path(&path) else { return };
+        let Some(uri) = Uri::from_file_path(&path) else { return };
         let params =
             ShowDocumentParams { uri, external: Some(false), take_focus: Some(true), selection: None };
         if let Err(err) = self.client.show_document(params).await {

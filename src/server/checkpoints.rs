@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tower_lsp::jsonrpc::{Error, Result};
-use tower_lsp::lsp_types::Url;
+use tower_lsp_server::jsonrpc::{Error, Result};
+use url::Url;
 
 use super::Backend;
 use super::error::Refusal;

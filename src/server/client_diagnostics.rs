@@ -3,7 +3,8 @@
 //! Observed, never published back.
 
 use serde::Deserialize;
-use tower_lsp::lsp_types::{Diagnostic, Url};
+use tower_lsp_server::ls_types::Diagnostic;
+use url::Url;
 
 use super::{Backend, convert};
 use crate::observer::CLIENT_SOURCE;

@@ -8,8 +8,8 @@
 //! observed.
 
 use serde_json::{Value, json};
-use tower_lsp::jsonrpc::Result;
-use tower_lsp::lsp_types::{
+use tower_lsp_server::jsonrpc::Result;
+use tower_lsp_server::ls_types::{
     CodeAction, CodeActionKind, CodeActionOrCommand, CodeActionParams, CodeActionResponse,
     CodeActionTriggerKind, Command, Diagnostic, DiagnosticSeverity, Position, Range,
 };
@@ -33,7 +33,7 @@ pub const ASK_GOAL: &str = "tokamak.askGoal";
 const TITLE_MESSAGE_CHARS: usize = 60;
 
 pub async fn code_action(backend: &Backend, params: CodeActionParams) -> Result<Option<CodeActionResponse>> {
-    let uri = params.text_document.uri;
+    let Some(uri) = convert::url(&params.text_document.uri) else { return Ok(Some(Vec::new())) };
     let snapshot = backend.workspace().snapshot(&uri);
     let (Some(snapshot), Some(observer)) = (snapshot, backend.observer()) else {
         tracing::debug!("code actions asked for {uri}, which is not open");
@@ -191,7 +191,7 @@ fn short(text: &str) -> String {
 
 /// "Fix with Tokamak" for the diagnostics of one line, titled with the most severe (Tokamak's
 /// own first among equals).
-fn quick_fix(uri: &tower_lsp::lsp_types::Url, diagnostics: Vec<Diagnostic>) -> CodeActionOrCommand {
+fn quick_fix(uri: &url::Url, diagnostics: Vec<Diagnostic>) -> CodeActionOrCommand {
     let headline = diagnostics.iter().min_by_key(|d| {
         let severity = d.severity.map_or(1, |s| if s == DiagnosticSeverity::ERROR { 1 } else { 2 });
         (severity, d.source.as_deref() != Some(SOURCE))

@@ -2,7 +2,7 @@
 //! `tokamak` settings, which take precedence over `tokamak.toml` for the model.
 //!
 //! Asking the client is never awaited inside a handler: the answer comes through the same
-//! input tower-lsp reads one message at a time, so a handler waiting for it could wait
+//! input tower-lsp-server reads one message at a time, so a handler waiting for it could wait
 //! forever behind messages the editor sent first. The question is asked from a task of its
 //! own, with a timeout; without an answer Tokamak goes on with the settings it has. Work off
 //! the queue that needs the model (`tokamak.checkModel`, `tokamak.plan`) waits for a pending
@@ -14,8 +14,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
-use tower_lsp::Client;
-use tower_lsp::lsp_types::{ConfigurationItem, DidChangeConfigurationParams, MessageType};
+use tower_lsp_server::Client;
+use tower_lsp_server::ls_types::{ConfigurationItem, DidChangeConfigurationParams, MessageType};
 
 use super::{Backend, ModelChoice};
 use crate::model::ModelSettings;

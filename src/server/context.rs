@@ -6,8 +6,8 @@
 
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tower_lsp::jsonrpc::{Error, Result};
-use tower_lsp::lsp_types::{
+use tower_lsp_server::jsonrpc::{Error, Result};
+use tower_lsp_server::ls_types::{
     DidChangeWatchedFilesParams, DidChangeWatchedFilesRegistrationOptions, FileSystemWatcher, GlobPattern,
     Registration,
 };
@@ -97,10 +97,11 @@ pub fn document_closed(backend: &Backend, uri: &Url) {
 pub fn watched_files_changed(backend: &Backend, params: DidChangeWatchedFilesParams) {
     let Some(index) = backend.index.get() else { return };
     for change in params.changes {
-        if backend.workspace().snapshot(&change.uri).is_some() {
+        let Some(uri) = super::convert::url(&change.uri) else { continue };
+        if backend.workspace().snapshot(&uri).is_some() {
             continue;
         }
-        if let Ok(path) = change.uri.to_file_path() {
+        if let Ok(path) = uri.to_file_path() {
             index.disk_changed(&path);
         }
     }

@@ -1,12 +1,44 @@
 //! Conversions between Tokamak's types and LSP's: byte offsets ↔ positions in the negotiated
-//! encoding, diagnostics, symbols, content changes.
+//! encoding, URIs, diagnostics, symbols, content changes.
 
 use ropey::Rope;
-use tower_lsp::lsp_types as lsp;
+use tower_lsp_server::ls_types as lsp;
 
 use crate::observer::{Diagnostic, Severity};
 use crate::syntax::{Symbol, SymbolKind};
 use crate::text::{LineCol, PositionEncoding, TextChange, TextRange, line_col_to_offset, offset_to_line_col};
+
+/// The protocol's URI as the rest of Tokamak holds one (`url::Url`); `None` for one the URL
+/// standard cannot read, which the handler reports and ignores.
+pub fn url(uri: &lsp::Uri) -> Option<url::Url> {
+    let url = url::Url::parse(uri.as_str()).ok();
+    if url.is_none() {
+        tracing::warn!("ignored {}: not a URL Tokamak can read", uri.as_str());
+    }
+    url
+}
+
+/// A `url::Url` as the protocol's URI. The URL standard leaves a few characters raw that RFC
+/// 3986 (the protocol's) wants escaped, `|`, `^` or `[` in a file name say: those are
+/// escaped. `None` only for what no escaping makes a URI.
+pub fn uri(url: &url::Url) -> Option<lsp::Uri> {
+    if let Ok(uri) = url.as_str().parse() {
+        return Some(uri);
+    }
+    let mut escaped = String::with_capacity(url.as_str().len() + 8);
+    for c in url.as_str().chars() {
+        let allowed = c.is_ascii_alphanumeric() || "-._~:/?#@!$&'()*+,;=%".contains(c);
+        if allowed {
+            escaped.push(c);
+        } else {
+            let mut bytes = [0; 4];
+            for byte in c.encode_utf8(&mut bytes).bytes() {
+                escaped.push_str(&format!("%{byte:02X}"));
+            }
+        }
+    }
+    escaped.parse().ok()
+}
 
 pub fn position(rope: &Rope, offset: usize, encoding: PositionEncoding) -> lsp::Position {
     let LineCol { line, col } = offset_to_line_col(rope, offset, encoding);
@@ -37,7 +69,7 @@ pub fn severity(severity: Severity) -> lsp::DiagnosticSeverity {
 /// An LSP diagnostic of `uri`; what other sources said of the same problem goes in
 /// `relatedInformation`, each message prefixed with its source.
 pub fn diagnostic(
-    uri: &lsp::Url,
+    uri: &lsp::Uri,
     rope: &Rope,
     diagnostic: &Diagnostic,
     encoding: PositionEncoding,

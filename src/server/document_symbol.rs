@@ -1,7 +1,7 @@
 //! `textDocument/documentSymbol`: classes, functions and methods, hierarchical.
 
-use tower_lsp::jsonrpc::{Error, Result};
-use tower_lsp::lsp_types::{DocumentSymbolParams, DocumentSymbolResponse};
+use tower_lsp_server::jsonrpc::{Error, Result};
+use tower_lsp_server::ls_types::{DocumentSymbolParams, DocumentSymbolResponse};
 
 use super::{Backend, convert};
 use crate::syntax::document_symbols;
@@ -10,7 +10,8 @@ pub async fn document_symbol(
     backend: &Backend,
     params: DocumentSymbolParams,
 ) -> Result<Option<DocumentSymbolResponse>> {
-    let uri = params.text_document.uri;
+    let uri = convert::url(&params.text_document.uri)
+        .ok_or_else(|| Error::invalid_params("the document's URI is not one Tokamak can read"))?;
     let parsed = match backend.observer() {
         Some(observer) => observer.parsed_snapshot(&uri).await,
         None => None,

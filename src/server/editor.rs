@@ -5,10 +5,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::json;
-use tower_lsp::Client;
-use tower_lsp::lsp_types::notification::{Notification, Progress as ProgressNotification};
-use tower_lsp::lsp_types::request::{ApplyWorkspaceEdit, WorkDoneProgressCreate};
-use tower_lsp::lsp_types::*;
+use tower_lsp_server::Client;
+use tower_lsp_server::ls_types::notification::{Notification, Progress as ProgressNotification};
+use tower_lsp_server::ls_types::request::{ApplyWorkspaceEdit, WorkDoneProgressCreate};
+use tower_lsp_server::ls_types::*;
 
 use super::convert;
 use crate::agent::RunReport;
@@ -81,15 +81,15 @@ pub struct LspEditor {
 #[async_trait]
 impl Editor for LspEditor {
     async fn publish_diagnostics(&self, snapshot: &DocumentSnapshot, diagnostics: Vec<Diagnostic>) {
-        let lsp_diagnostics = diagnostics
-            .iter()
-            .map(|d| convert::diagnostic(&snapshot.uri, &snapshot.rope, d, self.encoding))
-            .collect();
-        self.client.publish_diagnostics(snapshot.uri.clone(), lsp_diagnostics, snapshot.version).await;
+        let Some(uri) = convert::uri(&snapshot.uri) else { return };
+        let lsp_diagnostics =
+            diagnostics.iter().map(|d| convert::diagnostic(&uri, &snapshot.rope, d, self.encoding)).collect();
+        self.client.publish_diagnostics(uri, lsp_diagnostics, snapshot.version).await;
     }
 
-    async fn clear_diagnostics(&self, uri: &Url) {
-        self.client.publish_diagnostics(uri.clone(), Vec::new(), None).await;
+    async fn clear_diagnostics(&self, uri: &url::Url) {
+        let Some(uri) = convert::uri(uri) else { return };
+        self.client.publish_diagnostics(uri, Vec::new(), None).await;
     }
 
     async fn show_message(&self, level: MessageLevel, message: String) {
@@ -98,6 +98,9 @@ impl Editor for LspEditor {
 
     async fn apply_edit(&self, edit: DocumentEdit<'_>) -> EditOutcome {
         let snapshot = edit.snapshot;
+        let Some(uri) = convert::uri(&snapshot.uri) else {
+            return EditOutcome::Rejected(format!("{} cannot be said in the protocol", snapshot.uri));
+        };
         let edits: Vec<TextEdit> = edit
             .edits
             .iter()
@@ -109,20 +112,14 @@ impl Editor for LspEditor {
         let workspace_edit = if self.support.document_changes {
             WorkspaceEdit {
                 document_changes: Some(DocumentChanges::Edits(vec![TextDocumentEdit {
-                    text_document: OptionalVersionedTextDocumentIdentifier {
-                        uri: snapshot.uri.clone(),
-                        version: snapshot.version,
-                    },
+                    text_document: OptionalVersionedTextDocumentIdentifier { uri, version: snapshot.version },
                     edits: edits.into_iter().map(OneOf::Left).collect(),
                 }])),
                 ..WorkspaceEdit::default()
             }
         } else {
             // no versions to guard with: the agent checked the version just before sending
-            WorkspaceEdit {
-                changes: Some([(snapshot.uri.clone(), edits)].into_iter().collect()),
-                ..WorkspaceEdit::default()
-            }
+            WorkspaceEdit { changes: Some([(uri, edits)].into_iter().collect()), ..WorkspaceEdit::default() }
         };
         let params = ApplyWorkspaceEditParams { label: Some(edit.label.to_string()), edit: workspace_edit };
         match self.apply(params).await {
@@ -146,10 +143,22 @@ impl Editor for LspEditor {
     }
 
     async fn file_operation(&self, operation: &FileOperation) -> EditOutcome {
+        let uri =
+            |url: &url::Url| convert::uri(url).ok_or_else(|| format!("{url} cannot be said in the protocol"));
+        let converted = match operation {
+            FileOperation::Create { uri: url } | FileOperation::Delete { uri: url } => {
+                uri(url).map(|u| (u.clone(), u))
+            }
+            FileOperation::Rename { from, to } => uri(from).and_then(|from| Ok((from, uri(to)?))),
+        };
+        let (first, second) = match converted {
+            Ok(uris) => uris,
+            Err(reason) => return EditOutcome::Rejected(reason),
+        };
         let (change, label) = match operation {
-            FileOperation::Create { uri } => (
+            FileOperation::Create { .. } => (
                 ResourceOp::Create(CreateFile {
-                    uri: uri.clone(),
+                    uri: first,
                     options: Some(CreateFileOptions {
                         overwrite: Some(false),
                         ignore_if_exists: Some(false),
@@ -158,10 +167,10 @@ impl Editor for LspEditor {
                 }),
                 "Tokamak: create file",
             ),
-            FileOperation::Rename { from, to } => (
+            FileOperation::Rename { .. } => (
                 ResourceOp::Rename(RenameFile {
-                    old_uri: from.clone(),
-                    new_uri: to.clone(),
+                    old_uri: first,
+                    new_uri: second,
                     options: Some(RenameFileOptions {
                         overwrite: Some(false),
                         ignore_if_exists: Some(false),
@@ -170,14 +179,14 @@ impl Editor for LspEditor {
                 }),
                 "Tokamak: rename file",
             ),
-            FileOperation::Delete { uri } => (
+            FileOperation::Delete { .. } => (
                 ResourceOp::Delete(DeleteFile {
-                    uri: uri.clone(),
+                    uri: first,
                     options: Some(DeleteFileOptions {
                         recursive: Some(false),
                         ignore_if_not_exists: Some(false),
-                        annotation_id: None,
                     }),
+                    annotation_id: None,
                 }),
                 "Tokamak: delete file",
             ),

@@ -2,7 +2,7 @@
 //! `RequestFailed` (-32803) for a valid request that cannot be carried out now (a run is going
 //! on that document), the first server error (-32000) for work that was tried and failed.
 
-use tower_lsp::jsonrpc::{Error, ErrorCode};
+use tower_lsp_server::jsonrpc::{Error, ErrorCode};
 
 /// Why the server did not do what a request asked, in one sentence.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

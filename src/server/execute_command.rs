@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tower_lsp::jsonrpc::{Error, Result};
-use tower_lsp::lsp_types::{ExecuteCommandParams, Url};
+use tower_lsp_server::jsonrpc::{Error, Result};
+use tower_lsp_server::ls_types::ExecuteCommandParams;
+use url::Url;
 
 use super::transport::DEFERRED_COMMANDS;
 use super::{Backend, convert};
@@ -209,10 +210,11 @@ fn diagnostics(
         } else {
             (observer.diagnostics(&args.uri), Vec::new(), Vec::new())
         };
-        let diagnostics: Vec<_> = diagnostics
-            .iter()
-            .map(|d| convert::diagnostic(&snapshot.uri, &snapshot.rope, d, encoding))
-            .collect();
+        let uri = convert::uri(&snapshot.uri).ok_or_else(|| {
+            Error::invalid_params(format!("{} cannot be said in the protocol", snapshot.uri))
+        })?;
+        let diagnostics: Vec<_> =
+            diagnostics.iter().map(|d| convert::diagnostic(&uri, &snapshot.rope, d, encoding)).collect();
         let failures: Vec<_> = failures
             .into_iter()
             .map(|(source, reason)| json!({"source": source, "reason": reason}))

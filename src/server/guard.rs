@@ -6,7 +6,7 @@ use std::future::Future;
 use std::panic::AssertUnwindSafe;
 
 use futures::FutureExt;
-use tower_lsp::jsonrpc;
+use tower_lsp_server::jsonrpc;
 
 /// Runs a request handler; a panic becomes an internal error that names the method.
 pub async fn request<T>(

@@ -1,7 +1,7 @@
 //! `initialize` and `initialized`: the position encoding, settings and what the server offers.
 
-use tower_lsp::jsonrpc::Result;
-use tower_lsp::lsp_types::*;
+use tower_lsp_server::jsonrpc::Result;
+use tower_lsp_server::ls_types::*;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -94,7 +94,7 @@ pub async fn initialize(backend: &Backend, params: InitializeParams) -> Result<I
     let _ = backend.client_configuration.set(configuration);
     if backend.observer.get().is_some() {
         tracing::warn!("initialize sent twice; keeping the first settings");
-        return Err(tower_lsp::jsonrpc::Error::invalid_request());
+        return Err(tower_lsp_server::jsonrpc::Error::invalid_request());
     }
     let front = FrontEnd {
         editor: Arc::new(backend.editor()),
@@ -125,6 +125,8 @@ pub async fn initialize(backend: &Backend, params: InitializeParams) -> Result<I
             name: "tokamak".to_string(),
             version: Some(env!("CARGO_PKG_VERSION").to_string()),
         }),
+        // clangd's pre-3.17 extension; `capabilities.positionEncoding` says it
+        offset_encoding: None,
     })
 }
 
@@ -133,7 +135,7 @@ fn workspace_root(params: &InitializeParams) -> Option<PathBuf> {
     let folder = params.workspace_folders.as_ref().and_then(|folders| folders.first()).map(|f| &f.uri);
     #[allow(deprecated)] // clients still send only `rootUri`
     let uri = folder.or(params.root_uri.as_ref())?;
-    uri.to_file_path().ok()
+    super::convert::url(uri)?.to_file_path().ok()
 }
 
 pub async fn initialized(backend: &Backend) {

@@ -4,32 +4,14 @@
 //! `didChange` → the first `publishDiagnostics` for that version), for Tokamak and any other
 //! server side by side (`tokamak bench latency FILE --against "ruff server"`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use serde_json::json;
 
+pub use super::lean_client::LatencyError;
 use super::lean_client::Server;
-
-/// Why a server could not be measured.
-#[derive(Debug, thiserror::Error)]
-pub enum LatencyError {
-    #[error("cannot read {path}: {source}")]
-    Read { path: PathBuf, source: std::io::Error },
-    #[error("{path} has no language Tokamak knows how to type a comment in (Python, TypeScript, JavaScript)")]
-    Language { path: PathBuf },
-    #[error("{} has no Python files to open", root.display())]
-    NoSources { root: PathBuf },
-    #[error("cannot start `{command}`: {source}")]
-    Start { command: String, source: std::io::Error },
-    #[error("`{command}` did not {what} within {seconds} s")]
-    Silent { command: String, what: String, seconds: u64 },
-    #[error("`{command}` closed its output (it ended)")]
-    Ended { command: String },
-    #[error("cannot write to `{command}`: {source}")]
-    Write { command: String, source: std::io::Error },
-}
 
 /// What to measure.
 #[derive(Debug, Clone)]

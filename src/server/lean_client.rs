@@ -3,14 +3,31 @@
 //! with nothing, its memory read from `/proc` (`latency.rs`, `memory.rs`).
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::latency::LatencyError;
+/// Why a server could not be measured (by `latency.rs` or `memory.rs`, through this client).
+#[derive(Debug, thiserror::Error)]
+pub enum LatencyError {
+    #[error("cannot read {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("{path} has no language Tokamak knows how to type a comment in (Python, TypeScript, JavaScript)")]
+    Language { path: PathBuf },
+    #[error("{} has no Python files to open", root.display())]
+    NoSources { root: PathBuf },
+    #[error("cannot start `{command}`: {source}")]
+    Start { command: String, source: std::io::Error },
+    #[error("`{command}` did not {what} within {seconds} s")]
+    Silent { command: String, what: String, seconds: u64 },
+    #[error("`{command}` closed its output (it ended)")]
+    Ended { command: String },
+    #[error("cannot write to `{command}`: {source}")]
+    Write { command: String, source: std::io::Error },
+}
 
 /// A language server on the other end of a pipe, its messages read on a thread of their own
 /// and timed as they arrive.

@@ -4,8 +4,8 @@
 use std::fmt::Write as _;
 
 use tokio::sync::mpsc;
-use tower_lsp::Client;
-use tower_lsp::lsp_types::MessageType;
+use tower_lsp_server::Client;
+use tower_lsp_server::ls_types::MessageType;
 use tracing::field::{Field, Visit};
 use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::layer::Context;

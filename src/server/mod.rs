@@ -1,4 +1,4 @@
-//! The language server: the only layer that knows LSP, JSON-RPC and tower-lsp.
+//! The language server: the only layer that knows LSP, JSON-RPC and tower-lsp-server.
 //!
 //! One file per LSP method family; each converts the protocol's types to Tokamak's (see
 //! `convert.rs`) and calls into the workspace, the Observer and, later, the agent.
@@ -34,9 +34,9 @@ mod transport;
 
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
-use tower_lsp::jsonrpc::Result;
-use tower_lsp::lsp_types::*;
-use tower_lsp::{Client, LanguageServer, LspService, Server};
+use tower_lsp_server::jsonrpc::Result;
+use tower_lsp_server::ls_types::*;
+use tower_lsp_server::{Client, LanguageServer, LspService, Server};
 
 pub use log_message::{LogMessageLayer, LogMessageQueue, channel as log_message_channel};
 
@@ -62,7 +62,7 @@ pub struct Backend {
     /// depends on the model (off the message queue) waits for the answer, at most
     /// `configuration::TIMEOUT`.
     reading_configuration: Arc<tokio::sync::Mutex<()>>,
-    /// Answers written without tower-lsp (deferred requests).
+    /// Answers written without tower-lsp-server (deferred requests).
     outbox: transport::Outbox,
     /// The client answers `workspace/configuration` requests.
     client_configuration: OnceLock<bool>,
@@ -155,7 +155,8 @@ impl Backend {
         self.executor.get().cloned().flatten()
     }
 
-    /// The Observer; `None` only before `initialize`, when tower-lsp refuses everything else.
+    /// The Observer; `None` only before `initialize`, when tower-lsp-server refuses everything
+    /// else.
     fn observer(&self) -> Option<&Arc<Observer>> {
         let observer = self.observer.get();
         if observer.is_none() {
@@ -184,7 +185,7 @@ pub async fn run_stdio(log_queue: Option<LogMessageQueue>) -> ! {
         Some(pipe) => transport::checked_input(pipe, outbox.clone(), Arc::clone(&lifecycle)),
         None => transport::checked_input(tokio::io::stdin(), outbox.clone(), Arc::clone(&lifecycle)),
     };
-    Server::new(stdin, stdout, socket).concurrency_level(1).serve(transport::Hygiene::new(service)).await;
+    Server::new(stdin, stdout, socket).concurrency_level(1).serve(service).await;
     outbox.exit(lifecycle.exit_code());
     // the writer ends the process once what is queued is written
     std::future::pending().await
@@ -205,7 +206,6 @@ impl Backend {
     }
 }
 
-#[tower_lsp::async_trait]
 impl LanguageServer for Backend {
     async fn initialize(&self, params: InitializeParams) -> Result<InitializeResult> {
         guard::request("initialize", initialize::initialize(self, params)).await

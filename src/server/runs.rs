@@ -5,8 +5,9 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tower_lsp::jsonrpc::{Error, Result};
-use tower_lsp::lsp_types::{self as lsp, NumberOrString, Url, WorkDoneProgressCancelParams};
+use tower_lsp_server::jsonrpc::{Error, Result};
+use tower_lsp_server::ls_types::{self as lsp, NumberOrString, WorkDoneProgressCancelParams};
+use url::Url;
 
 use super::error::Refusal;
 use super::{Backend, convert};

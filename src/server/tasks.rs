@@ -7,8 +7,9 @@ use std::sync::{Arc, Mutex};
 
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tower_lsp::jsonrpc::{Error, Result};
-use tower_lsp::lsp_types::{self as lsp, Url};
+use tower_lsp_server::jsonrpc::{Error, Result};
+use tower_lsp_server::ls_types as lsp;
+use url::Url;
 
 use super::error::Refusal;
 use super::{Backend, convert};

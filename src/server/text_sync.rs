@@ -2,7 +2,7 @@
 //! trees in step with the editor; the Observer publishes what it finds, runs checkers and
 //! hands each document's tree to the live index (`session/`).
 
-use tower_lsp::lsp_types::*;
+use tower_lsp_server::ls_types::*;
 
 use super::{Backend, convert};
 use crate::editor::{Editor, MessageLevel};
@@ -13,7 +13,8 @@ pub async fn did_open(backend: &Backend, params: DidOpenTextDocumentParams) {
         return;
     };
     let item = params.text_document;
-    let snapshot = observer.open(item.uri, &item.language_id, item.version, &item.text).await;
+    let Some(uri) = convert::url(&item.uri) else { return };
+    let snapshot = observer.open(uri, &item.language_id, item.version, &item.text).await;
     tracing::debug!("opened {} ({}, version {})", snapshot.uri, snapshot.language, item.version);
     if let Some(reason) = &snapshot.syntax_skipped {
         let message = format!("Tokamak does not parse {}: {reason}.", file_name(&snapshot));
@@ -26,7 +27,7 @@ pub async fn did_change(backend: &Backend, params: DidChangeTextDocumentParams) 
     let Some(observer) = backend.observer() else {
         return;
     };
-    let uri = params.text_document.uri;
+    let Some(uri) = convert::url(&params.text_document.uri) else { return };
     let version = params.text_document.version;
     let changes: Vec<_> = params.content_changes.into_iter().map(convert::text_change).collect();
     let started = std::time::Instant::now();
@@ -50,7 +51,8 @@ pub async fn did_save(backend: &Backend, params: DidSaveTextDocumentParams) {
     let Some(observer) = backend.observer() else {
         return;
     };
-    if let Err(err) = observer.save(&params.text_document.uri, params.text.as_deref()).await {
+    let Some(uri) = convert::url(&params.text_document.uri) else { return };
+    if let Err(err) = observer.save(&uri, params.text.as_deref()).await {
         tracing::warn!("ignored a save: {err}");
     }
 }
@@ -59,7 +61,7 @@ pub async fn did_close(backend: &Backend, params: DidCloseTextDocumentParams) {
     let Some(observer) = backend.observer() else {
         return;
     };
-    let uri = params.text_document.uri;
+    let Some(uri) = convert::url(&params.text_document.uri) else { return };
     if !observer.close(&uri).await {
         tracing::warn!("ignored a close: {uri} is not open");
     }

@@ -1,39 +1,31 @@
-//! The connection: Tokamak frames stdin and stdout itself, with tower-lsp between them.
+//! The connection: Tokamak frames stdin and stdout itself, with tower-lsp-server between them.
 //!
-//! Reading: tower-lsp 0.20 stops reading for good at the first frame it cannot decode
-//! (invalid JSON, a batch array, a missing `jsonrpc`), and a `Content-Length` it believes
-//! (10¹² bytes, say) makes any reader deaf. So every frame is read here first: junk before a
-//! header is reported and skipped, an absurd length is answered at once and the reader
-//! resynchronises on the next header, and a malformed message gets the JSON-RPC error the
-//! specification prescribes (`-32700` parse error, `-32600` invalid request) — all answered
-//! here, through the [`Outbox`], without tower-lsp. Requests whose method starts with `$/`
-//! get MethodNotFound as LSP requires (tower-lsp would drop the answer). `shutdown` and
-//! `exit` are seen here too ([`Lifecycle`]): `exit` ends the process at once (status 0 after
-//! `shutdown`, 1 without), and so does the end of the input, after a short grace.
+//! Reading: tower-lsp-server (0.23, as tower-lsp 0.20 before it) answers the first frame it
+//! cannot decode (invalid JSON, a batch array, a missing `jsonrpc`, invalid UTF-8, a header in
+//! lower case) with an error and then stops reading for good, and a `Content-Length` it
+//! believes (10¹² bytes, say) makes any reader deaf. So every frame is read here first: junk
+//! before a header is reported and skipped, an absurd length is answered at once and the
+//! reader resynchronises on the next header, and a malformed message gets the JSON-RPC error
+//! the specification prescribes (`-32700` parse error, `-32600` invalid request) — all
+//! answered here, through the [`Outbox`], without tower-lsp-server. Requests whose method
+//! starts with `$/` get MethodNotFound as LSP requires (tower-lsp-server drops them
+//! unanswered). `shutdown` and `exit` are seen here too ([`Lifecycle`]): `exit` ends the
+//! process at once (status 0 after `shutdown`, 1 without), and so does the end of the input,
+//! after a short grace.
 //!
-//! Writing: tower-lsp writes into a pipe whose frames are copied whole to stdout, between
-//! the frames Tokamak sends itself ([`Outbox`]: answers to malformed and deferred
-//! requests), so the two never interleave and tower-lsp never blocks on an editor that is
-//! slow to read.
-//!
-//! Several clients (Eglot, LSP4IJ, some Neovim versions) send `"params": null` for methods
-//! whose params are void, `shutdown` and `exit` above all; tower-lsp answers those with
-//! "Unexpected params: null". [`Hygiene`] drops a `null` `params` before tower-lsp sees it.
-//!
-//! Asking: tower-lsp 0.20 panics (and takes the server down) when the editor answers a
-//! request whose waiting future was dropped, as a timeout drops it. [`ask_within`] keeps the
-//! future alive in a task of its own, so a late answer lands there and is discarded.
+//! Writing: tower-lsp-server writes into a pipe whose frames are copied whole to stdout,
+//! between the frames Tokamak sends itself ([`Outbox`]: answers to malformed and deferred
+//! requests — tower-lsp-server has no way to answer a request later, off its queue), so the
+//! two never interleave and tower-lsp-server never blocks on an editor that is slow to read.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader, DuplexStream};
 use tokio::sync::mpsc;
-use tower_lsp::jsonrpc::{ErrorCode, Request, Response};
-use tower_service::Service;
+use tower_lsp_server::jsonrpc::{ErrorCode, Request, Response};
 
 /// Frames larger than this are refused rather than buffered: 256 MiB.
 const MAX_FRAME_BYTES: usize = 256 * 1024 * 1024;
@@ -221,7 +213,7 @@ enum Out {
     Exit(i32),
 }
 
-/// Messages Tokamak sends itself, written whole between tower-lsp's frames.
+/// Messages Tokamak sends itself, written whole between tower-lsp-server's frames.
 #[derive(Clone)]
 pub struct Outbox {
     sender: mpsc::UnboundedSender<Out>,
@@ -263,7 +255,7 @@ impl Lifecycle {
 }
 
 /// Writes to `stdout` from a thread of its own, each message in one write and a flush:
-/// returns the pipe tower-lsp writes into and the [`Outbox`]. For a stdout the runtime cannot
+/// returns the pipe tower-lsp-server writes into and the [`Outbox`]. For a stdout the runtime cannot
 /// poll ([`output_async`] is for one it can): the async standard output hands every write
 /// and flush to a blocking thread in turn (three hand-offs a message), and on a busy machine
 /// each hand-off can wait for a core.
@@ -326,7 +318,7 @@ where
     (server_side, outbox)
 }
 
-/// The queue of what goes to the editor: the pipe tower-lsp writes into, its frames copied
+/// The queue of what goes to the editor: the pipe tower-lsp-server writes into, its frames copied
 /// whole into the queue, and the [`Outbox`] for Tokamak's own.
 fn queue() -> (DuplexStream, Outbox, mpsc::UnboundedReceiver<Out>) {
     let (sender, receiver) = mpsc::unbounded_channel::<Out>();
@@ -361,7 +353,7 @@ fn end(code: i32) -> ! {
     std::process::exit(code)
 }
 
-/// `workspace/executeCommand` requests for these commands are answered off tower-lsp's
+/// `workspace/executeCommand` requests for these commands are answered off tower-lsp-server's
 /// one-at-a-time queue ([`DEFERRED_METHOD`]): they wait on checkers or the model.
 pub const DEFERRED_COMMANDS: &[&str] =
     &["tokamak.diagnostics", "tokamak.checkModel", "tokamak.plan", "tokamak.context"];
@@ -369,8 +361,8 @@ pub const DEFERRED_COMMANDS: &[&str] =
 /// The notification a deferred request is turned into: `{id, command, arguments}`.
 pub const DEFERRED_METHOD: &str = "$/tokamak/deferred";
 
-/// Reads frames from `input`, checks them, answers what tower-lsp cannot, and hands
-/// tower-lsp a stream of frames it can always decode.
+/// Reads frames from `input`, checks them, answers what tower-lsp-server cannot, and hands
+/// tower-lsp-server a stream of frames it can always decode.
 pub fn checked_input<R>(input: R, outbox: Outbox, lifecycle: Arc<Lifecycle>) -> DuplexStream
 where
     R: AsyncRead + Unpin + Send + 'static,
@@ -406,7 +398,7 @@ where
                 break; // the server stopped reading: it is shutting down
             }
         }
-        // the editor is gone: give what is in flight a moment, then end (tower-lsp drops its
+        // the editor is gone: give what is in flight a moment, then end (tower-lsp-server drops its
         // handlers once its own input ends, so that ends after the moment too)
         tokio::time::sleep(GRACE_AFTER_EOF).await;
         drop(writer);
@@ -416,7 +408,7 @@ where
     reader
 }
 
-/// What to do with one well-framed message: `Some(body)` to pass to tower-lsp (perhaps
+/// What to do with one well-framed message: `Some(body)` to pass to tower-lsp-server (perhaps
 /// rewritten), `None` when it was answered or acted on here.
 fn route(body: Vec<u8>, outbox: &Outbox, lifecycle: &Lifecycle) -> Option<Vec<u8>> {
     let value: Value = match serde_json::from_slice(&body) {
@@ -468,7 +460,7 @@ fn route(body: Vec<u8>, outbox: &Outbox, lifecycle: &Lifecycle) -> Option<Vec<u8
     Some(body)
 }
 
-/// Whether tower-lsp itself can decode the message (it stops reading at the first it cannot):
+/// Whether tower-lsp-server itself can decode the message (it stops reading at the first it cannot):
 /// ids beyond `i64`, fractional ids and duplicate keys pass [`shape_problem`] but not this.
 fn decodes(body: &[u8], value: &Value) -> Option<&'static str> {
     let decodes = if body.len() <= REPARSED_BYTES {
@@ -483,9 +475,9 @@ fn decodes(body: &[u8], value: &Value) -> Option<&'static str> {
     (!decodes).then_some("the message is not a JSON-RPC request, notification or response")
 }
 
-/// Messages up to this size are decoded from their bytes as tower-lsp will; larger ones from
+/// Messages up to this size are decoded from their bytes as tower-lsp-server will; larger ones from
 /// the value already parsed, after a check that no member of theirs is given twice (which the
-/// value would hide and tower-lsp refuses).
+/// value would hide and tower-lsp-server refuses).
 const REPARSED_BYTES: usize = 64 * 1024;
 
 /// A message's members, each skipped without being copied; reading fails when one is given
@@ -508,7 +500,7 @@ struct Members {
 }
 
 /// What keeps `value` from being a JSON-RPC 2.0 request, notification or response that
-/// tower-lsp can decode.
+/// tower-lsp-server can decode.
 fn shape_problem(value: &Value) -> Option<&'static str> {
     let Some(object) = value.as_object() else {
         return Some("a message must be a JSON object (batches are not part of LSP)");
@@ -535,59 +527,11 @@ fn shape_problem(value: &Value) -> Option<&'static str> {
     }
 }
 
-/// Wraps the LSP service: drops `null` params.
-pub struct Hygiene<S> {
-    inner: S,
-}
-
-impl<S> Hygiene<S> {
-    pub fn new(inner: S) -> Hygiene<S> {
-        Hygiene { inner }
-    }
-}
-
-impl<S> Service<Request> for Hygiene<S>
-where
-    S: Service<Request, Response = Option<Response>>,
-{
-    type Response = Option<Response>;
-    type Error = S::Error;
-    type Future = S::Future;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: Request) -> Self::Future {
-        self.inner.call(without_null_params(request))
-    }
-}
-
-fn without_null_params(request: Request) -> Request {
-    if !matches!(request.params(), Some(Value::Null)) {
-        return request;
-    }
-    let (method, id, _) = request.into_parts();
-    let builder = Request::build(method);
-    match id {
-        Some(id) => builder.id(id).finish(),
-        None => builder.finish(),
-    }
-}
-
 /// Waits at most `limit` for the editor's answer to a request Tokamak sent (`request` is the
-/// future tower-lsp returned). The future runs in a task of its own that outlives the wait,
-/// so an answer that comes late is taken and dropped instead of crashing tower-lsp; `None`
-/// when the time ran out.
-pub async fn ask_within<T: Send + 'static>(
-    limit: Duration,
-    request: impl std::future::Future<Output = T> + Send + 'static,
-) -> Option<T> {
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    tokio::spawn(async move {
-        let _ = tx.send(request.await);
-    });
-    tokio::time::timeout(limit, rx).await.ok().and_then(Result::ok)
+/// future tower-lsp-server returned); `None` when the time ran out. An answer that comes after
+/// is dropped by tower-lsp-server (0.20 panicked on it, which this once had to work around).
+pub async fn ask_within<T>(limit: Duration, request: impl std::future::Future<Output = T>) -> Option<T> {
+    tokio::time::timeout(limit, request).await.ok()
 }
 
 #[cfg(test)]
@@ -686,7 +630,7 @@ mod tests {
             Ok(Out::Exit(code)) => json!({"exit": code}),
             Err(_) => Value::Null,
         };
-        // tower-lsp cannot decode these: answered here
+        // tower-lsp-server cannot decode these: answered here
         for body in
             [r#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#, r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"x"}"#]
         {

@@ -43,7 +43,7 @@ fn only_the_server_layer_knows_the_protocol() {
         .filter(|path| !path.starts_with(root.join("server")))
         .filter(|path| {
             let text = std::fs::read_to_string(path).unwrap_or_default();
-            text.contains("tower_lsp") || text.contains("lsp_types")
+            text.contains("tower_lsp") || text.contains("lsp_types") || text.contains("ls_types")
         })
         .map(|path| path.display().to_string())
         .collect();
@@ -69,7 +69,7 @@ fn only_the_acp_layer_knows_the_agent_client_protocol() {
     for path in acp {
         let text = std::fs::read_to_string(&path).unwrap_or_default();
         assert!(
-            !text.contains("tower_lsp") && !text.contains("lsp_types"),
+            !text.contains("tower_lsp") && !text.contains("lsp_types") && !text.contains("ls_types"),
             "LSP types in {}",
             path.display()
         );
@@ -83,21 +83,51 @@ fn room_of(src: &Path, file: &Path) -> String {
     first.unwrap_or_default().trim_end_matches(".rs").to_string()
 }
 
-/// The rooms each room names through `crate::…`, tests included.
-fn imports(src: &Path) -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
+type Graph = std::collections::BTreeMap<String, std::collections::BTreeSet<String>>;
+
+/// A Rust file's code without its comments (`//` to the end of the line, outside strings), so
+/// that a path named in a comment is no import.
+fn code_of(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        let mut in_string = false;
+        let mut previous = ' ';
+        let mut cut = line.len();
+        for (at, c) in line.char_indices() {
+            match c {
+                '"' if previous != '\\' => in_string = !in_string,
+                '/' if previous == '/' && !in_string => {
+                    cut = at - 1;
+                    break;
+                }
+                _ => {}
+            }
+            previous = c;
+        }
+        out.push_str(&line[..cut]);
+        out.push('\n');
+    }
+    out
+}
+
+/// The identifiers that follow each `prefix` in `code`.
+fn names_after<'a>(code: &'a str, prefix: &'a str) -> impl Iterator<Item = String> + 'a {
+    code.match_indices(prefix).map(move |(at, _)| {
+        code[at + prefix.len()..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect()
+    })
+}
+
+/// The rooms each room names through `crate::…`, tests included, comments not.
+fn imports(src: &Path) -> Graph {
     let mut files = Vec::new();
     rust_files(src, &mut files);
     let rooms: std::collections::BTreeSet<String> = files.iter().map(|f| room_of(src, f)).collect();
-    let mut out: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> = Default::default();
+    let mut out = Graph::new();
     for file in &files {
         let room = room_of(src, file);
-        let text = std::fs::read_to_string(file).unwrap_or_default();
+        let code = code_of(&std::fs::read_to_string(file).unwrap_or_default());
         let uses = out.entry(room.clone()).or_default();
-        for (at, _) in text.match_indices("crate::") {
-            let name: String = text[at + "crate::".len()..]
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                .collect();
+        for name in names_after(&code, "crate::") {
             if name != room && rooms.contains(&name) {
                 uses.insert(name);
             }
@@ -106,10 +136,146 @@ fn imports(src: &Path) -> std::collections::BTreeMap<String, std::collections::B
     out
 }
 
+/// Inside each room that is a folder, which of its parts (a file, or a folder one level down)
+/// names which sibling part: `super::part` from a file of the room's folder, `super::super::
+/// part` from one a folder deeper, `crate::room::part` from anywhere in it. The room's
+/// `mod.rs` is the room's door, not a part.
+fn imports_in_rooms(src: &Path) -> std::collections::BTreeMap<String, Graph> {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    let mut out: std::collections::BTreeMap<String, Graph> = Default::default();
+    for file in &files {
+        let relative = file.strip_prefix(src).unwrap_or(file);
+        let parts: Vec<String> = relative
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().trim_end_matches(".rs").to_string())
+            .collect();
+        if parts.len() < 2 || parts[1] == "mod" {
+            continue;
+        }
+        let (room, part) = (&parts[0], &parts[1]);
+        let folder = src.join(room);
+        let is_part = |name: &str| {
+            name != part
+                && name != "mod"
+                && (folder.join(format!("{name}.rs")).is_file() || folder.join(name).is_dir())
+        };
+        let code = code_of(&std::fs::read_to_string(file).unwrap_or_default());
+        let up = match parts.len() {
+            2 => "super::".to_string(),
+            3 => "super::super::".to_string(),
+            _ => String::new(),
+        };
+        let mut names: Vec<String> = names_after(&code, &format!("crate::{room}::")).collect();
+        if !up.is_empty() {
+            // `super::super::x` read from a file one level down is not its own `super::x`
+            names.extend(
+                code.match_indices(up.as_str()).filter(|(at, _)| !code[..*at].ends_with("super::")).map(
+                    |(at, _)| {
+                        code[at + up.len()..]
+                            .chars()
+                            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                            .collect()
+                    },
+                ),
+            );
+        }
+        let uses = out.entry(room.clone()).or_default().entry(part.clone()).or_default();
+        uses.extend(names.into_iter().filter(|n| is_part(n)));
+    }
+    out
+}
+
+/// The circles of a graph: each group of two or more nodes that reach one another (Tarjan's
+/// strongly connected components), as sorted names.
+fn circles(graph: &Graph) -> Vec<Vec<String>> {
+    struct Walk<'a> {
+        graph: &'a Graph,
+        index: std::collections::BTreeMap<&'a str, usize>,
+        low: std::collections::BTreeMap<&'a str, usize>,
+        stack: Vec<&'a str>,
+        on_stack: std::collections::BTreeSet<&'a str>,
+        found: Vec<Vec<String>>,
+    }
+    impl<'a> Walk<'a> {
+        fn visit(&mut self, node: &'a str) {
+            let n = self.index.len();
+            self.index.insert(node, n);
+            self.low.insert(node, n);
+            self.stack.push(node);
+            self.on_stack.insert(node);
+            for next in self.graph.get(node).into_iter().flatten() {
+                let next = next.as_str();
+                if !self.index.contains_key(next) {
+                    self.visit(next);
+                    let low = self.low[node].min(self.low[next]);
+                    self.low.insert(node, low);
+                } else if self.on_stack.contains(next) {
+                    let low = self.low[node].min(self.index[next]);
+                    self.low.insert(node, low);
+                }
+            }
+            if self.low[node] == self.index[node] {
+                let mut group = Vec::new();
+                while let Some(top) = self.stack.pop() {
+                    self.on_stack.remove(top);
+                    group.push(top.to_string());
+                    if top == node {
+                        break;
+                    }
+                }
+                if group.len() > 1 {
+                    group.sort();
+                    self.found.push(group);
+                }
+            }
+        }
+    }
+    let mut walk = Walk {
+        graph,
+        index: Default::default(),
+        low: Default::default(),
+        stack: Vec::new(),
+        on_stack: Default::default(),
+        found: Vec::new(),
+    };
+    for node in graph.keys() {
+        if !walk.index.contains_key(node.as_str()) {
+            walk.visit(node);
+        }
+    }
+    walk.found
+}
+
+#[test]
+fn the_reading_of_imports_sees_code_and_circles_only() {
+    let code = code_of("use crate::a; // see crate::b\n// crate::c\nlet s = \"//\"; crate::d::x();\n");
+    let names: Vec<String> = names_after(&code, "crate::").collect();
+    assert_eq!(names, ["a", "d"]);
+    let graph: Graph = [("a", &["b"][..]), ("b", &["c"]), ("c", &["a"]), ("d", &["a"]), ("e", &["e"])]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.iter().map(|s| s.to_string()).collect()))
+        .collect();
+    assert_eq!(circles(&graph), [["a", "b", "c"]]);
+}
+
+/// No circles in the house: none between rooms (of any length), none between the parts of a
+/// room (`context/index ↔ pieces` was one).
+#[test]
+fn no_room_and_no_part_of_a_room_imports_itself_round_a_circle() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut found: Vec<String> =
+        circles(&imports(&src)).iter().map(|c| format!("rooms: {}", c.join(" → "))).collect();
+    for (room, parts) in imports_in_rooms(&src) {
+        found.extend(circles(&parts).iter().map(|c| format!("inside {room}/: {}", c.join(" → "))));
+    }
+    assert!(found.is_empty(), "circles in the house:\n{}", found.join("\n"));
+}
+
 /// The "may use" column of `docs/ARCHITECTURE.md`'s module table, by room: of each
 /// comma-separated entry, the name before any parenthesis (`observer (open documents' text)`
 /// is `observer`); crates and words that are no room are left out by the caller.
-fn map(architecture: &str) -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
+fn map(architecture: &str) -> Graph {
     let mut out = std::collections::BTreeMap::new();
     for line in architecture.lines().filter(|l| l.starts_with("| `")) {
         let cells: Vec<&str> = line.trim_matches('|').split(" | ").collect();
