@@ -6,13 +6,11 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use tokamak::cli::bench::BenchOptions;
-use tokamak::cli::check::{self, CheckOptions, Format};
+use tokamak::cli::check::{CheckOptions, Format};
 use tokamak::cli::fix::FixOptions;
-use tokamak::cli::model_check;
 use tokamak::cli::run::RunOptions;
 
-/// Exit status for bad usage (clap uses it too).
-const USAGE: u8 = 2;
+use tokamak::cli::output::{self, USAGE};
 
 #[derive(Parser)]
 #[command(name = "tokamak", version, about = "A language server with an autonomous coding agent inside")]
@@ -339,27 +337,6 @@ fn bench_latency(
     servers.iter().map(|command| Ok(measure(command, file, &options)?)).collect()
 }
 
-/// A benchmark's result as a table or JSON; its error as one line and the usage status.
-fn print_bench<T: serde::Serialize>(
-    result: anyhow::Result<T>,
-    format: Format,
-    table: impl Fn(&T) -> String,
-) -> ExitCode {
-    match result {
-        Ok(result) => {
-            match format {
-                Format::Text => print!("{}", table(&result)),
-                Format::Json => println!("{}", serde_json::to_string_pretty(&result).unwrap_or_default()),
-            }
-            ExitCode::SUCCESS
-        }
-        Err(err) => {
-            eprintln!("tokamak: {err:#}");
-            ExitCode::from(USAGE)
-        }
-    }
-}
-
 fn main() -> ExitCode {
     // the Landlock helper, before anything else starts (no thread, no runtime): it confines
     // itself and runs one command of the agent's
@@ -424,7 +401,7 @@ fn main() -> ExitCode {
         }
         Command::Model { action: ModelAction::Check { role, stream } } => {
             tokamak::logging::init_cli();
-            runtime.block_on(run_model_check(role.as_deref(), stream))
+            runtime.block_on(output::run_model_check(role.as_deref(), stream))
         }
         Command::Fix { paths, max_attempts, candidates, dry_run, format, checkers } => {
             tokamak::logging::init_cli();
@@ -438,7 +415,7 @@ fn main() -> ExitCode {
                 model: serde_json::Value::Null,
                 trusted: None,
             };
-            runtime.block_on(run_fix(&paths, format, &options))
+            runtime.block_on(output::run_fix(&paths, format, &options))
         }
         Command::Bench { what: BenchWhat::Memory { dir, open, lines, format } } => {
             tokamak::logging::init_cli();
@@ -447,22 +424,22 @@ fn main() -> ExitCode {
                 let command = [me.display().to_string(), "lsp".to_string()];
                 Ok(tokamak::server::memory::measure_memory(&command, &dir, &options)?)
             });
-            print_bench(result, format, tokamak::server::memory::table)
+            output::print_bench(result, format, tokamak::server::memory::table)
         }
         Command::Bench { what: BenchWhat::Latency { file, against, keystrokes, pause, format } } => {
             tokamak::logging::init_cli();
             let result = bench_latency(&file, against.as_deref(), keystrokes, pause);
-            print_bench(result, format, |results| tokamak::server::latency::table(results))
+            output::print_bench(result, format, |results| tokamak::server::latency::table(results))
         }
         Command::Bench { what: BenchWhat::Fix { dir, filter, max_attempts, candidates, model, format } } => {
             tokamak::logging::init_cli();
             let options = BenchOptions { filter, max_attempts, candidates, model: model.overlay() };
-            runtime.block_on(run_bench_fix(&dir, format, &options))
+            runtime.block_on(output::run_bench_fix(&dir, format, &options))
         }
         Command::Bench { what: BenchWhat::Task { dir, filter, model, format } } => {
             tokamak::logging::init_cli();
             let options = tokamak::cli::bench_task::TaskBenchOptions { filter, model: model.overlay() };
-            runtime.block_on(run_bench_task(&dir, format, &options))
+            runtime.block_on(output::run_bench_task(&dir, format, &options))
         }
         Command::Bench { what: BenchWhat::Context { root, queries, questions, format } } => {
             tokamak::logging::init_cli();
@@ -475,14 +452,14 @@ fn main() -> ExitCode {
                     }
                 };
             let bench = tokamak::cli::bench_context::bench_context(&root, &queries, questions.as_deref());
-            print_bench(bench, format, tokamak::cli::bench_context::table)
+            output::print_bench(bench, format, tokamak::cli::bench_context::table)
         }
         Command::Bench { what: BenchWhat::Syntax { python, typescript, files, ruff, tsc, format } } => {
             tokamak::logging::init_cli();
             let options =
                 tokamak::cli::bench_syntax::SyntaxBenchOptions { python, typescript, files, ruff, tsc };
             let rows = tokamak::cli::bench_syntax::bench_syntax(&options);
-            print_bench(rows, format, |rows| tokamak::cli::bench_syntax::table(rows))
+            output::print_bench(rows, format, |rows| tokamak::cli::bench_syntax::table(rows))
         }
         Command::Run { goal, root, yes, dry_run, test_command, role, model_url, model, provider, format } => {
             tokamak::logging::init_cli();
@@ -498,24 +475,24 @@ fn main() -> ExitCode {
             let root = root.unwrap_or_else(|| tokamak::config::find_root(Path::new(".")));
             let options =
                 RunOptions { model, progress: format == Format::Text, test_command, dry_run, yes, role };
-            runtime.block_on(run_task(&root, &goal, format, &options))
+            runtime.block_on(output::run_task(&root, &goal, format, &options))
         }
         Command::Plan { goal, root, model_url, model, provider, format } => {
             tokamak::logging::init_cli();
             let model = model_overlay(model_url, model, provider, None);
             let root = root.unwrap_or_else(|| tokamak::config::find_root(Path::new(".")));
             let options = RunOptions { model, progress: false, ..RunOptions::default() };
-            runtime.block_on(make_plan(&root, &goal, format, &options))
+            runtime.block_on(output::make_plan(&root, &goal, format, &options))
         }
         Command::Checkpoints { root, format } => {
             tokamak::logging::init_cli();
             let root = root.unwrap_or_else(|| tokamak::config::find_root(Path::new(".")));
-            runtime.block_on(list_checkpoints(&root, format))
+            runtime.block_on(output::list_checkpoints(&root, format))
         }
         Command::Rollback { id, root, force } => {
             tokamak::logging::init_cli();
             let root = root.unwrap_or_else(|| tokamak::config::find_root(Path::new(".")));
-            runtime.block_on(rollback(&root, &id, force))
+            runtime.block_on(output::rollback(&root, &id, force))
         }
         Command::Trust { path, remove } => {
             tokamak::logging::init_cli();
@@ -571,7 +548,7 @@ fn main() -> ExitCode {
         Command::Check { paths, format, checkers } => {
             tokamak::logging::init_cli();
             let checkers = checkers.map(|names| names.into_iter().filter(|n| n != "none").collect());
-            runtime.block_on(run_check(&paths, format, &CheckOptions { checkers }))
+            runtime.block_on(output::run_check(&paths, format, &CheckOptions { checkers }))
         }
     }
 }
@@ -593,234 +570,4 @@ fn model_overlay(
         overlay.insert("max_tokens".to_string(), serde_json::Value::from(tokens));
     }
     if overlay.is_empty() { serde_json::Value::Null } else { serde_json::Value::Object(overlay) }
-}
-
-async fn run_task(root: &Path, goal: &str, format: Format, options: &RunOptions) -> ExitCode {
-    let result = match tokamak::cli::run::run(root, goal, options).await {
-        Ok(result) => result,
-        Err(err) => {
-            eprintln!("tokamak: {err:#}");
-            return ExitCode::from(USAGE);
-        }
-    };
-    match format {
-        Format::Text => {
-            print!("{}", result.diff);
-            println!("[{}] {}", result.report.exit_reason, result.report.summary);
-        }
-        Format::Json => match serde_json::to_string_pretty(&result) {
-            Ok(json) => println!("{json}"),
-            Err(err) => {
-                eprintln!("tokamak: cannot write JSON: {err}");
-                return ExitCode::FAILURE;
-            }
-        },
-    }
-    if tokamak::cli::run::succeeded(&result) { ExitCode::SUCCESS } else { ExitCode::from(1) }
-}
-
-async fn make_plan(root: &Path, goal: &str, format: Format, options: &RunOptions) -> ExitCode {
-    let plan = match tokamak::cli::run::plan(root, goal, options).await {
-        Ok(plan) => plan,
-        Err(err) => {
-            eprintln!("tokamak: {err:#}");
-            return ExitCode::from(1);
-        }
-    };
-    match format {
-        Format::Text => {
-            println!("Plan {} for: {}", plan.plan_id, plan.goal);
-            print!("{}", plan.outline());
-            for repair in &plan.repairs {
-                eprintln!("tokamak: repaired the plan: {repair}");
-            }
-        }
-        Format::Json => match serde_json::to_string_pretty(&plan) {
-            Ok(json) => println!("{json}"),
-            Err(err) => {
-                eprintln!("tokamak: cannot write JSON: {err}");
-                return ExitCode::FAILURE;
-            }
-        },
-    }
-    ExitCode::SUCCESS
-}
-
-async fn list_checkpoints(root: &Path, format: Format) -> ExitCode {
-    let list = match tokamak::cli::history::checkpoints(root).await {
-        Ok(list) => list,
-        Err(err) => {
-            eprintln!("tokamak: {err:#}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match format {
-        Format::Text => print!("{}", tokamak::history::table(&list)),
-        Format::Json => match serde_json::to_string_pretty(&list) {
-            Ok(json) => println!("{json}"),
-            Err(err) => {
-                eprintln!("tokamak: cannot write JSON: {err}");
-                return ExitCode::FAILURE;
-            }
-        },
-    }
-    ExitCode::SUCCESS
-}
-
-async fn rollback(root: &Path, id: &str, force: bool) -> ExitCode {
-    match tokamak::cli::history::rollback(root, id, force).await {
-        Ok(report) => {
-            print!("{}", report.describe("tokamak rollback "));
-            if report.failed.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) }
-        }
-        Err(err) => {
-            eprintln!("tokamak: {err:#}");
-            ExitCode::from(1)
-        }
-    }
-}
-
-async fn run_model_check(role: Option<&str>, stream: bool) -> ExitCode {
-    let root = tokamak::config::find_root(Path::new("."));
-    match model_check::check_model(&root, role, stream).await {
-        Ok(check) => {
-            for line in check.lines() {
-                println!("{line}");
-            }
-            ExitCode::SUCCESS
-        }
-        Err(model_check::CheckError::Settings(err)) => {
-            eprintln!("tokamak: {err}");
-            ExitCode::from(USAGE)
-        }
-        Err(model_check::CheckError::Model(err @ tokamak::model::ModelError::Config { .. })) => {
-            eprintln!("tokamak: {err}");
-            ExitCode::from(USAGE)
-        }
-        Err(model_check::CheckError::Model(err)) => {
-            eprintln!("tokamak: {err}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-async fn run_check(paths: &[PathBuf], format: Format, options: &CheckOptions) -> ExitCode {
-    let report = match check::check(paths, options).await {
-        Ok(report) => report,
-        Err(err) => {
-            eprintln!("tokamak: {err:#}");
-            return ExitCode::from(USAGE);
-        }
-    };
-    for message in &report.messages {
-        eprintln!("{message}");
-    }
-    for (path, reason) in &report.skipped {
-        eprintln!("{}: not checked: {reason}", path.display());
-    }
-    for (path, sentence) in &report.syntax_only {
-        eprintln!("{}: {sentence}", path.display());
-    }
-    if report.checked == 0 && !report.skipped.is_empty() {
-        eprintln!("tokamak: nothing was checked: every file was skipped");
-        return ExitCode::from(USAGE);
-    }
-    match format {
-        Format::Text => {
-            for finding in &report.findings {
-                println!("{}", finding.to_line());
-            }
-        }
-        Format::Json => match serde_json::to_string_pretty(&report.findings) {
-            Ok(json) => println!("{json}"),
-            Err(err) => {
-                eprintln!("tokamak: cannot write JSON: {err}");
-                return ExitCode::FAILURE;
-            }
-        },
-    }
-    if report.has_errors() { ExitCode::from(1) } else { ExitCode::SUCCESS }
-}
-
-async fn run_fix(paths: &[PathBuf], format: Format, options: &FixOptions) -> ExitCode {
-    let results = match tokamak::cli::fix::fix(paths, options).await {
-        Ok(results) => results,
-        Err(err) => {
-            eprintln!("tokamak: {err:#}");
-            return ExitCode::from(USAGE);
-        }
-    };
-    if results.is_empty() {
-        eprintln!("tokamak: nothing was fixed: no file given could be read as source text");
-        return ExitCode::from(USAGE);
-    }
-    match format {
-        Format::Text => {
-            for result in &results {
-                print!("{}", result.diff);
-            }
-            for result in &results {
-                println!("[{}] {}", result.exit_reason, result.summary);
-                for candidate in &result.candidates {
-                    let outcome = serde_json::to_value(candidate.outcome).unwrap_or_default();
-                    println!(
-                        "  attempt {} candidate {} (temperature {}): {} — {}",
-                        candidate.attempt,
-                        candidate.number,
-                        candidate.temperature,
-                        outcome.as_str().unwrap_or_default(),
-                        candidate.why
-                    );
-                }
-            }
-        }
-        Format::Json => match serde_json::to_string_pretty(&results) {
-            Ok(json) => println!("{json}"),
-            Err(err) => {
-                eprintln!("tokamak: cannot write JSON: {err}");
-                return ExitCode::FAILURE;
-            }
-        },
-    }
-    let clean = results.iter().all(|r| r.exit_reason == tokamak::agent::ExitReason::Clean);
-    if clean { ExitCode::SUCCESS } else { ExitCode::from(1) }
-}
-
-async fn run_bench_task(
-    dir: &Path,
-    format: Format,
-    options: &tokamak::cli::bench_task::TaskBenchOptions,
-) -> ExitCode {
-    match tokamak::cli::bench_task::bench_task(dir, options).await {
-        Ok(results) => print_results(&results, format, tokamak::cli::bench_task::table),
-        Err(err) => {
-            eprintln!("tokamak: {err:#}");
-            ExitCode::from(USAGE)
-        }
-    }
-}
-
-/// A benchmark's results as its table or as JSON.
-fn print_results<T: serde::Serialize>(results: &[T], format: Format, table: fn(&[T]) -> String) -> ExitCode {
-    match format {
-        Format::Text => print!("{}", table(results)),
-        Format::Json => match serde_json::to_string_pretty(results) {
-            Ok(json) => println!("{json}"),
-            Err(err) => {
-                eprintln!("tokamak: cannot write JSON: {err}");
-                return ExitCode::FAILURE;
-            }
-        },
-    }
-    ExitCode::SUCCESS
-}
-
-async fn run_bench_fix(dir: &Path, format: Format, options: &BenchOptions) -> ExitCode {
-    match tokamak::cli::bench::bench_fix(dir, options).await {
-        Ok(results) => print_results(&results, format, tokamak::cli::bench::table),
-        Err(err) => {
-            eprintln!("tokamak: {err:#}");
-            ExitCode::from(USAGE)
-        }
-    }
 }

@@ -9,6 +9,7 @@ pub mod fix;
 mod headless;
 pub mod history;
 pub mod model_check;
+pub mod output;
 pub mod run;
 pub mod sandbox;
 mod session;

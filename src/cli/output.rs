@@ -1,0 +1,280 @@
+//! What the command line prints: each command's answer as text or JSON on stdout, what went
+//! wrong as one line on stderr, and the exit status (0 done or clean, 1 not, 2 bad usage).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use super::bench::BenchOptions;
+use super::check::{self, CheckOptions, Format};
+use super::fix::FixOptions;
+use super::model_check;
+use super::run::RunOptions;
+
+/// Exit status for bad usage (clap uses it too).
+pub const USAGE: u8 = 2;
+
+/// Prints `value` as pretty JSON; `false` (and one line on stderr) when it cannot be written.
+fn print_json<T: serde::Serialize + ?Sized>(value: &T) -> bool {
+    match serde_json::to_string_pretty(value) {
+        Ok(json) => {
+            println!("{json}");
+            true
+        }
+        Err(err) => {
+            eprintln!("tokamak: cannot write JSON: {err}");
+            false
+        }
+    }
+}
+
+/// A benchmark's result as a table or JSON; its error as one line and the usage status.
+pub fn print_bench<T: serde::Serialize>(
+    result: anyhow::Result<T>,
+    format: Format,
+    table: impl Fn(&T) -> String,
+) -> ExitCode {
+    match result {
+        Ok(result) => {
+            match format {
+                Format::Text => print!("{}", table(&result)),
+                Format::Json => {
+                    if !print_json(&result) {
+                        return ExitCode::FAILURE;
+                    }
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            eprintln!("tokamak: {err:#}");
+            ExitCode::from(USAGE)
+        }
+    }
+}
+
+/// `tokamak run`: the run's diff and its ending; 1 unless it ended done.
+pub async fn run_task(root: &Path, goal: &str, format: Format, options: &RunOptions) -> ExitCode {
+    let result = match super::run::run(root, goal, options).await {
+        Ok(result) => result,
+        Err(err) => {
+            eprintln!("tokamak: {err:#}");
+            return ExitCode::from(USAGE);
+        }
+    };
+    match format {
+        Format::Text => {
+            print!("{}", result.diff);
+            println!("[{}] {}", result.report.exit_reason, result.report.summary);
+        }
+        Format::Json => {
+            if !print_json(&result) {
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    if super::run::succeeded(&result) { ExitCode::SUCCESS } else { ExitCode::from(1) }
+}
+
+/// `tokamak plan`: the plan as an outline (its repairs on stderr) or JSON.
+pub async fn make_plan(root: &Path, goal: &str, format: Format, options: &RunOptions) -> ExitCode {
+    let plan = match super::run::plan(root, goal, options).await {
+        Ok(plan) => plan,
+        Err(err) => {
+            eprintln!("tokamak: {err:#}");
+            return ExitCode::from(1);
+        }
+    };
+    match format {
+        Format::Text => {
+            println!("Plan {} for: {}", plan.plan_id, plan.goal);
+            print!("{}", plan.outline());
+            for repair in &plan.repairs {
+                eprintln!("tokamak: repaired the plan: {repair}");
+            }
+        }
+        Format::Json => {
+            if !print_json(&plan) {
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// `tokamak checkpoints`: the checkpoints, newest first.
+pub async fn list_checkpoints(root: &Path, format: Format) -> ExitCode {
+    let list = match super::history::checkpoints(root).await {
+        Ok(list) => list,
+        Err(err) => {
+            eprintln!("tokamak: {err:#}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match format {
+        Format::Text => print!("{}", crate::history::table(&list)),
+        Format::Json => {
+            if !print_json(&list) {
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// `tokamak rollback`: what was restored and what could not be; 1 when anything failed.
+pub async fn rollback(root: &Path, id: &str, force: bool) -> ExitCode {
+    match super::history::rollback(root, id, force).await {
+        Ok(report) => {
+            print!("{}", report.describe("tokamak rollback "));
+            if report.failed.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) }
+        }
+        Err(err) => {
+            eprintln!("tokamak: {err:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// `tokamak model check`: the model's answer line by line; 2 for bad settings, 1 when it fails.
+pub async fn run_model_check(role: Option<&str>, stream: bool) -> ExitCode {
+    let root = crate::config::find_root(Path::new("."));
+    match model_check::check_model(&root, role, stream).await {
+        Ok(check) => {
+            for line in check.lines() {
+                println!("{line}");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(model_check::CheckError::Settings(err)) => {
+            eprintln!("tokamak: {err}");
+            ExitCode::from(USAGE)
+        }
+        Err(model_check::CheckError::Model(err @ crate::model::ModelError::Config { .. })) => {
+            eprintln!("tokamak: {err}");
+            ExitCode::from(USAGE)
+        }
+        Err(model_check::CheckError::Model(err)) => {
+            eprintln!("tokamak: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `tokamak check`: the findings like a linter's; 1 when any is an error.
+pub async fn run_check(paths: &[PathBuf], format: Format, options: &CheckOptions) -> ExitCode {
+    let report = match check::check(paths, options).await {
+        Ok(report) => report,
+        Err(err) => {
+            eprintln!("tokamak: {err:#}");
+            return ExitCode::from(USAGE);
+        }
+    };
+    for message in &report.messages {
+        eprintln!("{message}");
+    }
+    for (path, reason) in &report.skipped {
+        eprintln!("{}: not checked: {reason}", path.display());
+    }
+    for (path, sentence) in &report.syntax_only {
+        eprintln!("{}: {sentence}", path.display());
+    }
+    if report.checked == 0 && !report.skipped.is_empty() {
+        eprintln!("tokamak: nothing was checked: every file was skipped");
+        return ExitCode::from(USAGE);
+    }
+    match format {
+        Format::Text => {
+            for finding in &report.findings {
+                println!("{}", finding.to_line());
+            }
+        }
+        Format::Json => {
+            if !print_json(&report.findings) {
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    if report.has_errors() { ExitCode::from(1) } else { ExitCode::SUCCESS }
+}
+
+/// `tokamak fix`: each file's diff and ending with its candidates; 1 unless every file ended clean.
+pub async fn run_fix(paths: &[PathBuf], format: Format, options: &FixOptions) -> ExitCode {
+    let results = match super::fix::fix(paths, options).await {
+        Ok(results) => results,
+        Err(err) => {
+            eprintln!("tokamak: {err:#}");
+            return ExitCode::from(USAGE);
+        }
+    };
+    if results.is_empty() {
+        eprintln!("tokamak: nothing was fixed: no file given could be read as source text");
+        return ExitCode::from(USAGE);
+    }
+    match format {
+        Format::Text => {
+            for result in &results {
+                print!("{}", result.diff);
+            }
+            for result in &results {
+                println!("[{}] {}", result.exit_reason, result.summary);
+                for candidate in &result.candidates {
+                    let outcome = serde_json::to_value(candidate.outcome).unwrap_or_default();
+                    println!(
+                        "  attempt {} candidate {} (temperature {}): {} — {}",
+                        candidate.attempt,
+                        candidate.number,
+                        candidate.temperature,
+                        outcome.as_str().unwrap_or_default(),
+                        candidate.why
+                    );
+                }
+            }
+        }
+        Format::Json => {
+            if !print_json(&results) {
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    let clean = results.iter().all(|r| r.exit_reason == crate::agent::ExitReason::Clean);
+    if clean { ExitCode::SUCCESS } else { ExitCode::from(1) }
+}
+
+/// `tokamak bench task`.
+pub async fn run_bench_task(
+    dir: &Path,
+    format: Format,
+    options: &super::bench_task::TaskBenchOptions,
+) -> ExitCode {
+    match super::bench_task::bench_task(dir, options).await {
+        Ok(results) => print_results(&results, format, super::bench_task::table),
+        Err(err) => {
+            eprintln!("tokamak: {err:#}");
+            ExitCode::from(USAGE)
+        }
+    }
+}
+
+/// A benchmark's results as its table or as JSON.
+fn print_results<T: serde::Serialize>(results: &[T], format: Format, table: fn(&[T]) -> String) -> ExitCode {
+    match format {
+        Format::Text => print!("{}", table(results)),
+        Format::Json => {
+            if !print_json(results) {
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// `tokamak bench fix`.
+pub async fn run_bench_fix(dir: &Path, format: Format, options: &BenchOptions) -> ExitCode {
+    match super::bench::bench_fix(dir, options).await {
+        Ok(results) => print_results(&results, format, super::bench::table),
+        Err(err) => {
+            eprintln!("tokamak: {err:#}");
+            ExitCode::from(USAGE)
+        }
+    }
+}
