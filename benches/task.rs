@@ -141,7 +141,7 @@ fn script(steps: usize) -> VecDeque<Reply> {
 
 /// The file step `i` edits: a tester's test file, or a documenter's notes.
 fn step_file(i: usize) -> String {
-    if i % 2 == 0 { format!("test_module_{i}.py") } else { format!("module_{i}.md") }
+    if i.is_multiple_of(2) { format!("test_module_{i}.py") } else { format!("module_{i}.md") }
 }
 
 fn project(root: &Path, steps: usize) {

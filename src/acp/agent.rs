@@ -304,7 +304,7 @@ impl Agent {
         let editor = Arc::new(AcpEditor::new(Arc::clone(&self.connection), id, &root, can, log));
         let approver = Arc::new(AcpApprover::new(Arc::clone(&editor)));
         let front = FrontEnd { editor: editor.clone(), approver };
-        let options = Options { history: true, agent: true, workspace: None };
+        let options = Options { history: true, agent: true, workspace: None, watch: true };
         let session = Session::build(Some(root.clone()), loaded.settings, loaded.trust, front, options);
         let mut notes: Vec<String> = session.problems.iter().map(|p| p.going_on()).collect();
         if let Some(message) = crate::trust::ignored_message(&root, &loaded.ignored) {

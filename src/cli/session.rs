@@ -67,7 +67,7 @@ pub fn open_copy(
         Approval::Unattended => Arc::new(RefuseUnlisted),
     };
     let front = FrontEnd { editor: Arc::new(Headless::new(Some(&root), false, progress)), approver };
-    let options = Options { history: checkpoints, agent: true, workspace: None };
+    let options = Options { history: checkpoints, agent: true, workspace: None, watch: false };
     checked(Session::build(Some(root), settings, loaded.trust, front, options))
 }
 

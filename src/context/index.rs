@@ -76,10 +76,10 @@ impl Index {
         let hashes: std::collections::HashSet<[u8; 32]> = known.keys().copied().collect();
         let index = Index::build_reusing(root, known);
         let parsed = index.files.values().filter(|e| !hashes.contains(&e.hash)).count();
-        if parsed > 0 || hashes.len() != index.files.len() {
-            if let Err(err) = index.save(cache) {
-                tracing::warn!("could not save the index to {}: {err}", cache.display());
-            }
+        if (parsed > 0 || hashes.len() != index.files.len())
+            && let Err(err) = index.save(cache)
+        {
+            tracing::warn!("could not save the index to {}: {err}", cache.display());
         }
         (index, parsed)
     }

@@ -18,6 +18,9 @@ use crate::sync::lock;
 use crate::syntax::parses_strictly;
 use crate::workspace::DocumentSnapshot;
 
+/// Open documents checked again at most when another file of their language changed.
+const MOST_DEPENDENTS: usize = 8;
+
 /// What checks a document besides Tokamak's syntax check ([`Observer::coverage`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Coverage {
@@ -219,20 +222,42 @@ impl Observer {
         (active, cross_file)
     }
 
+    /// Files that are not open changed on disk (another program wrote them): the open
+    /// documents of their languages are checked again by the checkers that read other files,
+    /// as after a change of another open document.
+    pub fn disk_changed(self: &Arc<Self>, paths: &[PathBuf]) {
+        let mut families: Vec<&str> = paths
+            .iter()
+            .map(|p| crate::text::Language::from_path(p))
+            .filter(|l| l.is_parsed())
+            .map(|l| l.family())
+            .collect();
+        families.sort_unstable();
+        families.dedup();
+        for family in families {
+            self.check_family(family, None);
+        }
+    }
+
     /// After a change of one document, the other open documents of its language are checked
     /// again by the checkers that read other files (when checkers run on change): what they
     /// said was computed against its older text. At most a few; not for plain text, whose
     /// files do not import one another.
     pub(super) fn check_dependents(self: &Arc<Self>, changed: &DocumentSnapshot) {
-        const MOST: usize = 8;
         if !self.checkers.run_on_change || !changed.language.is_parsed() {
             return;
         }
+        self.check_family(changed.language.family(), Some(&changed.uri));
+    }
+
+    /// Runs the cross-file checkers again on the open documents of `family` (`python`,
+    /// `ecmascript`) but `except`, at most [`MOST_DEPENDENTS`], after the debounce.
+    pub(super) fn check_family(self: &Arc<Self>, family: &str, except: Option<&Url>) {
         let others: Vec<DocumentSnapshot> = lock(&self.workspace)
             .snapshots()
             .into_iter()
-            .filter(|s| s.uri != changed.uri && s.language.family() == changed.language.family())
-            .take(MOST)
+            .filter(|s| Some(&s.uri) != except && s.language.family() == family)
+            .take(MOST_DEPENDENTS)
             .collect();
         for other in others {
             for (checker, program, path, root) in self.available_checkers(&other) {

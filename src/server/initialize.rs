@@ -100,7 +100,13 @@ pub async fn initialize(backend: &Backend, params: InitializeParams) -> Result<I
         editor: Arc::new(backend.editor()),
         approver: Arc::new(super::approvals::LspApprover(Arc::clone(&backend.approvals))),
     };
-    let options = Options { history: true, agent: true, workspace: Some(Arc::clone(&backend.workspace)) };
+    // the editor tells of files changed on disk when it can watch them; else Tokamak watches
+    let options = Options {
+        history: true,
+        agent: true,
+        workspace: Some(Arc::clone(&backend.workspace)),
+        watch: !watch,
+    };
     let session = Session::build(root.clone(), settings, trust, front, options);
     for problem in &session.problems {
         let message = problem.going_on();
@@ -114,6 +120,7 @@ pub async fn initialize(backend: &Backend, params: InitializeParams) -> Result<I
     let _ = backend.history.set(session.history);
     let _ = backend.executor.set(session.executor);
     let _ = backend.trust.set(session.trust);
+    *crate::sync::lock(&backend.watcher) = session.watcher;
     let client = params.client_info.map_or_else(|| "an unnamed client".to_string(), |c| c.name);
     let root_text =
         root.as_ref().map_or_else(|| "no workspace folder".to_string(), |r| r.display().to_string());

@@ -92,6 +92,8 @@ pub struct Backend {
     index: OnceLock<Arc<crate::context::LiveIndex>>,
     /// The client registers file watchers on request (`workspace/didChangeWatchedFiles`).
     watch_files: OnceLock<bool>,
+    /// Tokamak's own watcher of the workspace, when the client does not watch it.
+    watcher: Mutex<Option<crate::session::DiskWatcher>>,
     /// The questions the runs wait on (`tokamak.approve`, `tokamak.reject`).
     approvals: Arc<approvals::Approvals>,
 }
@@ -124,6 +126,7 @@ impl Backend {
             log_queue: Mutex::new(log_queue),
             index: OnceLock::new(),
             watch_files: OnceLock::new(),
+            watcher: Mutex::new(None),
         }
     }
 

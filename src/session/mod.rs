@@ -22,6 +22,10 @@ use crate::run::{Progress, RunEvent, RunReport};
 use crate::trust::Trust;
 use crate::workspace::Workspace;
 
+mod watch;
+
+pub use watch::DiskWatcher;
+
 /// What a front end brings to a session.
 pub struct FrontEnd {
     /// How the engine acts on the editor (or the terminal, or the files).
@@ -39,6 +43,9 @@ pub struct Options {
     pub agent: bool,
     /// The front end's own documents, when it already holds them (the server's); else new.
     pub workspace: Option<Arc<Mutex<Workspace>>>,
+    /// Watch the root for files other programs change, while the session lasts (a long-lived
+    /// front end whose editor does not tell of them; needs `agent`, whose index it feeds).
+    pub watch: bool,
 }
 
 /// One workspace's session.
@@ -55,6 +62,8 @@ pub struct Session {
     pub executor: Option<Arc<ExecutorContext>>,
     /// What could not be used as the settings say.
     pub problems: Vec<Problem>,
+    /// Files changed on disk by other programs, seen while the session lasts (`Options::watch`).
+    pub watcher: Option<DiskWatcher>,
 }
 
 /// Something a session could not use as its settings say; it goes on without it.
@@ -165,7 +174,24 @@ impl Session {
             },
             _ => None,
         };
-        Session { root, settings, trust, editor: front.editor, observer, history, index, executor, problems }
+        let watcher = match (&root, &index) {
+            (Some(root), Some(index)) if options.watch => {
+                watch::watch(root, Arc::clone(index), Arc::clone(&observer))
+            }
+            _ => None,
+        };
+        Session {
+            root,
+            settings,
+            trust,
+            editor: front.editor,
+            observer,
+            history,
+            index,
+            executor,
+            problems,
+            watcher,
+        }
     }
 
     /// The model choice of the session's settings.

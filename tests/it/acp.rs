@@ -613,6 +613,44 @@ fn a_model_that_refuses_ends_the_turn_with_refusal() {
     assert!(client.end().is_some());
 }
 
+/// A session lasts: a file another program writes after the index was built is in the next
+/// prompt's view of the workspace (Tokamak watches the folder; no ACP client tells of disk).
+#[test]
+fn a_file_written_on_disk_during_a_session_is_in_the_next_prompts_view() {
+    let (_dir, root) = python_project();
+    let refusal = || {
+        json_reply(
+            200,
+            json!({
+                "id": "chatcmpl-1", "object": "chat.completion", "created": 1_700_000_000, "model": "scripted-model",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": "No."}, "finish_reason": "content_filter"}],
+                "usage": {"prompt_tokens": 40, "completion_tokens": 1, "total_tokens": 41}
+            }),
+        )
+    };
+    let model = ModelServer::start((0..40).map(|_| refusal()).collect());
+    let mut client = Client::start(user_for(&PYTHON, &root, &model), &[]);
+    client.initialize(true);
+    let session = client.new_session(&root);
+    let goal = "Make reconcile_ledger_quokka round to cents";
+    let prompt_of = |client: &mut Client| {
+        let answer = client.request("session/prompt", Client::prompt_request(&session, goal));
+        assert_eq!(answer["result"]["stopReason"], "refusal", "{answer}");
+        let last = model.requests().last().cloned().expect("a request");
+        last.body["messages"].to_string()
+    };
+    // the first prompt builds the index; the file is not there yet
+    assert!(!prompt_of(&mut client).contains("ledger.py"));
+    std::fs::write(root.join("ledger.py"), "def reconcile_ledger_quokka(total):\n    return total\n")
+        .unwrap();
+    let deadline = Instant::now() + support::TIMEOUT;
+    while !prompt_of(&mut client).contains("ledger.py") {
+        assert!(Instant::now() < deadline, "the file written on disk never reached the prompt");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(client.end().is_some());
+}
+
 /// A client without a file system of its own (ACP's v2 draft drops `fs/*`): the same run
 /// writes the files itself, and every question answered once is asked again.
 #[test]

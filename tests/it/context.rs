@@ -1,4 +1,8 @@
-//! The workspace index from the command line: `tokamak bench context` on a small project.
+//! The workspace index and what prompts see of it (SPEC C1–C7): `tokamak bench context` on a
+//! small project, `tokamak.context` over stdio for a Korean question and with the buffers'
+//! text, the build shown as progress, the index following edits, the editor's watched files
+//! and a restart, Tokamak's own watcher where the editor has none, one parse per version of an
+//! open document, and plans seeing rules, ranked files, cached summaries and a model's help.
 
 use crate::support;
 
@@ -474,4 +478,71 @@ fn one_version_of_an_open_document_is_parsed_once() {
     assert!(parses >= 1 && parses <= last as u64, "no more parses than versions: {status}");
     assert_eq!(counts[0]["parsedTwice"], 0, "{status}");
     assert_eq!(status["context"]["index"]["documentsParsedAgain"], 0, "the index took the tree: {status}");
+}
+
+/// An editor that does not watch files (no `didChangeWatchedFiles`, as Helix without it or a
+/// plain client): Tokamak watches the workspace itself. A file another program writes — in a
+/// folder made just before it —, changes or deletes is found or lost by the next question; an
+/// open document's buffer still wins over what is written to its file.
+#[test]
+fn files_other_programs_change_are_seen_without_the_editors_watcher() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir(root.join(".git")).unwrap();
+    std::fs::write(root.join("alpha.py"), "def alpha_apricot():\n    return 1\n").unwrap();
+    std::fs::write(root.join("open.py"), "def disk_mango():\n    return 2\n").unwrap();
+    let mut client = support::LspClient::for_project(root, serde_json::json!({}));
+    type Files = Vec<(String, Vec<String>)>;
+    let files_for = |client: &mut support::LspClient, query: &str| -> Files {
+        let response = client.request(
+            "workspace/executeCommand",
+            serde_json::json!({"command": "tokamak.context", "arguments": [{"query": query}]}),
+        );
+        assert!(response.get("error").is_none(), "{response}");
+        response["result"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|file| {
+                let symbols = file["symbols"].as_array().cloned().unwrap_or_default();
+                let names = symbols.iter().filter_map(|s| s["name"].as_str().map(str::to_string)).collect();
+                (file["path"].as_str().unwrap_or_default().to_string(), names)
+            })
+            .collect()
+    };
+    // waits, a question at a time, until `done` holds of the answer to `query`
+    let until = |client: &mut support::LspClient, query: &str, done: &dyn Fn(&Files) -> bool| {
+        let deadline = std::time::Instant::now() + support::TIMEOUT;
+        loop {
+            let files = files_for(client, query);
+            if done(&files) {
+                return files;
+            }
+            assert!(std::time::Instant::now() < deadline, "{query}: still {files:?}");
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    };
+    let has = |files: &[(String, Vec<String>)], path: &str, symbol: &str| {
+        files.iter().any(|(p, names)| p == path && names.iter().any(|n| n == symbol))
+    };
+    assert!(has(&files_for(&mut client, "apricot"), "alpha.py", "alpha_apricot"));
+    let uri = client.open_file(&root.join("open.py"), "python");
+    client.change(&uri, 2, serde_json::json!([{"text": "def buffer_kiwi():\n    return 3\n"}]));
+
+    // written by another program: the open document's file, then a new folder and its file
+    std::fs::write(root.join("open.py"), "def disk_papaya():\n    return 4\n").unwrap();
+    std::fs::create_dir(root.join("late")).unwrap();
+    std::fs::write(root.join("late/fresh.py"), "def fresh_guava():\n    return 5\n").unwrap();
+    until(&mut client, "guava", &|files| has(files, "late/fresh.py", "fresh_guava"));
+    let files = files_for(&mut client, "papaya kiwi");
+    assert!(has(&files, "open.py", "buffer_kiwi"), "the buffer wins: {files:?}");
+    assert!(!files.iter().any(|(_, names)| names.iter().any(|n| n == "disk_papaya")), "{files:?}");
+
+    // changed, then deleted
+    std::fs::write(root.join("alpha.py"), "def alpha_lychee():\n    return 6\n").unwrap();
+    until(&mut client, "lychee apricot", &|files| {
+        has(files, "alpha.py", "alpha_lychee") && !has(files, "alpha.py", "alpha_apricot")
+    });
+    std::fs::remove_file(root.join("alpha.py")).unwrap();
+    until(&mut client, "lychee", &|files| !files.iter().any(|(p, _)| p == "alpha.py"));
 }

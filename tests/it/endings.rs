@@ -323,6 +323,39 @@ fn a_change_in_one_buffer_is_seen_by_the_checks_of_another() {
     client.shutdown();
 }
 
+/// The same when another program writes the source on disk (the source not open, the editor
+/// watching no files): Tokamak's own watcher sees it and the open test file's pyright is run
+/// again, its complaint gone without a keystroke in it.
+#[test]
+fn a_file_another_program_writes_is_seen_by_the_checks_of_an_open_one() {
+    if !support::require_tools(&["pyright"]) {
+        return;
+    }
+    let dir = PYTHON.project();
+    let root = dir.path();
+    let user_test = "from user import User\n\n\ndef test_validate_email():\n    assert User(\"ada\", \"ada@example.com\").validate_email()\n";
+    std::fs::write(root.join(PYTHON.tests), user_test).unwrap();
+    let options = json!({"checkers": {"enable": ["pyright"]}});
+    let mut client = LspClient::editor_for_project(root, options);
+    let tests = client.open_file(&root.join(PYTHON.tests), "python");
+    let before = client.observer_diagnostics(&tests, true);
+    let found = messages(&before["diagnostics"], "pyright");
+    assert!(found.iter().any(|m| m.contains("validate_email")), "the method is missing: {found:?}");
+    let source = std::fs::read_to_string(root.join(PYTHON.source)).unwrap();
+    std::fs::write(root.join(PYTHON.source), source.replace(PYTHON.method.0, PYTHON.method.1)).unwrap();
+    let deadline = std::time::Instant::now() + support::TIMEOUT;
+    loop {
+        let now = client.observer_diagnostics(&tests, false);
+        let found = messages(&now["diagnostics"], "pyright");
+        if found.is_empty() {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "never checked again: {found:?}");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    client.shutdown();
+}
+
 /// A fix whose first attempt resolves the problem while the editor still forwards its own
 /// pyright's diagnostic of the old text under the new version (as VS Code does until Pylance
 /// answers again): Tokamak's own pyright answered on exactly the new text, so the stale
