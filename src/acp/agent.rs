@@ -21,7 +21,7 @@ use super::wire::Connection;
 use crate::agent::{Runs, TaskRequest, run_task};
 use crate::config::Settings;
 use crate::run::ExitReason;
-use crate::session::{FrontEnd, Options, Session, new_plan_id, task_context};
+use crate::session::{FrontEnd, Options, Session, new_plan_id};
 use crate::sync::lock;
 
 /// The JSON-RPC code of a request the agent cannot take now (a prompt while one runs, a
@@ -347,12 +347,10 @@ impl Agent {
             return Err(invalid_params("the prompt has no text"));
         }
         let picked = lock(&session.picked).clone();
-        let Some(executor) = session.session.executor.clone() else {
+        let models = options::models(&session.session, &picked);
+        let Some(context) = session.session.task_context_with(&models) else {
             return Err(RpcError::new(-32603, "the agent cannot act on this session's folder"));
         };
-        let settings = &session.session.settings;
-        let models = options::models(&session.session, &picked);
-        let context = task_context(executor, &models, &settings.limits, &settings.plan, &settings.fix);
         let handle = session.runs.start(&session.root_uri).map_err(|busy| {
             RpcError::new(
                 BUSY,

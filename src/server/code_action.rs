@@ -109,7 +109,7 @@ fn task_actions(
     explicit: bool,
 ) -> Vec<CodeActionOrCommand> {
     let uri = &snapshot.uri;
-    let path = crate::agent::display_path(backend.root.get().cloned().flatten().as_deref(), uri);
+    let path = crate::agent::display_path(backend.root().as_deref(), uri);
     let mut actions = Vec::new();
     let task = || Some(CodeActionKind::from(TASK.to_string()));
     let line = range.start.line as usize;

@@ -17,7 +17,7 @@ use serde_json::Value;
 use tower_lsp_server::Client;
 use tower_lsp_server::ls_types::{ConfigurationItem, DidChangeConfigurationParams, MessageType};
 
-use super::{Backend, ModelChoice};
+use super::{Backend, ModelChoice, Session};
 use crate::model::ModelSettings;
 
 /// How long the client may take to answer `workspace/configuration`.
@@ -27,7 +27,7 @@ pub const TIMEOUT: Duration = Duration::from_secs(5);
 #[derive(Clone)]
 pub struct Target {
     client: Client,
-    base: Arc<Mutex<ModelChoice>>,
+    base: ModelChoice,
     current: Arc<Mutex<ModelChoice>>,
 }
 
@@ -35,7 +35,7 @@ impl Target {
     pub fn of(backend: &Backend) -> Target {
         Target {
             client: backend.client.clone(),
-            base: Arc::clone(&backend.base_models),
+            base: backend.session().map(Session::models).unwrap_or_default(),
             current: Arc::clone(&backend.models),
         }
     }
@@ -106,7 +106,7 @@ async fn apply(target: &Target, section: Value) {
     }
     match serde_json::from_value::<Section>(section) {
         Ok(section) => {
-            let base = crate::sync::lock(&target.base).clone();
+            let base = target.base.clone();
             let mut choice =
                 ModelChoice { model: base.model.overlay(&section.model), profiles: base.profiles };
             for (role, profile) in section.profiles {

@@ -41,7 +41,7 @@ const REGISTER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10)
 /// progress ("Tokamak: indexing", then how many files), and asks the editor to tell it of
 /// files changed on disk when it can watch them.
 pub fn start_index(backend: &Backend) {
-    let Some(index) = backend.index.get().cloned() else { return };
+    let Some(index) = backend.index().cloned() else { return };
     let editor = backend.editor();
     tokio::spawn(async move {
         let begin = Progress::Begin {
@@ -87,7 +87,7 @@ pub fn start_index(backend: &Backend) {
 
 /// A document was closed: what is on disk counts again.
 pub fn document_closed(backend: &Backend, uri: &Url) {
-    if let (Some(index), Ok(path)) = (backend.index.get(), uri.to_file_path()) {
+    if let (Some(index), Ok(path)) = (backend.index(), uri.to_file_path()) {
         index.disk_changed(&path);
     }
 }
@@ -95,7 +95,7 @@ pub fn document_closed(backend: &Backend, uri: &Url) {
 /// `workspace/didChangeWatchedFiles`: files created, changed or deleted on disk; an open
 /// document's own text wins over its file's.
 pub fn watched_files_changed(backend: &Backend, params: DidChangeWatchedFilesParams) {
-    let Some(index) = backend.index.get() else { return };
+    let Some(index) = backend.index() else { return };
     for change in params.changes {
         let Some(uri) = super::convert::url(&change.uri) else { continue };
         if backend.workspace().snapshot(&uri).is_some() {
@@ -110,7 +110,7 @@ pub fn watched_files_changed(backend: &Backend, params: DidChangeWatchedFilesPar
 /// What `tokamak.status` says of the context: the index (files, skipped, how it was built,
 /// `null` while it builds) and the project's rules files every run reads.
 pub fn status(backend: &Backend) -> Value {
-    let Some(live) = backend.index.get() else { return Value::Null };
+    let Some(live) = backend.index() else { return Value::Null };
     let rules: Vec<String> = crate::context::project_rules(live.root(), None)
         .into_iter()
         .map(|r| r.path.display().to_string())
@@ -132,7 +132,7 @@ pub fn context(
     backend: &Backend,
     args: ContextArgs,
 ) -> Result<futures::future::BoxFuture<'static, Result<Value>>> {
-    let Some(live) = backend.index.get().cloned() else {
+    let Some(live) = backend.index().cloned() else {
         return Err(Error::invalid_params("tokamak.context needs a workspace folder".to_string()));
     };
     if args.query.trim().is_empty() {

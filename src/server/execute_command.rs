@@ -157,7 +157,7 @@ fn argument<T: serde::de::DeserializeOwned>(arguments: Vec<Value>) -> Result<T> 
 }
 
 fn status(backend: &Backend) -> Value {
-    let trust = backend.trust.get();
+    let trust = backend.session().map(|s| &s.trust);
     json!({
         "version": env!("CARGO_PKG_VERSION"),
         "positionEncoding": backend.encoding().lsp_name(),

@@ -48,10 +48,6 @@ pub async fn initialize(backend: &Backend, params: InitializeParams) -> Result<I
         backend.editor().show_message(MessageLevel::Warning, message).await;
     }
     tracing::info!("workspace trust: {} ({})", trust.trusted, trust.source);
-    let choice =
-        crate::session::ModelChoice { model: settings.model.clone(), profiles: settings.profiles.clone() };
-    *crate::sync::lock(&backend.base_models) = choice.clone();
-    *crate::sync::lock(&backend.models) = choice;
     let configuration = params.capabilities.workspace.as_ref().and_then(|w| w.configuration).unwrap_or(false);
     let support = super::editor::ClientSupport {
         work_done_progress: params
@@ -87,12 +83,8 @@ pub async fn initialize(backend: &Backend, params: InitializeParams) -> Result<I
         .and_then(|w| w.dynamic_registration)
         .unwrap_or(false);
     let _ = backend.watch_files.set(watch);
-    let _ = backend.root.set(root.clone());
-    *crate::sync::lock(&backend.fix_settings) = settings.fix.clone();
-    *crate::sync::lock(&backend.limits) = settings.limits.clone();
-    *crate::sync::lock(&backend.plan_settings) = settings.plan.clone();
     let _ = backend.client_configuration.set(configuration);
-    if backend.observer.get().is_some() {
+    if backend.session().is_some() {
         tracing::warn!("initialize sent twice; keeping the first settings");
         return Err(tower_lsp_server::jsonrpc::Error::invalid_request());
     }
@@ -113,14 +105,9 @@ pub async fn initialize(backend: &Backend, params: InitializeParams) -> Result<I
         tracing::warn!("{message}");
         backend.editor().show_message(MessageLevel::Warning, message).await;
     }
-    let _ = backend.observer.set(session.observer);
-    if let Some(index) = session.index {
-        let _ = backend.index.set(index);
-    }
-    let _ = backend.history.set(session.history);
-    let _ = backend.executor.set(session.executor);
-    let _ = backend.trust.set(session.trust);
-    *crate::sync::lock(&backend.watcher) = session.watcher;
+    // the editor's settings, when it has any, go over the session's (`configuration.rs`)
+    *crate::sync::lock(&backend.models) = session.models();
+    let _ = backend.session.set(session);
     let client = params.client_info.map_or_else(|| "an unnamed client".to_string(), |c| c.name);
     let root_text =
         root.as_ref().map_or_else(|| "no workspace folder".to_string(), |r| r.display().to_string());

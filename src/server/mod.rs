@@ -41,23 +41,27 @@ use tower_lsp_server::{Client, LanguageServer, LspService, Server};
 pub use log_message::{LogMessageLayer, LogMessageQueue, channel as log_message_channel};
 
 use crate::observer::Observer;
+use crate::session::{ModelChoice, Session};
 use crate::text::PositionEncoding;
 use crate::workspace::Workspace;
 use editor::{ClientSupport, LspEditor};
 
-/// Shared by every handler.
+/// Shared by every handler: the connection, what was negotiated with the client, and the one
+/// [`Session`] that holds the server's state — settings, Observer, checkpoints, index,
+/// executor, watcher —, built once at `initialize` and reached by every handler the same way.
 pub struct Backend {
     client: Client,
     /// Decided once, at `initialize`.
     encoding: OnceLock<PositionEncoding>,
+    /// The editor's documents, shared with the session's Observer.
     workspace: Arc<Mutex<Workspace>>,
-    /// Made at `initialize`, once the encoding, the root and the settings are known.
-    observer: OnceLock<Arc<Observer>>,
-    /// `[model]` and `[profiles]`: from `tokamak.toml` and `initializationOptions`, then
-    /// overlaid by `workspace/configuration` when the client answers it.
+    /// The workspace's session, built at `initialize` once the encoding, the root and the
+    /// settings are known.
+    session: OnceLock<Session>,
+    /// The model choice in use: the session's (`tokamak.toml`, `initializationOptions`) with
+    /// the editor's settings over it, which change while the server runs
+    /// (`workspace/configuration`, `didChangeConfiguration`).
     models: Arc<Mutex<ModelChoice>>,
-    /// What `tokamak.toml` and `initializationOptions` say, before the editor's settings.
-    base_models: Arc<Mutex<ModelChoice>>,
     /// Held while the editor is being asked for its settings: work that starts then and
     /// depends on the model (off the message queue) waits for the answer, at most
     /// `configuration::TIMEOUT`.
@@ -68,37 +72,16 @@ pub struct Backend {
     client_configuration: OnceLock<bool>,
     /// What the client supports (progress, versioned edits), from `initialize`.
     support: OnceLock<ClientSupport>,
-    /// The workspace root, from `initialize`.
-    root: OnceLock<Option<std::path::PathBuf>>,
-    /// `[fix]` from `tokamak.toml` and `initializationOptions`.
-    fix_settings: Mutex<crate::config::FixSettings>,
-    /// `[limits]`: how far a task run may go.
-    limits: Mutex<crate::config::LimitSettings>,
-    /// `[plan]`: how plans are made.
-    plan_settings: Mutex<crate::config::PlanSettings>,
     /// The plans made in this session.
     plans: tasks::Plans,
     /// The agent runs going on.
     runs: crate::agent::Runs,
-    /// Whether the user trusts the workspace, decided at `initialize`.
-    trust: OnceLock<crate::trust::Trust>,
-    /// The workspace's checkpoints and audit logs (none without a workspace folder).
-    history: OnceLock<Option<Arc<crate::history::History>>>,
-    /// What the agent's actions work with (none without a workspace folder).
-    executor: OnceLock<Option<Arc<crate::executor::ExecutorContext>>>,
     log_queue: Mutex<Option<LogMessageQueue>>,
-    /// The workspace index (`tokamak.context`, the agent's navigation), made at `initialize`
-    /// when there is a root and built in the background after `initialized`.
-    index: OnceLock<Arc<crate::context::LiveIndex>>,
     /// The client registers file watchers on request (`workspace/didChangeWatchedFiles`).
     watch_files: OnceLock<bool>,
-    /// Tokamak's own watcher of the workspace, when the client does not watch it.
-    watcher: Mutex<Option<crate::session::DiskWatcher>>,
     /// The questions the runs wait on (`tokamak.approve`, `tokamak.reject`).
     approvals: Arc<approvals::Approvals>,
 }
-
-use crate::session::ModelChoice;
 
 impl Backend {
     fn new(client: Client, log_queue: Option<LogMessageQueue>, outbox: transport::Outbox) -> Backend {
@@ -107,27 +90,23 @@ impl Backend {
             client,
             encoding: OnceLock::new(),
             workspace: Arc::new(Mutex::new(Workspace::default())),
-            observer: OnceLock::new(),
+            session: OnceLock::new(),
             models: Arc::new(Mutex::new(ModelChoice::default())),
-            base_models: Arc::new(Mutex::new(ModelChoice::default())),
             reading_configuration: Arc::new(tokio::sync::Mutex::new(())),
             outbox,
             client_configuration: OnceLock::new(),
             support: OnceLock::new(),
-            root: OnceLock::new(),
-            fix_settings: Mutex::new(crate::config::FixSettings::default()),
-            limits: Mutex::new(crate::config::LimitSettings::default()),
-            plan_settings: Mutex::new(crate::config::PlanSettings::default()),
             plans: tasks::Plans::default(),
             runs: crate::agent::Runs::default(),
-            trust: OnceLock::new(),
-            history: OnceLock::new(),
-            executor: OnceLock::new(),
             log_queue: Mutex::new(log_queue),
-            index: OnceLock::new(),
             watch_files: OnceLock::new(),
-            watcher: Mutex::new(None),
         }
+    }
+
+    /// The session; `None` only before `initialize`, when tower-lsp-server refuses everything
+    /// else.
+    fn session(&self) -> Option<&Session> {
+        self.session.get()
     }
 
     fn encoding(&self) -> PositionEncoding {
@@ -146,22 +125,27 @@ impl Backend {
         }
     }
 
-    fn limits(&self) -> crate::config::LimitSettings {
-        crate::sync::lock(&self.limits).clone()
+    /// The workspace root, when the editor named one.
+    fn root(&self) -> Option<std::path::PathBuf> {
+        self.session()?.root.clone()
     }
 
     fn history(&self) -> Option<Arc<crate::history::History>> {
-        self.history.get().cloned().flatten()
+        self.session()?.history.clone()
     }
 
     fn executor_context(&self) -> Option<Arc<crate::executor::ExecutorContext>> {
-        self.executor.get().cloned().flatten()
+        self.session()?.executor.clone()
     }
 
-    /// The Observer; `None` only before `initialize`, when tower-lsp-server refuses everything
-    /// else.
+    /// The workspace index (`tokamak.context`, the agent's navigation), when there is a root.
+    fn index(&self) -> Option<&Arc<crate::context::LiveIndex>> {
+        self.session()?.index.as_ref()
+    }
+
+    /// The Observer; `None` only before `initialize`.
     fn observer(&self) -> Option<&Arc<Observer>> {
-        let observer = self.observer.get();
+        let observer = self.session().map(|s| &s.observer);
         if observer.is_none() {
             tracing::warn!("a message arrived before initialize; ignored");
         }

@@ -11,7 +11,7 @@ use url::Url;
 
 use super::error::Refusal;
 use super::{Backend, convert};
-use crate::agent::{self, FixContext, FixRequest, RunHandle, Scope};
+use crate::agent::{self, FixRequest, RunHandle, Scope};
 use crate::editor::{Editor, MessageLevel};
 use crate::text::{TextRange, line_col_to_offset};
 
@@ -30,7 +30,7 @@ pub struct FixArgs {
 /// once; the run reports through `$/progress`, `tokamak/runFinished` and
 /// `window/showMessage`. A run already going on the document is an error that says so.
 pub async fn fix(backend: &Backend, args: FixArgs) -> Result<Value> {
-    let observer = backend.observer().ok_or_else(Error::internal_error)?.clone();
+    let session = backend.session().ok_or_else(Error::internal_error)?;
     let snapshot = backend.workspace().snapshot(&args.uri).ok_or_else(|| {
         Error::invalid_params(format!("{} is not open; open it before fixing it", args.uri))
     })?;
@@ -47,17 +47,8 @@ pub async fn fix(backend: &Backend, args: FixArgs) -> Result<Value> {
         _ => Scope::File,
     };
     let handle = start(backend, &args.uri).await?;
-    let context = FixContext {
-        observer,
-        editor: Arc::new(backend.editor()) as Arc<dyn Editor>,
-        model: crate::sync::lock(&backend.models).connect(Some(agent::FIX_ROLE)),
-        settings: crate::sync::lock(&backend.fix_settings).clone(),
-        root: backend.root.get().cloned().flatten(),
-        history: backend.history(),
-        approver: crate::session::fix_approver(backend.executor_context().as_ref()),
-        verify: backend.executor_context(),
-        final_tests: true,
-    };
+    let models = crate::sync::lock(&backend.models).clone();
+    let context = session.fix_context_with(&models, crate::session::fix_approver(session.executor.as_ref()));
     let run_id = handle.run_id.clone();
     let request = FixRequest { uri: args.uri, scope };
     tracing::info!("{run_id}: fixing {} ({:?})", request.uri, request.scope);

@@ -90,12 +90,10 @@ const MAX_SCOPE_BYTES: usize = 8 * 1024;
 
 impl Backend {
     fn task_context(&self) -> Result<TaskContext> {
-        let executor = self.executor_context().ok_or_else(|| {
-            Error::invalid_params("a task needs a workspace folder to act on, and this session has none")
-        })?;
         let choice = lock(&self.models).clone();
-        let (plan, fix) = (lock(&self.plan_settings).clone(), lock(&self.fix_settings).clone());
-        Ok(crate::session::task_context(executor, &choice, &self.limits(), &plan, &fix))
+        self.session().and_then(|s| s.task_context_with(&choice)).ok_or_else(|| {
+            Error::invalid_params("a task needs a workspace folder to act on, and this session has none")
+        })
     }
 
     /// The selected text of `uri` in `range` (or the whole line under an empty range), with
@@ -127,7 +125,7 @@ impl Backend {
             }
             Some(crate::text::cut(&rope.byte_slice(from..to).to_string(), MAX_SCOPE_BYTES))
         });
-        let path = agent::display_path(self.root.get().cloned().flatten().as_deref(), uri);
+        let path = agent::display_path(self.root().as_deref(), uri);
         Some(Selection { path, lines: (first, last), text, scope })
     }
 }

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use crate::agent::{FixContext, TaskContext};
-use crate::config::{ApprovalLevel, FixSettings, LimitSettings, PlanSettings, Settings};
+use crate::config::{ApprovalLevel, Settings};
 use crate::context::LiveIndex;
 use crate::editor::Editor;
 use crate::executor::{Approver, Confinement, ExecutorContext, ExecutorSettings};
@@ -201,17 +201,36 @@ impl Session {
 
     /// What a task run is given, with the session's settings.
     pub fn task_context(&self) -> Option<TaskContext> {
+        self.task_context_with(&self.models())
+    }
+
+    /// What a task run is given, its models from `models` (a front end's choice over the
+    /// session's: the editor's settings, a picker's model); `None` without an executor. The
+    /// one place a task run's context is made, for every front end.
+    pub fn task_context_with(&self, models: &ModelChoice) -> Option<TaskContext> {
         let executor = Arc::clone(self.executor.as_ref()?);
         let settings = &self.settings;
-        Some(task_context(executor, &self.models(), &settings.limits, &settings.plan, &settings.fix))
+        Some(TaskContext {
+            executor,
+            model: models.connect(Some(crate::agent::FIX_ROLE)),
+            role_models: Some(models.role_models()),
+            limits: settings.limits.clone(),
+            plan: settings.plan.clone(),
+            fix: settings.fix.clone(),
+        })
     }
 
     /// What a fix run is given, with the session's settings; `approver` as [`fix_context`].
     pub fn fix_context(&self, approver: Option<Arc<dyn Approver>>) -> FixContext {
+        self.fix_context_with(&self.models(), approver)
+    }
+
+    /// [`Session::fix_context`] with the model from `models` (a front end's choice).
+    pub fn fix_context_with(&self, models: &ModelChoice, approver: Option<Arc<dyn Approver>>) -> FixContext {
         FixContext {
             observer: Arc::clone(&self.observer),
             editor: Arc::clone(&self.editor),
-            model: self.models().connect(Some(crate::agent::FIX_ROLE)),
+            model: models.connect(Some(crate::agent::FIX_ROLE)),
             settings: self.settings.fix.clone(),
             root: self.root.clone(),
             history: self.history.clone(),
@@ -244,25 +263,6 @@ impl ModelChoice {
     /// Each role's own model, for a task run's steps.
     pub fn role_models(&self) -> RoleModels {
         role_models(self.model.clone(), self.profiles.clone())
-    }
-}
-
-/// What a task run is given: the executor, the coder's model and each role's, and the
-/// settings as they are now (a front end whose settings change passes its current ones).
-pub fn task_context(
-    executor: Arc<ExecutorContext>,
-    models: &ModelChoice,
-    limits: &LimitSettings,
-    plan: &PlanSettings,
-    fix: &FixSettings,
-) -> TaskContext {
-    TaskContext {
-        executor,
-        model: models.connect(Some(crate::agent::FIX_ROLE)),
-        role_models: Some(models.role_models()),
-        limits: limits.clone(),
-        plan: plan.clone(),
-        fix: fix.clone(),
     }
 }
 

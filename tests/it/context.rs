@@ -469,8 +469,15 @@ fn one_version_of_an_open_document_is_parsed_once() {
     assert_eq!(ranked[0]["path"], "shapes.py", "{ranked}");
     assert!(ranked[0]["symbols"].as_array().unwrap().iter().any(|s| s["name"] == "area_0xy"), "{ranked}");
 
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    let status = status(&mut client);
+    // the last version's parse may still be on its way: waited for, not slept on
+    let deadline = std::time::Instant::now() + support::TIMEOUT;
+    let status = loop {
+        let status = status(&mut client);
+        if status["parses"][0]["version"] == last || std::time::Instant::now() > deadline {
+            break status;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
     let counts = status["parses"].as_array().unwrap();
     assert_eq!(counts.len(), 1, "{status}");
     let parses = counts[0]["parses"].as_u64().unwrap();
