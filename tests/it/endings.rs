@@ -295,6 +295,20 @@ fn the_scenario_with_pyright_judges_the_unsaved_buffers_without_bubblewrap() {
     scenario_across_buffers(false);
 }
 
+/// Seed 000's Python project whose test file calls the method its source lacks, the test file
+/// open with pyright on: pyright's complaint about `validate_email` is there. The client and
+/// the test file's URI.
+fn test_file_missing_the_method(root: &std::path::Path) -> (LspClient, String) {
+    let user_test = "from user import User\n\n\ndef test_validate_email():\n    assert User(\"ada\", \"ada@example.com\").validate_email()\n";
+    std::fs::write(root.join(PYTHON.tests), user_test).unwrap();
+    let mut client = LspClient::editor_for_project(root, json!({"checkers": {"enable": ["pyright"]}}));
+    let tests = client.open_file(&root.join(PYTHON.tests), "python");
+    let before = client.observer_diagnostics(&tests, true);
+    let found = messages(&before["diagnostics"], "pyright");
+    assert!(found.iter().any(|m| m.contains("validate_email")), "the method is missing: {found:?}");
+    (client, tests)
+}
+
 /// A checker that reads other files answers again after one of them changes: pyright's
 /// "cannot access attribute" on the open test file goes once the open source file's buffer
 /// gains the method, though the test file itself did not change.
@@ -305,15 +319,8 @@ fn a_change_in_one_buffer_is_seen_by_the_checks_of_another() {
     }
     let dir = PYTHON.project();
     let root = dir.path();
-    let user_test = "from user import User\n\n\ndef test_validate_email():\n    assert User(\"ada\", \"ada@example.com\").validate_email()\n";
-    std::fs::write(root.join(PYTHON.tests), user_test).unwrap();
-    let options = json!({"checkers": {"enable": ["pyright"]}});
-    let mut client = LspClient::editor_for_project(root, options);
+    let (mut client, tests) = test_file_missing_the_method(root);
     let source = client.open_file(&root.join(PYTHON.source), "python");
-    let tests = client.open_file(&root.join(PYTHON.tests), "python");
-    let before = client.observer_diagnostics(&tests, true);
-    let found = messages(&before["diagnostics"], "pyright");
-    assert!(found.iter().any(|m| m.contains("validate_email")), "the method is missing: {found:?}");
     // the method is added in the source's buffer, unsaved
     let text = client.text(&source).replace(PYTHON.method.0, PYTHON.method.1);
     client.change(&source, 2, json!([{"text": text}]));
@@ -333,14 +340,7 @@ fn a_file_another_program_writes_is_seen_by_the_checks_of_an_open_one() {
     }
     let dir = PYTHON.project();
     let root = dir.path();
-    let user_test = "from user import User\n\n\ndef test_validate_email():\n    assert User(\"ada\", \"ada@example.com\").validate_email()\n";
-    std::fs::write(root.join(PYTHON.tests), user_test).unwrap();
-    let options = json!({"checkers": {"enable": ["pyright"]}});
-    let mut client = LspClient::editor_for_project(root, options);
-    let tests = client.open_file(&root.join(PYTHON.tests), "python");
-    let before = client.observer_diagnostics(&tests, true);
-    let found = messages(&before["diagnostics"], "pyright");
-    assert!(found.iter().any(|m| m.contains("validate_email")), "the method is missing: {found:?}");
+    let (mut client, tests) = test_file_missing_the_method(root);
     let source = std::fs::read_to_string(root.join(PYTHON.source)).unwrap();
     std::fs::write(root.join(PYTHON.source), source.replace(PYTHON.method.0, PYTHON.method.1)).unwrap();
     let deadline = std::time::Instant::now() + support::TIMEOUT;
