@@ -3,11 +3,13 @@
 //! index and has the Observer check again the open documents it may affect. An open
 //! document's own text wins over its file's, as with the editor's `didChangeWatchedFiles`.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak, mpsc};
 use std::time::Duration;
 
 use ignore::gitignore::Gitignore;
+use notify::event::ModifyKind;
 use notify::{EventKind, RecursiveMode, Watcher};
 
 use crate::context::LiveIndex;
@@ -57,7 +59,7 @@ pub fn watch(root: &Path, index: Arc<LiveIndex>, observer: Arc<Observer>) -> Opt
             while let Ok(more) = events.recv_timeout(SETTLE) {
                 batch.push(more);
             }
-            let mut changed = Vec::new();
+            let mut changed = BTreeSet::new();
             for event in batch.into_iter().filter_map(Result::ok) {
                 if matches!(event.kind, EventKind::Access(_)) {
                     continue;
@@ -67,12 +69,15 @@ pub fn watch(root: &Path, index: Arc<LiveIndex>, observer: Arc<Observer>) -> Opt
                         continue;
                     }
                     if path.is_dir() {
-                        if matches!(event.kind, EventKind::Create(_) | EventKind::Modify(_)) {
+                        // a folder made or moved in (not one whose times or rights changed,
+                        // which would walk its whole tree again)
+                        if matches!(event.kind, EventKind::Create(_) | EventKind::Modify(ModifyKind::Name(_)))
+                        {
                             // a new folder's files may have come before its watch did
                             add_folders(&weak, &root, &path, &ignore, &mut folders, Some(&mut changed));
                         }
-                    } else if !changed.contains(&path) {
-                        changed.push(path);
+                    } else {
+                        changed.insert(path);
                     }
                 }
             }
@@ -84,7 +89,7 @@ pub fn watch(root: &Path, index: Arc<LiveIndex>, observer: Arc<Observer>) -> Opt
             for path in &changed {
                 index.disk_changed(path);
             }
-            observer.disk_changed(&changed);
+            observer.disk_changed(&changed.into_iter().collect::<Vec<_>>());
         }
     });
     if let Err(err) = started {
@@ -102,7 +107,7 @@ fn add_folders(
     folder: &Path,
     ignore: &Gitignore,
     folders: &mut usize,
-    mut files: Option<&mut Vec<PathBuf>>,
+    mut files: Option<&mut BTreeSet<PathBuf>>,
 ) {
     let walk = ignore::WalkBuilder::new(folder).follow_links(false).build();
     for entry in walk.flatten() {
@@ -110,8 +115,8 @@ fn add_folders(
             continue;
         }
         if !entry.file_type().is_some_and(|t| t.is_dir()) {
-            if let Some(files) = files.as_deref_mut().filter(|f| !f.iter().any(|p| p == entry.path())) {
-                files.push(entry.path().to_path_buf());
+            if let Some(files) = files.as_deref_mut() {
+                files.insert(entry.path().to_path_buf());
             }
             continue;
         }
