@@ -98,6 +98,7 @@ fn bench_fix_iteration(c: &mut Criterion) {
         approver: None,
         verify: None,
         final_tests: false,
+        trusted: true,
     };
     let runs = Runs::default();
     let settle = Duration::from_secs(10);

@@ -59,6 +59,12 @@ pub enum Action {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         names: Option<Vec<String>>,
     },
+    /// A skill's instructions in full, or one of the files beside its `SKILL.md`.
+    Skill {
+        name: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        file: Option<String>,
+    },
     /// SEARCH/REPLACE blocks (or a diff, or the whole new text) for one file.
     Edit {
         path: String,
@@ -89,9 +95,17 @@ pub enum Action {
     GitCommit {
         message: String,
     },
+    /// A tool of an MCP server, by the name it is offered under (`mcp__server__tool`), with
+    /// its arguments as the tool's schema wants them.
+    Tool {
+        name: String,
+        #[serde(default)]
+        arguments: Value,
+    },
 }
 
-/// What kind of thing an action does, for permissions and approvals.
+/// What kind of thing an action does, for permissions and approvals (an MCP server's tool is a
+/// command: a program outside Tokamak acts).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ActionKind {
@@ -111,6 +125,8 @@ pub enum ToolKind {
     Delete,
     Move,
     Execute,
+    /// An MCP server's tool.
+    Other,
 }
 
 impl Action {
@@ -125,12 +141,14 @@ impl Action {
             Action::Importers { .. } => "importers",
             Action::Locate { .. } => "locate",
             Action::Impact { .. } => "impact",
+            Action::Skill { .. } => "skill",
             Action::Edit { .. } => "edit",
             Action::Create { .. } => "create",
             Action::Delete { .. } => "delete",
             Action::Rename { .. } => "rename",
             Action::Run { .. } => "run",
             Action::GitCommit { .. } => "git_commit",
+            Action::Tool { .. } => "tool",
         }
     }
 
@@ -144,11 +162,12 @@ impl Action {
             | Action::Callers { .. }
             | Action::Importers { .. }
             | Action::Locate { .. }
-            | Action::Impact { .. } => ActionKind::Read,
+            | Action::Impact { .. }
+            | Action::Skill { .. } => ActionKind::Read,
             Action::Edit { .. } | Action::Create { .. } | Action::Delete { .. } | Action::Rename { .. } => {
                 ActionKind::Write
             }
-            Action::Run { .. } => ActionKind::Command,
+            Action::Run { .. } | Action::Tool { .. } => ActionKind::Command,
             Action::GitCommit { .. } => ActionKind::Commit,
         }
     }
@@ -161,6 +180,9 @@ impl Action {
             Value::Null => serde_json::Map::new(),
             other => return Err(format!("the arguments of {name} must be a JSON object, not {other}")),
         };
+        if name.starts_with(TOOL_PREFIX) {
+            return Ok(Action::Tool { name: name.to_string(), arguments: Value::Object(object) });
+        }
         if !ACTION_NAMES.contains(&name) {
             return Err(format!("there is no action {name:?}; the actions are {}", ACTION_NAMES.join(", ")));
         }
@@ -173,7 +195,7 @@ impl Action {
     /// What kind of tool call it is, as an editor shows one (ACP's kinds).
     pub fn tool_kind(&self) -> ToolKind {
         match self {
-            Action::Read { .. } | Action::List { .. } => ToolKind::Read,
+            Action::Read { .. } | Action::List { .. } | Action::Skill { .. } => ToolKind::Read,
             Action::Search { .. }
             | Action::Symbols { .. }
             | Action::Definition { .. }
@@ -185,6 +207,7 @@ impl Action {
             Action::Delete { .. } => ToolKind::Delete,
             Action::Rename { .. } => ToolKind::Move,
             Action::Run { .. } | Action::GitCommit { .. } => ToolKind::Execute,
+            Action::Tool { .. } => ToolKind::Other,
         }
     }
 
@@ -210,7 +233,15 @@ impl Action {
             Action::Symbols { query } | Action::Locate { query, .. } => format!("{query:?}"),
             Action::Definition { name } | Action::Callers { name, .. } => name.clone(),
             Action::Importers { module } => module.clone(),
+            Action::Skill { name, file } => match file {
+                Some(file) => format!("{name}/{file}"),
+                None => name.clone(),
+            },
             Action::GitCommit { message } => format!("{message:?}"),
+            // the tool's own name says what it is
+            Action::Tool { name, arguments } => {
+                return format!("{name} {}", crate::text::cut(&arguments.to_string(), 80));
+            }
             other => other.paths().join(" → "),
         };
         if what.is_empty() { self.name().to_string() } else { format!("{} {what}", self.name()) }
@@ -226,10 +257,22 @@ impl Action {
                     object.insert(key.to_string(), Value::String(summary));
                 }
             }
+            // an outside tool's arguments, as long as they are short
+            if let Some(arguments) = object.get("arguments").map(Value::to_string)
+                && arguments.len() > 2000
+            {
+                let summary = format!("[{} bytes] {}", arguments.len(), crate::text::cut(&arguments, 400));
+                object.insert("arguments".to_string(), Value::String(summary));
+            }
         }
         value
     }
 }
+
+/// The prefix of every MCP server's tool's name (`mcp__server__tool`): none of Tokamak's own
+/// actions starts with it, so an outside tool can never shadow one (Claude Code names MCP tools
+/// the same way).
+pub const TOOL_PREFIX: &str = "mcp__";
 
 /// Every action's name.
 pub const ACTION_NAMES: &[&str] = &[
@@ -242,6 +285,7 @@ pub const ACTION_NAMES: &[&str] = &[
     "importers",
     "locate",
     "impact",
+    "skill",
     "edit",
     "create",
     "delete",
@@ -461,6 +505,11 @@ mod tests {
             ("fly", json!({}), Err("there is no action \"fly\"")),
             ("edit", json!("text"), Err("must be a JSON object")),
             ("git_commit", json!({"message": "m"}), Ok(Action::GitCommit { message: "m".into() })),
+            (
+                "mcp__rag__search",
+                json!({"query": "payments"}),
+                Ok(Action::Tool { name: "mcp__rag__search".into(), arguments: json!({"query": "payments"}) }),
+            ),
         ];
         for (name, arguments, expected) in cases {
             let got = Action::from_call(name, arguments.clone());

@@ -215,6 +215,102 @@ pub struct Settings {
     pub plan: PlanSettings,
     /// `[context]`: what the model sees of the workspace.
     pub context: ContextSettings,
+    /// `[mcp]`: MCP servers whose tools the agent may call.
+    pub mcp: McpSettings,
+}
+
+/// `[mcp]`: MCP servers whose tools are offered to the model beside Tokamak's own actions
+/// (the user's settings; a trusted project's own `.mcp.json` and `[mcp]` too).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct McpSettings {
+    /// `[mcp.servers.NAME]`: each server, as `.mcp.json` describes one.
+    pub servers: BTreeMap<String, McpServerSettings>,
+    /// Seconds a run waits for servers still starting before it goes on without them.
+    pub startup_timeout_s: u64,
+    /// Seconds one tool call may take (and never past the run's own limits).
+    pub call_timeout_s: u64,
+    /// Bytes of a tool's result the model is shown (the rest is cut, with a marker).
+    pub max_result_bytes: usize,
+    /// Read a trusted project's `.mcp.json` (Claude Code's file).
+    pub project_servers: bool,
+    /// Tools called without asking, by Claude Code's names: `mcp__<server>` for all of a
+    /// server's, `mcp__<server>__<tool>` for one (servers from `.mcp.json` or the editor too).
+    pub allow: Vec<String>,
+}
+
+impl Default for McpSettings {
+    fn default() -> Self {
+        McpSettings {
+            servers: BTreeMap::new(),
+            startup_timeout_s: 20,
+            call_timeout_s: 60,
+            max_result_bytes: 16 * 1024,
+            project_servers: true,
+            allow: Vec::new(),
+        }
+    }
+}
+
+/// `[mcp.servers.NAME]`: a server started as a program (`command`, `args`, `env`) or reached
+/// at a `url` (streamable HTTP, or `type = "sse"` for the older SSE transport).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct McpServerSettings {
+    /// `stdio`, `http` or `sse`; unset: `stdio` with a command, `http` with a url.
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    pub command: Option<String>,
+    pub args: Vec<String>,
+    /// Variables the program is started with (beside a minimal environment).
+    pub env: BTreeMap<String, String>,
+    pub url: Option<String>,
+    /// Headers sent with every HTTP request (a bearer token, say).
+    pub headers: BTreeMap<String, String>,
+    /// Tools called without asking: `true` for all of them, or their names.
+    pub allow: AllowTools,
+    /// `false`: not started.
+    pub enabled: bool,
+}
+
+impl Default for McpServerSettings {
+    fn default() -> Self {
+        McpServerSettings {
+            kind: None,
+            command: None,
+            args: Vec::new(),
+            env: BTreeMap::new(),
+            url: None,
+            headers: BTreeMap::new(),
+            allow: AllowTools::default(),
+            enabled: true,
+        }
+    }
+}
+
+/// Which of a server's tools run without asking.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum AllowTools {
+    /// `true`: every tool of the server; `false`: none.
+    All(bool),
+    /// These tools (their names as the server gives them).
+    Only(Vec<String>),
+}
+
+impl Default for AllowTools {
+    fn default() -> Self {
+        AllowTools::All(false)
+    }
+}
+
+impl AllowTools {
+    pub fn allows(&self, tool: &str) -> bool {
+        match self {
+            AllowTools::All(all) => *all,
+            AllowTools::Only(tools) => tools.iter().any(|t| t == tool),
+        }
+    }
 }
 
 /// `[context]` (SPEC C2–C4).

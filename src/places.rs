@@ -69,6 +69,15 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
 }
 
+/// The user's Claude Code folder: `CLAUDE_CONFIG_DIR` when set (as Claude Code reads it), else
+/// `~/.claude` — where the user's own `CLAUDE.md` and skills are.
+pub fn claude_home() -> Option<PathBuf> {
+    match std::env::var_os("CLAUDE_CONFIG_DIR").filter(|v| !v.is_empty()) {
+        Some(dir) => Some(PathBuf::from(dir)),
+        None => dirs::home_dir().map(|home| home.join(".claude")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

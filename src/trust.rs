@@ -170,7 +170,8 @@ pub fn restrict_project_settings(value: &mut Value) -> Vec<String> {
     let Some(top) = value.as_object_mut() else {
         return removed;
     };
-    for key in ["trusted", "commands", "sandbox", "test", "auto_commit"] {
+    // `mcp`: an MCP server is a program or a place the agent's calls go to
+    for key in ["trusted", "commands", "sandbox", "test", "auto_commit", "mcp"] {
         if top.remove(key).is_some() {
             removed.push(key.to_string());
         }

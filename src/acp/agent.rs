@@ -164,6 +164,7 @@ impl Agent {
         let capabilities = acp::AgentCapabilities::new()
             .load_session(true)
             .prompt_capabilities(acp::PromptCapabilities::new().embedded_context(true))
+            .mcp_capabilities(acp::McpCapabilities::new().http(true).sse(true))
             .session_capabilities(sessions);
         let info =
             acp::Implementation::new("tokamak", env!("CARGO_PKG_VERSION")).title("Tokamak".to_string());
@@ -177,8 +178,7 @@ impl Agent {
     fn new_session(&self, params_: Value) -> Result<Value, RpcError> {
         let request: acp::NewSessionRequest = params(params_)?;
         let id = format!("tokamak-{:012x}", fastrand::u64(..1 << 48));
-        let session =
-            self.open(&id, &request.cwd, request.mcp_servers.len(), &request.additional_directories)?;
+        let session = self.open(&id, &request.cwd, &request.mcp_servers, &request.additional_directories)?;
         result(
             acp::NewSessionResponse::new(id).config_options(session.config_options()).modes(session.modes()),
         )
@@ -190,8 +190,7 @@ impl Agent {
         let id = request.session_id.0.to_string();
         self.store.find(&id).ok_or_else(|| RpcError::session_not_found(request.session_id.clone()))?;
         let updates = self.store.updates(&id);
-        let session =
-            self.open(&id, &request.cwd, request.mcp_servers.len(), &request.additional_directories)?;
+        let session = self.open(&id, &request.cwd, &request.mcp_servers, &request.additional_directories)?;
         for update in updates {
             session.editor.replay(update);
         }
@@ -205,8 +204,7 @@ impl Agent {
         let request: acp::ResumeSessionRequest = params(params_)?;
         let id = request.session_id.0.to_string();
         self.store.find(&id).ok_or_else(|| RpcError::session_not_found(request.session_id.clone()))?;
-        let session =
-            self.open(&id, &request.cwd, request.mcp_servers.len(), &request.additional_directories)?;
+        let session = self.open(&id, &request.cwd, &request.mcp_servers, &request.additional_directories)?;
         result(
             acp::ResumeSessionResponse::new().config_options(session.config_options()).modes(session.modes()),
         )
@@ -272,7 +270,7 @@ impl Agent {
         &self,
         id: &str,
         cwd: &std::path::Path,
-        mcp_servers: usize,
+        mcp_servers: &[acp::McpServer],
         additional_directories: &[PathBuf],
     ) -> Result<Arc<AcpSession>, RpcError> {
         let root = canonical(cwd)?;
@@ -304,17 +302,15 @@ impl Agent {
         let editor = Arc::new(AcpEditor::new(Arc::clone(&self.connection), id, &root, can, log));
         let approver = Arc::new(AcpApprover::new(Arc::clone(&editor)));
         let front = FrontEnd { editor: editor.clone(), approver };
-        let options = Options { history: true, agent: true, workspace: None, watch: true };
+        // the editor's MCP servers, started with the user's and a trusted project's
+        let (mcp, unusable) = editor_servers(mcp_servers);
+        let options = Options { history: true, agent: true, workspace: None, watch: true, mcp };
         let session = Session::build(Some(root.clone()), loaded.settings, loaded.trust, front, options);
         let mut notes: Vec<String> = session.problems.iter().map(|p| p.going_on()).collect();
         if let Some(message) = crate::trust::ignored_message(&root, &loaded.ignored) {
             notes.push(message);
         }
-        if mcp_servers > 0 {
-            notes.push(format!(
-                "Tokamak does not use MCP servers yet: the {mcp_servers} this editor gave were not started."
-            ));
-        }
+        notes.extend(unusable);
         if !additional_directories.is_empty() {
             notes.push(format!(
                 "Tokamak acts only in {}; the additional directories ({}) are not read or changed.",
@@ -450,4 +446,60 @@ fn stop_reason(reason: ExitReason) -> acp::StopReason {
         // done, or stopped by a guard the report explains in the agent's message
         _ => acp::StopReason::EndTurn,
     }
+}
+
+/// The MCP servers an ACP client gives in `session/new`, as the session starts them, and the
+/// ones that cannot be (one sentence each).
+fn editor_servers(given: &[acp::McpServer]) -> (Vec<crate::mcp::ServerSpec>, Vec<String>) {
+    use crate::config::McpServerSettings;
+    let mut specs = Vec::new();
+    let mut unusable = Vec::new();
+    for server in given {
+        let (name, settings) = match server {
+            acp::McpServer::Stdio(stdio) => (
+                &stdio.name,
+                McpServerSettings {
+                    kind: Some("stdio".into()),
+                    command: Some(stdio.command.display().to_string()),
+                    args: stdio.args.clone(),
+                    env: stdio.env.iter().map(|v| (v.name.clone(), v.value.clone())).collect(),
+                    ..Default::default()
+                },
+            ),
+            acp::McpServer::Http(http) => (
+                &http.name,
+                McpServerSettings {
+                    kind: Some("http".into()),
+                    url: Some(http.url.clone()),
+                    headers: http.headers.iter().map(|h| (h.name.clone(), h.value.clone())).collect(),
+                    ..Default::default()
+                },
+            ),
+            acp::McpServer::Sse(sse) => (
+                &sse.name,
+                McpServerSettings {
+                    kind: Some("sse".into()),
+                    url: Some(sse.url.clone()),
+                    headers: sse.headers.iter().map(|h| (h.name.clone(), h.value.clone())).collect(),
+                    ..Default::default()
+                },
+            ),
+            other => {
+                unusable.push(format!(
+                    "Tokamak cannot start the MCP server {other:?}: its transport is not one it speaks."
+                ));
+                continue;
+            }
+        };
+        // a name the client gives may hold spaces: the tools' names take the cleaned one
+        let clean: String = name
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+            .collect();
+        match crate::mcp::ServerSpec::from_settings(&clean, &settings, "the editor") {
+            Ok(spec) => specs.push(spec),
+            Err(reason) => unusable.push(format!("Tokamak: {reason}.")),
+        }
+    }
+    (specs, unusable)
 }

@@ -236,6 +236,7 @@ pub fn kind(kind: ToolKind) -> acp::ToolKind {
         ToolKind::Delete => acp::ToolKind::Delete,
         ToolKind::Move => acp::ToolKind::Move,
         ToolKind::Execute => acp::ToolKind::Execute,
+        ToolKind::Other => acp::ToolKind::Other,
     }
 }
 
@@ -549,12 +550,16 @@ impl Approver for AcpApprover {
                 _ => acp::ToolKind::Edit,
             },
             Request::Look { .. } => acp::ToolKind::Read,
+            Request::Tool { .. } => acp::ToolKind::Other,
         };
         let mut content: Vec<acp::ToolCallContent> = Vec::new();
         if let Some(file) = request.file() {
             content.push(editor.diff(file));
         } else if !request.diff().is_empty() {
             content.push(request.diff().to_string().into());
+        } else if let Request::Tool { .. } = request {
+            // what would be sent to the server
+            content.push(request.summary().into());
         }
         // a question about the tool call going on keeps its title and status; one of its own
         // (a commit, an unlisted command of the engine's) says what it is

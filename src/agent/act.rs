@@ -112,9 +112,29 @@ pub async fn act(
             request.context, request.role, request.goal
         )
     };
+    // the MCP servers' tools, once those still starting are up (or the wait is over); what
+    // happened to a server is said once
+    let mut outside = Vec::new();
+    if let Some(toolbox) = executor.context().toolbox() {
+        let within = std::time::Duration::from_secs(executor.context().settings.mcp_startup_timeout_s);
+        tokio::select! {
+            () = toolbox.ready(within) => {}
+            () = cancel.cancelled() => {}
+        }
+        for news in toolbox.news() {
+            executor.record("mcp", serde_json::json!({"news": news}));
+            executor
+                .context()
+                .editor
+                .show_message(crate::editor::MessageLevel::Warning, format!("Tokamak: {news}"))
+                .await;
+        }
+        outside = toolbox.tools();
+    }
+    let outside = outside;
     let mut view = request.workspace.to_string();
     let mut messages =
-        vec![Message::system(system_prompt(request.system, protocol)), Message::user(first(&view))];
+        vec![Message::system(system_prompt(request.system, protocol, &outside)), Message::user(first(&view))];
     let mut fits = 0u32;
     let mut tokens = Tokens::default();
     let mut turns = 0u32;
@@ -172,7 +192,7 @@ pub async fn act(
             if reply_room < room.unwrap_or(info.max_tokens) {
                 room = Some(reply_room);
             }
-            let prompt = trajectory::tokens(&messages).saturating_add(tools_tokens(protocol));
+            let prompt = trajectory::tokens(&messages).saturating_add(tools_tokens(protocol, &outside));
             if fit::over(limit, prompt, reply_room) && !view.is_empty() {
                 let rest = prompt.saturating_sub(estimate_tokens(&view));
                 let (before, after) = fit::shrink(&mut view, fit::left(limit, rest, reply_room));
@@ -181,7 +201,7 @@ pub async fn act(
                     .record("fitted", json!({"limit": limit, "view_before": before, "view_after": after}));
             }
         }
-        let reply = match ask(model, &messages, protocol, room, cancel).await {
+        let reply = match ask(model, &messages, protocol, &outside, room, cancel).await {
             Ok(reply) => reply,
             Err(ModelError::Cancelled { .. }) => {
                 return end(ExitReason::Cancelled, "Cancelled".to_string(), tokens, turns);
@@ -198,7 +218,7 @@ pub async fn act(
                 tracing::debug!("{notice}");
                 executor.context().editor.show_message(MessageLevel::Warning, notice).await;
                 protocol = Protocol::Text;
-                messages[0] = Message::system(system_prompt(request.system, protocol));
+                messages[0] = Message::system(system_prompt(request.system, protocol, &outside));
                 continue;
             }
             Err(ModelError::ContextTooLong { limit, .. }) if fits < fit::MAX_FITS => {
@@ -207,7 +227,7 @@ pub async fn act(
                     fit::learn(&info.endpoint, limit);
                 }
                 let context = limit.map_or_else(String::new, |l| format!(" ({l} tokens)"));
-                let prompt = trajectory::tokens(&messages).saturating_add(tools_tokens(protocol));
+                let prompt = trajectory::tokens(&messages).saturating_add(tools_tokens(protocol, &outside));
                 let shown = estimate_tokens(&view);
                 let rest = prompt.saturating_sub(shown);
                 let reply_room = fit::room_within(limit, room.unwrap_or(info.max_tokens));
@@ -449,30 +469,31 @@ async fn ask(
     model: &dyn Model,
     messages: &[Message],
     protocol: Protocol,
+    outside: &[crate::toolbox::OutsideTool],
     room: Option<u32>,
     cancel: &CancellationToken,
 ) -> Result<Reply, ModelError> {
     let mut request = Request::chat(messages.to_vec());
     request.max_tokens = room;
     if protocol == Protocol::Native {
-        request.tools = tools::tools();
+        request.tools = tools::tools_with(outside);
     }
     let options = CallOptions { deltas: None, cancel: cancel.child_token() };
     model.send(&request, &options).await
 }
 
 /// The tokens the tools take in a request of `protocol`.
-fn tools_tokens(protocol: Protocol) -> u32 {
-    if protocol == Protocol::Native { tools::tokens() } else { 0 }
+fn tools_tokens(protocol: Protocol, outside: &[crate::toolbox::OutsideTool]) -> u32 {
+    if protocol == Protocol::Native { tools::tokens(outside) } else { 0 }
 }
 
-fn system_prompt(role: &str, protocol: Protocol) -> String {
+fn system_prompt(role: &str, protocol: Protocol, outside: &[crate::toolbox::OutsideTool]) -> String {
     match protocol {
         Protocol::Native => format!(
             "{role}\n\nAct with the tools, one step at a time; after each you get its result. Paths are relative to the workspace root. When the goal is reached, or cannot be, call {}.",
             tools::DONE
         ),
-        Protocol::Text => format!("{role}\n\n{}", protocol::TOOLS),
+        Protocol::Text => format!("{role}\n\n{}{}", protocol::TOOLS, tools::outside_in_text(outside)),
     }
 }
 
@@ -507,7 +528,11 @@ async fn take(
     let arguments = serde_json::to_string(action).unwrap_or_default();
     let key = fingerprint(&[&arguments, &result.text]);
     let label = if result.ok { "Result" } else { "Refused" };
-    Ok((key, format!("{label} of {}:\n{}", action.name(), result.text)))
+    let name = match action {
+        Action::Tool { name, .. } => name.as_str(),
+        other => other.name(),
+    };
+    Ok((key, format!("{label} of {name}:\n{}", result.text)))
 }
 
 /// What the checkers found on the text a change wrote against the text before, file by file

@@ -60,6 +60,8 @@ pub struct FixContext {
     /// no candidate was tested on it: "clean" is said only when they pass. Off for a task
     /// step's fix, whose step runs them right after.
     pub final_tests: bool,
+    /// The folder is trusted: its rules files are read (else only the user's own).
+    pub trusted: bool,
 }
 
 /// Counts that survive the run being stopped from outside (cancel, time limit).
@@ -302,7 +304,7 @@ async fn fix_loop(
     // the project's rules (SPEC C7), nearest to the file first, within a quarter of the budget
     let rules = match (&context.root, uri.to_file_path()) {
         (Some(root), Ok(file)) => crate::context::render_rules(
-            &crate::context::project_rules(root, Some(&file)),
+            &crate::context::project_rules(root, Some(&file), context.trusted),
             settings.context_tokens,
         ),
         _ => String::new(),

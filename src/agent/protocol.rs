@@ -27,6 +27,7 @@ pub const TOOLS: &str = r#"Act with exactly one action per reply: a JSON object 
 - {"action": "importers", "module": "app.models"}  the files that import a module
 - {"action": "locate", "query": "where is the login handled"}  the files most relevant to a question
 - {"action": "impact", "path": "app/models.py", "names": ["User"]}  callers, importers and tests a change reaches (without names: what this run changed)
+- {"action": "skill", "name": "testing-strategy", "file": "examples.md"}  a skill's instructions in full (without file), or a file beside them
 - {"action": "edit", "path": "src/app.py"}  followed, after the JSON block, by SEARCH/REPLACE blocks:
 <<<<<<< SEARCH
 exact lines from the file
@@ -108,6 +109,10 @@ pub fn parse(reply: &str) -> Result<Reply, String> {
 fn action_name(value: &Value) -> Option<String> {
     let object = value.as_object()?;
     let name = ["action", "tool", "name"].iter().find_map(|key| object.get(*key)?.as_str())?;
+    // an MCP server's tool is called by its name as offered, exactly
+    if name.trim().starts_with(crate::action::TOOL_PREFIX) {
+        return Some(name.trim().to_string());
+    }
     let name = name.trim().to_ascii_lowercase().replace(['-', ' '], "_");
     let name = match name.as_str() {
         "read_file" | "open" | "cat" => "read".to_string(),

@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 
 use crate::executor::Action;
 use crate::model::{Tool, ToolCall};
+use crate::toolbox::OutsideTool;
 
 /// The tool that ends a step: the goal is reached, or cannot be.
 pub const DONE: &str = "done";
@@ -21,9 +22,10 @@ fn object(properties: Value, required: &[&str]) -> Value {
     json!({"type": "object", "properties": properties, "required": required, "additionalProperties": false})
 }
 
-/// The tokens the tools take in a prompt (estimated from their descriptions and schemas).
-pub fn tokens() -> u32 {
-    tools()
+/// The tokens the tools take in a prompt (estimated from their descriptions and schemas), MCP
+/// servers' tools included.
+pub fn tokens(outside: &[OutsideTool]) -> u32 {
+    tools_with(outside)
         .iter()
         .map(|t| {
             crate::model::estimate_tokens(&t.name)
@@ -31,6 +33,48 @@ pub fn tokens() -> u32 {
                 + crate::model::estimate_tokens(&t.parameters.to_string())
         })
         .sum()
+}
+
+/// Every action, `done`, and the MCP servers' tools under their own names (`mcp__server__tool`,
+/// which no action's name starts with).
+pub fn tools_with(outside: &[OutsideTool]) -> Vec<Tool> {
+    let mut all = tools();
+    all.extend(outside.iter().map(|tool| Tool {
+        name: tool.name.clone(),
+        description: format!("{} (a tool of the MCP server {})", tool.description, tool.server),
+        parameters: schema(&tool.schema),
+    }));
+    all
+}
+
+/// An MCP tool's input schema as providers take one: an object schema (a server that gives
+/// none, or another type, gets an empty object's).
+fn schema(given: &Value) -> Value {
+    match given {
+        Value::Object(object) if object.get("type").and_then(Value::as_str) == Some("object") => {
+            given.clone()
+        }
+        _ => json!({"type": "object", "properties": {}}),
+    }
+}
+
+/// The MCP tools as the text protocol's prompt lists them (empty: none).
+pub fn outside_in_text(outside: &[OutsideTool]) -> String {
+    if outside.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "\nMCP servers' tools — call one as {\"action\": \"<its name>\", \"arguments\": {…as its schema says}}:\n",
+    );
+    for tool in outside {
+        out.push_str(&format!(
+            "- {}: {} Arguments: {}\n",
+            tool.name,
+            tool.description,
+            crate::text::cut(&tool.schema.to_string(), 600)
+        ));
+    }
+    out
 }
 
 /// Every action, and `done`.
@@ -92,6 +136,14 @@ pub fn tools() -> Vec<Tool> {
             object(json!({"query": {"type": "string"}}), &["query"]),
         ),
         tool(
+            "skill",
+            "Read a skill's instructions in full (the skills are listed in the prompt), or with file one of the files beside its SKILL.md.",
+            object(
+                json!({"name": {"type": "string"}, "file": {"type": "string", "description": "a file of the skill's folder, as listed"}}),
+                &["name"],
+            ),
+        ),
+        tool(
             "impact",
             "What a change reaches: the changed definitions' callers, the importers of their modules, and the tests that reach them. With path and names: those definitions; with path only: what this run changed in that file; with neither: everything this run changed.",
             object(json!({"path": path, "names": {"type": "array", "items": {"type": "string"}}}), &[]),
@@ -132,7 +184,9 @@ pub fn tools() -> Vec<Tool> {
 /// Reads a tool call; the error is one sentence for the model (sent back as the call's result).
 /// Whether `name` is one of the tools: an action, or done.
 pub fn is_tool(name: &str) -> bool {
-    crate::executor::ACTION_NAMES.contains(&name) || name == DONE
+    crate::executor::ACTION_NAMES.contains(&name)
+        || name == DONE
+        || name.starts_with(crate::action::TOOL_PREFIX)
 }
 
 /// Reads a tool call into what it asks for; arguments are repaired as `calls::arguments`

@@ -1,6 +1,6 @@
 //! What a task run's prompts show of the workspace: the context room's view for the question
-//! (the project's rules, the files ranked for it within `[context] budget_tokens`, summaries
-//! of large ones made on the way), or, without an index, the rules and a file listing.
+//! (the project's rules, the skills' one lines, the files ranked for it within `[context]
+//! budget_tokens`, summaries of large ones made on the way), or, without an index, the rules and a file listing.
 
 use std::path::Path;
 
@@ -27,8 +27,10 @@ pub async fn workspace_context(
     let root = executor.confinement.root();
     let settings = &executor.settings.context;
     let Some(live) = &executor.index else {
-        let rules = render_rules(&project_rules(root, active), settings.budget_tokens);
-        return (format!("{rules}{}", workspace_view(root)), Tokens::default());
+        let rules =
+            render_rules(&project_rules(root, active, executor.settings.trusted), settings.budget_tokens);
+        let skills = executor.skills.index();
+        return (format!("{rules}{skills}{}", workspace_view(root)), Tokens::default());
     };
     let mut spent = Tokens::default();
     let mut add = |usage: Usage| {
@@ -52,6 +54,7 @@ pub async fn workspace_context(
         active,
         budget_tokens: settings.budget_tokens,
         large_file_lines: settings.large_file_lines,
+        trusted: executor.settings.trusted,
     };
     let source = |path: &Path| executor.current_text(path);
     let summaries = Summaries::for_project(root);
@@ -72,5 +75,8 @@ pub async fn workspace_context(
         view.rules.len(),
         view.tokens
     );
-    (view.text, spent)
+    // every plan and step sees each skill's one line (SKILL.md's description)
+    let skills = executor.skills.index();
+    let text = if skills.is_empty() { view.text } else { format!("{skills}\n{}", view.text) };
+    (text, spent)
 }

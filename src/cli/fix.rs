@@ -89,7 +89,8 @@ pub async fn fix(paths: &[PathBuf], options: &FixOptions) -> anyhow::Result<Vec<
         approver: Arc::new(RefuseUnlisted),
     };
     // a dry run changes nothing, so there is nothing to undo
-    let session_options = Options { history: !options.dry_run, agent: false, workspace: None, watch: false };
+    let session_options =
+        Options { history: !options.dry_run, agent: false, workspace: None, watch: false, mcp: Vec::new() };
     let session = super::session::checked(Session::build(
         Some(root.clone()),
         settings,

@@ -47,8 +47,9 @@ impl Editor for Headless {
 
     async fn clear_diagnostics(&self, _: &Url) {}
 
-    async fn show_message(&self, _: MessageLevel, message: String) {
-        if self.progress {
+    async fn show_message(&self, level: MessageLevel, message: String) {
+        // a warning is said on stderr also when stdout carries JSON
+        if self.progress || matches!(level, MessageLevel::Warning | MessageLevel::Error) {
             eprintln!("tokamak: {message}");
         }
         lock(&self.messages).push(message);

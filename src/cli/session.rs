@@ -67,19 +67,23 @@ pub fn open_copy(
         Approval::Unattended => Arc::new(RefuseUnlisted),
     };
     let front = FrontEnd { editor: Arc::new(Headless::new(Some(&root), false, progress)), approver };
-    let options = Options { history: checkpoints, agent: true, workspace: None, watch: false };
+    let options =
+        Options { history: checkpoints, agent: true, workspace: None, watch: false, mcp: Vec::new() };
     checked(Session::build(Some(root), settings, loaded.trust, front, options))
 }
 
 /// A session whose settings could be used as they are; otherwise the first problem, as the
-/// command's error (the editor goes on with defaults; a command says what to fix).
+/// command's error (the editor goes on with defaults; a command says what to fix). What is only to be said (a folder's agent files not used, or used otherwise than they
+/// say) is said on stderr, and the command goes on.
 pub fn checked(mut session: Session) -> anyhow::Result<Session> {
-    let first = session.problems.drain(..).next();
-    match first {
-        Some(Problem::Checkers(err)) => Err(err.into()),
-        Some(problem) => Err(problem.into()),
-        None => Ok(session),
+    for problem in session.problems.drain(..) {
+        match problem {
+            Problem::Checkers(err) => return Err(err.into()),
+            Problem::Untrusted(_) | Problem::Note(_) => eprintln!("tokamak: {problem}"),
+            problem => return Err(problem.into()),
+        }
     }
+    Ok(session)
 }
 
 /// The session's executor: every session this module opens has one.
@@ -98,6 +102,7 @@ impl Approver for TerminalApprover {
             Request::Commit { .. } => "Commit",
             Request::Change { .. } => "Apply it",
             Request::Look { .. } => "Allow it",
+            Request::Tool { .. } => "Call it",
         };
         let question = format!(
             "{}Tokamak wants to {}. {verb}? [y/N, or say why not] ",

@@ -15,6 +15,7 @@ mod pieces;
 mod rank;
 mod rules;
 mod semantic;
+mod skills;
 mod summary;
 mod terms;
 mod view;
@@ -29,8 +30,9 @@ pub use impact::{
 pub use index::{Caller, Found, Index, MAX_CALLER_DEPTH, MAX_FILE_BYTES, Skipped, module_name};
 pub use live::{BuildReport, LiveIndex};
 pub use rank::{Ranked, RankedSymbol, plain_bm25, query_words, rank};
-pub use rules::{RULE_FILES, RuleFile, project_rules, render_rules};
+pub use rules::{RULE_FILES, RuleFile, project_rules, render_rules, unread_rules};
 pub use semantic::{Embeddings, cosine, expand_query};
+pub use skills::{Skill, Skills};
 pub use summary::Summaries;
 pub use terms::{english_words, term_count};
 pub use view::{Assist, Shown, View, ViewRequest, view, view_ranked, view_with_summaries};

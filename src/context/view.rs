@@ -32,6 +32,8 @@ pub struct ViewRequest<'a> {
     pub budget_tokens: usize,
     /// A file of more lines is shown by its summary or outline.
     pub large_file_lines: usize,
+    /// The folder is trusted: its rules files are read (else only the user's own).
+    pub trusted: bool,
 }
 
 /// How a file is shown.
@@ -84,7 +86,7 @@ pub fn view_ranked(
     let budget_bytes = request.budget_tokens.saturating_mul(crate::text::CHARS_PER_TOKEN);
     let mut out = View::default();
 
-    let rules: Vec<RuleFile> = project_rules(root, request.active);
+    let rules: Vec<RuleFile> = project_rules(root, request.active, request.trusted);
     out.rules = rules.iter().map(|r| r.path.clone()).collect();
     let mut text = render_rules(&rules, budget_bytes / 4);
     if let Some(readme) = ["README.md", "README.rst", "README"]
@@ -283,6 +285,7 @@ mod tests {
             active: None,
             budget_tokens: budget,
             large_file_lines: 400,
+            trusted: true,
         };
 
         let roomy = view(&index, &request(6000), &source, None);

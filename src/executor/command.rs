@@ -79,6 +79,19 @@ impl CommandOutcome {
 }
 
 /// Runs `spec` to its end, its timeout or `cancel`.
+/// Whether `argv` runs tests: the project's test command, or a test runner by name.
+fn is_test_run(argv: &[String], test: Option<&[String]>) -> bool {
+    if test.is_some_and(|t| !t.is_empty() && argv.starts_with(t)) {
+        return true;
+    }
+    let program = argv.first().and_then(|p| Path::new(p).file_name()).and_then(|n| n.to_str()).unwrap_or("");
+    let module = match argv {
+        [_, flag, module, ..] if flag == "-m" => module.as_str(),
+        _ => "",
+    };
+    ["pytest", "py.test", "vitest", "jest", "unittest"].iter().any(|r| program == *r || module == *r)
+}
+
 pub async fn run(spec: CommandSpec<'_>, cancel: &CancellationToken) -> std::io::Result<CommandOutcome> {
     let mut command = match &spec.wrapper {
         Some((wrapper, args)) => {
@@ -506,6 +519,9 @@ impl Executor {
         }
         drop(shadow);
         *lock(&self.commands_ran) = Some(placement.describe());
+        if is_test_run(argv, settings.test_command.as_deref()) && !outcome.timed_out && !outcome.cancelled {
+            lock(&self.state).tests_failing = outcome.status != Some(0);
+        }
         let described = outcome.describe(timeout);
         let mut text = format!("$ {}\n{described} ({}{where_ran})", argv.join(" "), placement.describe());
         text.push('\n');

@@ -11,7 +11,9 @@
 //!   workspace (`confine.rs`);
 //! - commands (`command.rs`), allowed by the policy (`policy.rs`), in the run's shadow copy,
 //!   isolated by bwrap where it works (`sandbox.rs`); commits (`git.rs`); a run rolled back
-//!   (`rollback.rs`).
+//!   (`rollback.rs`);
+//! - the tools of MCP servers, through the session's [`Toolbox`](crate::toolbox::Toolbox)
+//!   (`outside.rs`).
 
 mod change;
 mod command;
@@ -23,6 +25,7 @@ mod git;
 mod ground;
 mod look;
 mod navigate;
+mod outside;
 pub mod policy;
 mod rollback;
 mod sandbox;
@@ -82,6 +85,11 @@ pub struct ExecutorSettings {
     pub approval: ApprovalLevel,
     /// `[context]`: what prompts show of the workspace.
     pub context: crate::config::ContextSettings,
+    /// `[mcp] call_timeout_s` and `max_result_bytes`: one MCP tool call's bounds;
+    /// `startup_timeout_s`: how long a step waits for servers still starting.
+    pub mcp_call_timeout_s: u64,
+    pub mcp_startup_timeout_s: u64,
+    pub mcp_max_result_bytes: usize,
 }
 
 impl ExecutorSettings {
@@ -100,6 +108,9 @@ impl ExecutorSettings {
             key_variables: settings.key_variables(),
             approval: settings.approval,
             context: settings.context.clone(),
+            mcp_call_timeout_s: settings.mcp.call_timeout_s,
+            mcp_startup_timeout_s: settings.mcp.startup_timeout_s,
+            mcp_max_result_bytes: settings.mcp.max_result_bytes,
         }
     }
 }
@@ -114,6 +125,11 @@ pub struct ExecutorContext {
     pub history: Option<Arc<History>>,
     /// The workspace index the navigation actions read (and the run's writes update).
     pub index: Option<Arc<crate::context::LiveIndex>>,
+    /// The skills prompts list and the `skill` action reads (a trusted project's and the
+    /// user's own).
+    pub skills: crate::context::Skills,
+    /// The MCP servers' tools (set once the session has started them).
+    toolbox: std::sync::OnceLock<Arc<dyn crate::toolbox::Toolbox>>,
     /// The user has been told that commands run without a sandbox.
     sandbox_told: AtomicBool,
     /// Copies the test command ran in and may run in again (candidates, baselines, a fix's
@@ -125,6 +141,16 @@ pub struct ExecutorContext {
 }
 
 impl ExecutorContext {
+    /// From now on the model is offered `toolbox`'s tools (once: a second is ignored).
+    pub fn set_toolbox(&self, toolbox: Arc<dyn crate::toolbox::Toolbox>) {
+        let _ = self.toolbox.set(toolbox);
+    }
+
+    /// The MCP servers' tools, when the session has any.
+    pub fn toolbox(&self) -> Option<&Arc<dyn crate::toolbox::Toolbox>> {
+        self.toolbox.get()
+    }
+
     /// The open documents' texts, by absolute path: what the user has, saved or not.
     pub(super) fn buffers(&self) -> HashMap<PathBuf, String> {
         self.observer
@@ -153,7 +179,10 @@ impl ExecutorContext {
         history: Option<Arc<History>>,
         index: Option<Arc<crate::context::LiveIndex>>,
     ) -> Arc<ExecutorContext> {
+        let skills = crate::context::Skills::load(confinement.root(), settings.trusted);
         Arc::new(ExecutorContext {
+            skills,
+            toolbox: std::sync::OnceLock::new(),
             confinement,
             observer,
             editor,
@@ -199,6 +228,8 @@ struct RunState {
     changes: Vec<ChangeAttempt>,
     /// Each file that changed under the run, once per text, and what became of it.
     drift: Vec<String>,
+    /// The run's last test run failed (what lets a tester fix the source).
+    tests_failing: bool,
 }
 
 /// One change (edit, create, delete, rename) the model asked for, and what became of it:
@@ -403,12 +434,17 @@ impl Executor {
             | Action::Importers { .. }
             | Action::Locate { .. }
             | Action::Impact { .. } => self.navigate(action).await,
+            Action::Skill { name, file } => Ok(match self.context.skills.read(name, file.as_deref()) {
+                Ok(text) => ActionResult::done(text, format!("read the skill {}", action.title())),
+                Err(reason) => ActionResult::refused(reason),
+            }),
             Action::Edit { path, blocks } => self.edit(path, blocks).await,
             Action::Create { path, text } => self.create(path, text).await,
             Action::Delete { path } => self.delete(path).await,
             Action::Rename { from, to } => self.rename(from, to).await,
             Action::Run { command, timeout } => Ok(self.run(command, *timeout, origin).await),
             Action::GitCommit { message } => Ok(self.commit(message).await),
+            Action::Tool { name, arguments } => Ok(self.call_tool(name, arguments, origin).await),
         };
         let (result, fate) = match result {
             Ok(result) => {

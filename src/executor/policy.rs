@@ -22,6 +22,9 @@ pub enum Request {
     Change { action: String, summary: String, diff: String, file: Option<ChangedFile> },
     /// Look at the project (`approval = "high"`): the action and what it looks at.
     Look { action: String, summary: String },
+    /// Call an MCP server's tool (one the settings do not allow, or any at `approval =
+    /// "high"`): its name as offered, its server, and the arguments (cut).
+    Tool { name: String, server: String, arguments: String },
 }
 
 impl Request {
@@ -31,6 +34,7 @@ impl Request {
             Request::Command { .. } => "run",
             Request::Commit { .. } => "git_commit",
             Request::Change { action, .. } | Request::Look { action, .. } => action,
+            Request::Tool { name, .. } => name,
         }
     }
 
@@ -48,6 +52,10 @@ impl Request {
                 format!("commit {} with the message {message:?}", files.join(", "))
             }
             Request::Change { summary, .. } | Request::Look { summary, .. } => summary.clone(),
+            Request::Tool { name, server, arguments } => {
+                let tool = name.rsplit("__").next().unwrap_or(name);
+                format!("call the tool {tool} of the MCP server {server} with {arguments}")
+            }
         }
     }
 
@@ -189,6 +197,9 @@ impl Approver for RefuseUnlisted {
             Request::Look { .. } => {
                 "every action needs the user's approval (approval = \"high\"), and nobody could be asked".to_string()
             }
+            Request::Tool { name, server, .. } => format!(
+                "{name} was not called: the MCP server {server}'s tools need the user's approval, and nobody could be asked; the user can allow them with allow = true (or the tool's name) under [mcp.servers.{server}] in their Tokamak settings"
+            ),
         })
     }
 }

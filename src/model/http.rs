@@ -30,8 +30,19 @@ pub struct Client {
 /// wait.
 const INFO_TIMEOUT: Duration = Duration::from_secs(3);
 
+/// Makes rustls's ring provider the process's, once, before any HTTP client is built (reqwest
+/// is built without a provider of its own).
+pub fn tls_ready() {
+    static READY: std::sync::Once = std::sync::Once::new();
+    READY.call_once(|| {
+        // another part of the process may have installed one first: that one serves
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
 impl Client {
     pub fn new(config: ModelConfig) -> Result<Client, ModelError> {
+        tls_ready();
         let http = reqwest::Client::builder()
             .connect_timeout(config.connect_timeout)
             .user_agent(concat!("tokamak/", env!("CARGO_PKG_VERSION")))

@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 pub use check::{ModelCheck, probe, run_check};
 pub use config::{ModelConfig, ModelSettings, Provider, Secret, ToolsMode};
 pub use error::ModelError;
+pub use http::tls_ready;
 pub use usage::{Usage, UsageMeter, estimate_tokens};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -324,7 +325,9 @@ fn written_text(text: &str, calls: &[ToolCall]) -> String {
 }
 
 /// A role's model (SPEC L5): `[model]` under `[profiles.<role>]`, with a model name (a role
-/// file's `model`) over both.
+/// file's `model`) over both — or, when the name is a `[profiles.NAME]`, that profile's
+/// settings; Claude Code's `opus`, `sonnet`, `haiku` and `inherit` that no profile maps are the
+/// role's own model.
 pub type RoleModels = Arc<dyn Fn(&str, Option<&str>) -> Result<Arc<dyn Model>, ModelError> + Send + Sync>;
 
 /// The role models of these settings (keys from the environment, as for the run's model).
@@ -335,10 +338,22 @@ pub fn role_models(
     Arc::new(move |role, name| {
         let env = |variable: &str| std::env::var(variable).ok();
         let mut profiles = profiles.clone();
-        if let Some(name) = name {
-            let top = ModelSettings { model: Some(name.to_string()), ..ModelSettings::default() };
-            let merged = profiles.get(role).map_or_else(|| top.clone(), |p| p.overlay(&top));
-            profiles.insert(role.to_string(), merged);
+        match name {
+            // a `[profiles.NAME]` of the settings: how the user maps Claude Code's `opus`,
+            // `sonnet` and `haiku` (or any name) onto their servers
+            Some(name) if profiles.contains_key(name) && name != role => {
+                let named = profiles[name].clone();
+                let merged = profiles.get(role).map_or_else(|| named.clone(), |p| p.overlay(&named));
+                profiles.insert(role.to_string(), merged);
+            }
+            // Claude Code's family names, unmapped: the role's own model, not a name no local
+            // server has
+            Some("opus" | "sonnet" | "haiku" | "inherit") | None => {}
+            Some(name) => {
+                let top = ModelSettings { model: Some(name.to_string()), ..ModelSettings::default() };
+                let merged = profiles.get(role).map_or_else(|| top.clone(), |p| p.overlay(&top));
+                profiles.insert(role.to_string(), merged);
+            }
         }
         ModelConfig::resolve(&base, &profiles, Some(role), &env).and_then(connect)
     })
@@ -368,5 +383,27 @@ mod tests {
         assert_eq!(read_vectors(&ollama, 2), Err("1 vectors for 2 texts".to_string()));
         assert!(read_vectors(&json!({"data": [{"embedding": ["x"]}]}), 1).is_err());
         assert!(read_vectors(&json!({"error": "no"}), 1).unwrap_err().contains("neither"));
+    }
+
+    #[test]
+    fn a_role_files_model_is_a_profile_of_that_name_or_a_model_name() {
+        let base = ModelSettings {
+            base_url: Some("http://127.0.0.1:9".into()),
+            model: Some("local".into()),
+            ..ModelSettings::default()
+        };
+        let mut profiles = std::collections::BTreeMap::new();
+        profiles.insert(
+            "opus".to_string(),
+            ModelSettings { model: Some("big-model".into()), ..ModelSettings::default() },
+        );
+        let models = role_models(base, profiles);
+        let named =
+            |name: Option<&str>| models("architect", name).map(|m| m.info().model).unwrap_or_default();
+        assert_eq!(named(Some("opus")), "big-model", "Claude Code's opus through [profiles.opus]");
+        assert_eq!(named(Some("sonnet")), "local", "an unmapped family name: the role's own model");
+        assert_eq!(named(Some("inherit")), "local");
+        assert_eq!(named(Some("qwen2.5-coder:7b")), "qwen2.5-coder:7b", "a model name on the role's server");
+        assert_eq!(named(None), "local");
     }
 }

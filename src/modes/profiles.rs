@@ -2,8 +2,10 @@
 //! the paths it may write and the commands it may run — least privilege the executor
 //! enforces, not a prompt. A trusted workspace can override a role or add one with
 //! `.tokamak/agents/<role>.md`: YAML front matter (`model`, `allowed_actions`, `write_paths`,
-//! `commands`, `description`), the body as the system prompt. A broken file is reported with
-//! its path and line, and the built-in profile stays.
+//! `commands`, `description`, `skills`), the body as the system prompt; or with Claude Code's
+//! `.claude/agents/<name>.md` (front matter `name`, `description`, `tools`, `model`, `skills`),
+//! its tools mapped onto Tokamak's actions (`.tokamak/agents/` wins a clash, said once). A
+//! broken file is reported with its path and line, and the built-in profile stays.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -16,7 +18,7 @@ use crate::action::ACTION_NAMES;
 
 /// The actions that only look.
 const LOOK: &[&str] =
-    &["read", "list", "search", "symbols", "definition", "callers", "importers", "locate", "impact"];
+    &["read", "list", "search", "symbols", "definition", "callers", "importers", "locate", "impact", "skill"];
 
 /// One role's permissions and instructions.
 #[derive(Debug, Clone)]
@@ -33,8 +35,15 @@ pub struct Profile {
     pub commands: Option<Vec<String>>,
     /// It may run the project's test command.
     pub test_command: bool,
-    /// Its own model, by name, on the configured server.
+    /// Its own model, by name, on the configured server (or a `[profiles.NAME]` of the
+    /// settings: Claude Code's `opus`, `sonnet`, `haiku`).
     pub model: Option<String>,
+    /// Skills it reads in full before its work (by name).
+    pub skills: Vec<String>,
+    /// It may also change the files outside `write_paths` once a test run of its run failed
+    /// and until one passes (seed 004's tester: a test failing because of the source's bug
+    /// is fixed in the source).
+    pub fixes_source: bool,
     /// `built in`, or the file it came from.
     pub source: String,
     writable: Option<GlobSet>,
@@ -74,14 +83,23 @@ impl Profile {
             commands,
             test_command,
             model: None,
+            skills: Vec::new(),
+            fixes_source: false,
             source: source.to_string(),
             writable,
         })
     }
 
-    /// Why this role may not take `action` (its name), or `None`.
+    /// Why this role may not take `action` (its name; an MCP server's tool by its full name,
+    /// `mcp__server__tool`, allowed by `mcp`, `mcp__server` or its own name), or `None`.
     pub fn refuses_action(&self, action: &str) -> Option<String> {
-        (!self.allowed_actions.iter().any(|a| a == action)).then(|| {
+        let allowed = |a: &String| {
+            a == action
+                || (action.starts_with("mcp__")
+                    && (a == "mcp"
+                        || action.strip_prefix(a.as_str()).is_some_and(|rest| rest.starts_with("__"))))
+        };
+        (!self.allowed_actions.iter().any(allowed)).then(|| {
             format!(
                 "the {} role may not {action} (its actions are {}; {})",
                 self.name,
@@ -159,7 +177,7 @@ pub fn built_in(role: Role) -> Profile {
             "coder",
             "Implements features, fixes bugs and refactors, with tests.",
             "You are the coder. Find similar code first, implement with type hints and docstrings, keep functions small and single-purpose, name constants instead of magic numbers, and write unit tests for what you change. Fix build, test, lint and type errors yourself.",
-            names(ACTION_NAMES),
+            with(ACTION_NAMES, &["mcp"]),
             None,
             None,
             true,
@@ -168,8 +186,8 @@ pub fn built_in(role: Role) -> Profile {
         Role::Tester => Profile::new(
             "tester",
             "Writes and runs tests.",
-            "You are the tester. Cover the happy path, the edge cases and the errors, arrange-act-assert, and run the tests until they pass. You write tests only: when a test fails because of the code under test, say so in your summary.",
-            with(LOOK, &["create", "edit", "rename", "delete", "run"]),
+            "You are the tester. Cover the happy path, the edge cases and the errors, arrange-act-assert, and run the tests until they pass. You write tests; when a test fails because of a bug in the code under test (not in the test), fix that code too — the smallest change that makes the right behaviour pass — run the tests again, and say in your summary what the bug was.",
+            with(LOOK, &["create", "edit", "rename", "delete", "run", "mcp"]),
             Some(names(&[
                 "tests/**",
                 "test/**",
@@ -213,7 +231,9 @@ pub fn built_in(role: Role) -> Profile {
         ),
     };
     // the built-in globs and lists are constants: they parse
-    built.unwrap_or_else(|err| unreachable!("built-in profile: {err}"))
+    let mut built = built.unwrap_or_else(|err| unreachable!("built-in profile: {err}"));
+    built.fixes_source = role == Role::Tester;
+    built
 }
 
 /// A profile file's front matter.
@@ -230,6 +250,56 @@ struct FrontMatter {
     commands: Option<Vec<String>>,
     #[serde(default)]
     description: Option<String>,
+    #[serde(default, deserialize_with = "names_or_line")]
+    skills: Option<Vec<String>>,
+}
+
+/// Claude Code's agent file's front matter (`.claude/agents/<name>.md`); what else it holds
+/// (`color`, …) is Claude Code's own.
+#[derive(Debug, Deserialize)]
+struct ClaudeFrontMatter {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default, deserialize_with = "names_or_line")]
+    tools: Option<Vec<String>>,
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default, deserialize_with = "names_or_line")]
+    skills: Option<Vec<String>>,
+}
+
+/// A list of names: YAML's list, or one line separated by commas (`Read, Grep, Glob`).
+fn names_or_line<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<Vec<String>>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Names {
+        Line(String),
+        List(Vec<String>),
+    }
+    Ok(Option::<Names>::deserialize(deserializer)?.map(|names| match names {
+        Names::Line(line) => {
+            line.split(',').map(|n| n.trim().to_string()).filter(|n| !n.is_empty()).collect()
+        }
+        Names::List(list) => list.into_iter().map(|n| n.trim().to_string()).collect(),
+    }))
+}
+
+/// Claude Code's tools as Tokamak's actions (`None`: a tool Tokamak has no action for —
+/// `WebFetch`, `Task`, `TodoWrite` …). An MCP tool (`mcp__…`) is itself.
+fn claude_tool(tool: &str) -> Option<Vec<String>> {
+    let actions: &[&str] = match tool {
+        "Read" => &["read", "skill", "symbols", "definition", "callers", "importers", "locate", "impact"],
+        "Glob" | "LS" => &["list"],
+        "Grep" => &["search", "symbols", "locate"],
+        "Edit" | "MultiEdit" | "NotebookEdit" => &["edit", "rename", "delete"],
+        "Write" => &["create", "edit"],
+        "Bash" => &["run", "git_commit"],
+        mcp if mcp.starts_with("mcp__") => return Some(vec![mcp.to_string()]),
+        _ => return None,
+    };
+    Some(names(actions))
 }
 
 /// Every role's profile: the built-in five, overridden or joined by a trusted workspace's
@@ -240,42 +310,80 @@ pub struct Profiles {
     /// The files read, and the ones that could not be (path:line: why).
     pub read: Vec<PathBuf>,
     pub problems: Vec<String>,
+    /// What was read differently from what the file says (a Claude Code agent shadowed by a
+    /// `.tokamak/agents/` file, tools Tokamak has no action for), to be said once.
+    pub notes: Vec<String>,
 }
 
 impl Profiles {
-    /// The built-in profiles, with `root`'s `.tokamak/agents/*.md` over them when `trusted`.
+    /// The built-in profiles, with `root`'s `.claude/agents/*.md` and then its
+    /// `.tokamak/agents/*.md` over them when `trusted`.
     pub fn load(root: &Path, trusted: bool) -> Profiles {
         let mut profiles = Profiles {
             by_name: Role::ALL.into_iter().map(|r| (r.name().to_string(), built_in(r))).collect(),
             read: Vec::new(),
             problems: Vec::new(),
+            notes: Vec::new(),
         };
-        let dir = root.join(".tokamak/agents");
-        let Ok(entries) = std::fs::read_dir(&dir) else { return profiles };
-        let mut files: Vec<PathBuf> = entries
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|e| e == "md"))
-            .collect();
-        files.sort();
+        let claude = markdown_files(&root.join(".claude/agents"));
+        let ours = markdown_files(&root.join(".tokamak/agents"));
         if !trusted {
-            if !files.is_empty() {
-                profiles.problems.push(format!(
-                    "{} is not read: the folder is not trusted (role files choose models and permissions; `tokamak trust` to allow them)",
-                    dir.display()
-                ));
+            for (dir, files) in [(".claude/agents", &claude), (".tokamak/agents", &ours)] {
+                if !files.is_empty() {
+                    profiles.problems.push(format!(
+                        "{} is not read: the folder is not trusted (role files choose models and permissions; `tokamak trust` to allow them)",
+                        root.join(dir).display()
+                    ));
+                }
             }
             return profiles;
         }
-        for path in files {
+        let mut from_claude: BTreeMap<String, PathBuf> = BTreeMap::new();
+        for path in claude {
+            let read = std::fs::read_to_string(&path)
+                .map_err(|e| format!("{}: {e}", path.display()))
+                .and_then(|text| parse_claude(&text, &path, &profiles.by_name));
+            match read {
+                Ok((profile, unknown)) => {
+                    if !unknown.is_empty() {
+                        profiles.notes.push(format!(
+                            "{}: Tokamak has no action for {} (left out)",
+                            path.display(),
+                            unknown.join(", ")
+                        ));
+                    }
+                    from_claude.insert(profile.name.clone(), path.clone());
+                    profiles.by_name.insert(profile.name.clone(), profile);
+                    profiles.read.push(path);
+                }
+                Err(problem) => {
+                    tracing::warn!("{problem}");
+                    profiles.problems.push(problem);
+                }
+            }
+        }
+        for path in ours {
             let Some(name) = path.file_stem().and_then(|s| s.to_str()).map(|s| s.to_ascii_lowercase()) else {
                 continue;
             };
+            // a Claude Code agent of the same name is not the base: the built-in role is
+            let base = match from_claude.get(&name) {
+                Some(_) => Role::from_name(&name).map(built_in),
+                None => profiles.by_name.get(&name).cloned(),
+            };
             match std::fs::read_to_string(&path)
                 .map_err(|e| format!("{}: {e}", path.display()))
-                .and_then(|text| parse(&name, &text, &path, profiles.by_name.get(&name)))
+                .and_then(|text| parse(&name, &text, &path, base.as_ref()))
             {
                 Ok(profile) => {
+                    if let Some(shadowed) = from_claude.get(&name) {
+                        profiles.notes.push(format!(
+                            "{} is not used: {} defines the {name} role",
+                            shadowed.display(),
+                            path.display()
+                        ));
+                        profiles.read.retain(|p| p != shadowed);
+                    }
                     profiles.by_name.insert(name, profile);
                     profiles.read.push(path);
                 }
@@ -302,15 +410,7 @@ impl Profiles {
 /// looking only).
 fn parse(name: &str, text: &str, path: &Path, base: Option<&Profile>) -> Result<Profile, String> {
     let shown = path.display();
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let Some(rest) = text.strip_prefix("---\n").or_else(|| text.strip_prefix("---\r\n")) else {
-        return Err(format!("{shown}:1: a role file starts with front matter between --- lines"));
-    };
-    let Some(end) = rest.find("\n---") else {
-        return Err(format!("{shown}:1: the front matter is not closed with a --- line"));
-    };
-    let yaml = &rest[..end + 1];
-    let body = rest[end + 4..].trim_start_matches(['-', '\r']).trim();
+    let (yaml, body) = front_matter(text, &shown.to_string())?;
     let front: FrontMatter = serde_yaml_ng::from_str(yaml).map_err(|err| {
         // the YAML starts on the file's second line
         let line = err.location().map_or(2, |l| l.line() + 1);
@@ -320,7 +420,7 @@ fn parse(name: &str, text: &str, path: &Path, base: Option<&Profile>) -> Result<
         base.cloned().unwrap_or_else(|| Profile { name: name.to_string(), ..built_in(Role::Reviewer) });
     if let Some(actions) = &front.allowed_actions {
         for action in actions {
-            if !ACTION_NAMES.contains(&action.as_str()) {
+            if !ACTION_NAMES.contains(&action.as_str()) && action != "mcp" && !action.starts_with("mcp__") {
                 let line = text.lines().position(|l| l.contains(action.as_str())).map_or(2, |i| i + 1);
                 return Err(format!(
                     "{shown}:{line}: there is no action {action:?}; the actions are {}",
@@ -341,7 +441,94 @@ fn parse(name: &str, text: &str, path: &Path, base: Option<&Profile>) -> Result<
     )
     .map_err(|err| format!("{shown}: {err}"))?;
     profile.model = front.model.or(base.model);
+    profile.skills = front.skills.unwrap_or(base.skills);
+    profile.fixes_source = base.fixes_source;
     Ok(profile)
+}
+
+/// The `.md` files of a folder, sorted.
+fn markdown_files(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut files: Vec<PathBuf> =
+        entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "md")).collect();
+    files.sort();
+    files
+}
+
+/// The front matter's YAML and the body of a Markdown file with front matter.
+fn front_matter<'t>(text: &'t str, shown: &str) -> Result<(&'t str, &'t str), String> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let Some(rest) = text.strip_prefix("---\n").or_else(|| text.strip_prefix("---\r\n")) else {
+        return Err(format!("{shown}:1: an agent file starts with front matter between --- lines"));
+    };
+    let Some(end) = rest.find("\n---") else {
+        return Err(format!("{shown}:1: the front matter is not closed with a --- line"));
+    };
+    Ok((&rest[..end + 1], rest[end + 4..].trim_start_matches(['-', '\r']).trim()))
+}
+
+/// A Claude Code agent file (`.claude/agents/<name>.md`) as a profile, and the tools it lists
+/// that Tokamak has no action for. Its `tools` decide its actions (none listed: every action
+/// and every MCP tool, as Claude Code gives an agent without a list); the paths it may write
+/// and the commands it may run are the built-in role's of its name, if there is one.
+fn parse_claude(
+    text: &str,
+    path: &Path,
+    known: &BTreeMap<String, Profile>,
+) -> Result<(Profile, Vec<String>), String> {
+    let shown = path.display().to_string();
+    let (yaml, body) = front_matter(text, &shown)?;
+    let front: ClaudeFrontMatter = serde_yaml_ng::from_str(yaml).map_err(|err| {
+        let line = err.location().map_or(2, |l| l.line() + 1);
+        format!("{shown}:{line}: {err}")
+    })?;
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("agent");
+    let name =
+        front.name.as_deref().filter(|n| !n.trim().is_empty()).unwrap_or(stem).trim().to_ascii_lowercase();
+    if body.is_empty() {
+        return Err(format!("{shown}: the agent has no instructions after its front matter"));
+    }
+    let base = Role::from_name(&name).map(built_in).or_else(|| known.get(&name).cloned());
+    let mut unknown = Vec::new();
+    let actions = match &front.tools {
+        None => {
+            let mut all = names(ACTION_NAMES);
+            all.push("mcp".to_string());
+            all
+        }
+        Some(tools) => {
+            let mut actions: Vec<String> = Vec::new();
+            for tool in tools {
+                match claude_tool(tool) {
+                    Some(mapped) => mapped.into_iter().for_each(|a| {
+                        if !actions.contains(&a) {
+                            actions.push(a);
+                        }
+                    }),
+                    None => unknown.push(tool.clone()),
+                }
+            }
+            actions
+        }
+    };
+    let description =
+        front.description.unwrap_or_else(|| base.as_ref().map(|b| b.description.clone()).unwrap_or_default());
+    let mut profile = Profile::new(
+        &name,
+        &description,
+        body,
+        actions,
+        base.as_ref().and_then(|b| b.write_paths.clone()),
+        base.as_ref().and_then(|b| b.commands.clone()),
+        base.as_ref().is_none_or(|b| b.test_command),
+        &shown,
+    )
+    .map_err(|err| format!("{shown}: {err}"))?;
+    // `inherit`: the run's model
+    profile.model = front.model.filter(|m| m != "inherit");
+    profile.skills = front.skills.unwrap_or_default();
+    profile.fixes_source = base.is_some_and(|b| b.fixes_source);
+    Ok((profile, unknown))
 }
 
 #[cfg(test)]
@@ -446,5 +633,74 @@ mod tests {
         assert_eq!(untrusted.get("reviewer").unwrap().source, "built in");
         assert!(untrusted.get("translator").is_none());
         assert!(untrusted.problems[0].contains("not trusted"), "{:?}", untrusted.problems);
+    }
+
+    #[test]
+    fn claude_code_agents_are_roles_with_their_tools_as_actions() {
+        let dir = tempfile::tempdir().unwrap();
+        let claude = dir.path().join(".claude/agents");
+        std::fs::create_dir_all(&claude).unwrap();
+        std::fs::write(
+            claude.join("reviewer.md"),
+            "---\nname: reviewer\ndescription: Reviews payments code\ntools: Read, Grep, Glob, WebFetch\nmodel: opus\ncolor: red\n---\nReview it. Read .claude/skills/code-standards/SKILL.md first.\n",
+        )
+        .unwrap();
+        std::fs::write(
+            claude.join("security-auditor.md"),
+            "---\nname: Security-Auditor\ndescription: Audits\n---\nAudit everything.\n",
+        )
+        .unwrap();
+        std::fs::write(
+            claude.join("tester.md"),
+            "---\nname: tester\ntools:\n  - Read\n  - Write\n  - Edit\n  - Bash\n  - mcp__rag__search\nskills: testing-strategy\n---\nTest it.\n",
+        )
+        .unwrap();
+        std::fs::write(claude.join("coder.md"), "---\nname: coder\n---\nCode it.\n").unwrap();
+        std::fs::write(claude.join("empty.md"), "---\nname: empty\n---\n").unwrap();
+        let ours = dir.path().join(".tokamak/agents");
+        std::fs::create_dir_all(&ours).unwrap();
+        std::fs::write(ours.join("coder.md"), "---\ndescription: Ours\n---\nOur coder.\n").unwrap();
+
+        let profiles = Profiles::load(dir.path(), true);
+        let reviewer = profiles.get("reviewer").unwrap();
+        assert_eq!(reviewer.system_prompt, "Review it. Read .claude/skills/code-standards/SKILL.md first.");
+        assert_eq!(reviewer.model.as_deref(), Some("opus"));
+        assert!(reviewer.refuses_action("read").is_none() && reviewer.refuses_action("search").is_none());
+        assert!(reviewer.refuses_action("list").is_none() && reviewer.refuses_action("skill").is_none());
+        assert!(reviewer.refuses_action("edit").unwrap().contains("may not edit"), "not in its tools");
+        assert!(reviewer.refuses_action("run").is_some());
+        assert!(reviewer.refuses_action("mcp__rag__search").is_some());
+
+        let auditor = profiles.get("security-auditor").unwrap();
+        assert!(
+            auditor.refuses_action("edit").is_none() && auditor.refuses_action("mcp__any__tool").is_none(),
+            "no tools: all of them"
+        );
+
+        let tester = profiles.get("tester").unwrap();
+        assert_eq!(tester.skills, ["testing-strategy"]);
+        assert!(tester.refuses_action("mcp__rag__search").is_none());
+        assert!(tester.refuses_action("mcp__rag__delete").is_some());
+        assert!(tester.refuses_action("run").is_none() && tester.refuses_action("create").is_none());
+        assert!(
+            tester.refuses_write("src/app.py").is_some() && tester.fixes_source,
+            "the built-in tester's paths"
+        );
+
+        assert_eq!(profiles.get("coder").unwrap().system_prompt, "Our coder.", ".tokamak wins");
+        let notes = profiles.notes.join("\n");
+        assert!(
+            notes.contains(".claude/agents/coder.md is not used") && notes.contains("no action for WebFetch"),
+            "{notes}"
+        );
+        assert!(
+            profiles.problems.join("\n").contains("empty.md: the agent has no instructions"),
+            "{:?}",
+            profiles.problems
+        );
+
+        let untrusted = Profiles::load(dir.path(), false);
+        assert!(untrusted.get("security-auditor").is_none());
+        assert_eq!(untrusted.problems.len(), 2, "{:?}", untrusted.problems);
     }
 }

@@ -111,10 +111,11 @@ pub fn watched_files_changed(backend: &Backend, params: DidChangeWatchedFilesPar
 /// `null` while it builds) and the project's rules files every run reads.
 pub fn status(backend: &Backend) -> Value {
     let Some(live) = backend.index() else { return Value::Null };
-    let rules: Vec<String> = crate::context::project_rules(live.root(), None)
-        .into_iter()
-        .map(|r| r.path.display().to_string())
-        .collect();
+    let rules: Vec<String> =
+        crate::context::project_rules(live.root(), None, backend.session().is_some_and(|s| s.trust.trusted))
+            .into_iter()
+            .map(|r| r.path.display().to_string())
+            .collect();
     let index = live.report().map(|report| {
         json!({
             "files": live.try_current().map_or(report.files, |index| index.len()),

@@ -170,6 +170,11 @@ fn status(backend: &Backend) -> Value {
         "context": super::context::status(backend),
         "approvals": backend.approvals.waiting(),
         "approval": backend.executor_context().map(|e| e.settings.approval.name()),
+        // each MCP server and where it is: "ready (3 tools)", "starting", "down: why"
+        "mcpServers": backend
+            .session()
+            .and_then(|s| s.mcp.as_ref())
+            .map(|hub| hub.status().into_iter().collect::<std::collections::BTreeMap<_, _>>()),
     })
 }
 

@@ -98,6 +98,7 @@ pub async fn initialize(backend: &Backend, params: InitializeParams) -> Result<I
         agent: true,
         workspace: Some(Arc::clone(&backend.workspace)),
         watch: !watch,
+        mcp: Vec::new(),
     };
     let session = Session::build(root.clone(), settings, trust, front, options);
     for problem in &session.problems {

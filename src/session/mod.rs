@@ -46,6 +46,9 @@ pub struct Options {
     /// Watch the root for files other programs change, while the session lasts (a long-lived
     /// front end whose editor does not tell of them; needs `agent`, whose index it feeds).
     pub watch: bool,
+    /// MCP servers the front end gives (ACP's `session/new`), started with the settings' and
+    /// a trusted project's `.mcp.json` (needs `agent`).
+    pub mcp: Vec<crate::mcp::ServerSpec>,
 }
 
 /// One workspace's session.
@@ -64,6 +67,8 @@ pub struct Session {
     pub problems: Vec<Problem>,
     /// Files changed on disk by other programs, seen while the session lasts (`Options::watch`).
     pub watcher: Option<DiskWatcher>,
+    /// The MCP servers started for the session's runs (none set up: `None`).
+    pub mcp: Option<Arc<crate::mcp::McpHub>>,
 }
 
 /// Something a session could not use as its settings say; it goes on without it.
@@ -75,6 +80,14 @@ pub enum Problem {
     /// The agent cannot act on the root (it has no executor).
     #[error("the agent cannot act on {root}: {reason}")]
     Root { root: PathBuf, reason: String },
+    /// The folder's agent files (rules, role files, skills, MCP servers) are not used until it
+    /// is trusted.
+    #[error("this folder's {} are not used until it is trusted (`tokamak trust`)", .0.join(", "))]
+    Untrusted(Vec<String>),
+    /// The folder's agent files are used otherwise than they say (a role file shadowed, a
+    /// skill that cannot be read, a tool Tokamak has no action for).
+    #[error("{0}")]
+    Note(String),
 }
 
 impl Problem {
@@ -82,7 +95,7 @@ impl Problem {
     pub fn going_on(&self) -> String {
         match self {
             Problem::Checkers(err) => format!("Tokamak is using its default checkers: {err}"),
-            Problem::Root { .. } => format!("Tokamak: {self}"),
+            Problem::Root { .. } | Problem::Untrusted(_) | Problem::Note(_) => format!("Tokamak: {self}"),
         }
     }
 }
@@ -139,6 +152,9 @@ impl Session {
                 }
             });
         }
+        if let Some(root) = root.as_deref().filter(|_| options.agent) {
+            problems.extend(agent_files(root, trust.trusted));
+        }
         let index = root
             .as_deref()
             .filter(|_| options.agent)
@@ -174,6 +190,18 @@ impl Session {
             },
             _ => None,
         };
+        // the MCP servers, started in the background: their tools are the executor's
+        let mut mcp = None;
+        if let (Some(executor), true) = (&executor, options.agent) {
+            let (specs, unusable) =
+                crate::mcp::servers(&settings.mcp, root.as_deref(), trust.trusted, options.mcp);
+            problems.extend(unusable.into_iter().map(Problem::Note));
+            let startup = std::time::Duration::from_secs(settings.mcp.startup_timeout_s.max(1));
+            mcp = crate::mcp::McpHub::start(specs, startup);
+            if let Some(hub) = &mcp {
+                executor.set_toolbox(Arc::clone(hub) as Arc<dyn crate::toolbox::Toolbox>);
+            }
+        }
         let watcher = match (&root, &index) {
             (Some(root), Some(index)) if options.watch => {
                 watch::watch(root, Arc::clone(index), Arc::clone(&observer))
@@ -191,6 +219,7 @@ impl Session {
             executor,
             problems,
             watcher,
+            mcp,
         }
     }
 
@@ -237,8 +266,31 @@ impl Session {
             approver,
             verify: self.executor.clone(),
             final_tests: true,
+            trusted: self.trust.trusted,
         }
     }
+}
+
+/// What is said once of a folder's agent files (Claude Code's and Tokamak's): in an untrusted
+/// folder the ones not used, in a trusted one what is used otherwise than it says.
+fn agent_files(root: &std::path::Path, trusted: bool) -> Vec<Problem> {
+    if !trusted {
+        let mut unused: Vec<String> =
+            crate::context::unread_rules(root).iter().map(|p| p.display().to_string()).collect();
+        for folder in [".claude/agents", ".tokamak/agents"] {
+            if root.join(folder).is_dir() {
+                unused.push(folder.to_string());
+            }
+        }
+        unused.extend(crate::context::Skills::unread(root).iter().map(|p| p.display().to_string()));
+        if crate::mcp::has_project_file(root) {
+            unused.push(".mcp.json".to_string());
+        }
+        return if unused.is_empty() { Vec::new() } else { vec![Problem::Untrusted(unused)] };
+    }
+    let profiles = crate::modes::Profiles::load(root, true);
+    let skills = crate::context::Skills::load(root, true);
+    profiles.notes.into_iter().chain(skills.problems).map(Problem::Note).collect()
 }
 
 /// The model settings a run's models come from: the base model and each role's profile.

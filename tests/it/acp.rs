@@ -1152,3 +1152,61 @@ fn the_python_sdk_runs_the_scenario() {
     assert_eq!(seen["picked"], json!(["auto", "default"]));
     assert!(std::fs::read_to_string(root.join(PYTHON.source)).unwrap().contains("def validate_email"));
 }
+
+/// The MCP servers an editor gives in `session/new` (stdio, and the older SSE) are started;
+/// the model calls their tools, each asked through `session/request_permission` (approval is
+/// medium and nothing allows them), shown as a tool call, and its result is in the next request.
+#[test]
+fn mcp_servers_from_session_new_are_started_asked_about_and_called() {
+    use crate::mcp::{calls, http_server, server_script};
+    use support::replies::{action, done, told};
+    let (_dir, root) = python_project();
+    let logs = tempfile::tempdir().unwrap();
+    let log = logs.path().join("calls.jsonl");
+    let (port, _server) = http_server("sse", &log);
+    let model = ModelServer::start(vec![
+        openai_chat("1. Look up amount and refund in the glossaries\n"),
+        action(json!({"action": "mcp__glossary__lookup", "term": "amount"})),
+        action(json!({"action": "mcp__legacy__lookup", "term": "refund"})),
+        done("both looked up"),
+    ]);
+    let mut client = Client::start(user_for(&PYTHON, &root, &model), &[]);
+    client.permit = Permit::AllowOnce;
+    let init = client.initialize(true);
+    assert_eq!(init["agentCapabilities"]["mcpCapabilities"], json!({"http": true, "sse": true}), "{init}");
+    let servers = json!([
+        {"name": "glossary", "command": "python3", "args": [server_script(), "stdio"], "env": [{"name": "MCP_LOG", "value": log}]},
+        {"type": "sse", "name": "legacy", "url": format!("http://127.0.0.1:{port}/sse"), "headers": []}
+    ]);
+    let answer = client.request("session/new", json!({"cwd": root, "mcpServers": servers}));
+    let session = answer["result"]["sessionId"].as_str().unwrap_or_else(|| panic!("{answer}")).to_string();
+    let answer =
+        client.request("session/prompt", Client::prompt_request(&session, "Look up amount and refund"));
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let told = told(&model);
+    assert!(told[0].contains("GLOSSARY[amount]") && told[1].contains("GLOSSARY[refund]"), "{told:?}");
+    let transports: Vec<String> =
+        calls(&log).iter().map(|c| c["transport"].as_str().unwrap_or_default().to_string()).collect();
+    assert_eq!(transports, ["stdio", "sse"]);
+    let asked = client.requests("session/request_permission");
+    assert_eq!(asked.len(), 2, "each call asked: {asked:?}");
+    let shown = asked[0]["params"]["toolCall"]["content"].to_string();
+    assert!(
+        shown.contains("call the tool lookup of the MCP server glossary with {\\\"term\\\":\\\"amount\\\"}"),
+        "{}",
+        asked[0]
+    );
+    assert_eq!(asked[0]["params"]["options"][1]["name"], "Always allow mcp__glossary__lookup");
+    // of ACP's kind `other` (the default, so not written)
+    let calls_shown: Vec<Value> = client
+        .updates("tool_call")
+        .into_iter()
+        .filter(|u| u["title"].as_str().unwrap_or_default().starts_with("mcp__") && u.get("kind").is_none())
+        .collect();
+    assert_eq!(calls_shown.len(), 2, "{:?}", client.updates("tool_call"));
+    assert!(
+        calls_shown[1]["title"].as_str().unwrap_or_default().starts_with("mcp__legacy__lookup"),
+        "{calls_shown:?}"
+    );
+    assert!(client.end().is_some());
+}

@@ -300,7 +300,8 @@ fn plans_see_rules_ranked_files_and_cached_summaries() {
     use support::model_server::{ModelServer, openai_chat};
     let dir = shop();
     let root = dir.path();
-    let user = support::UserDirs::new();
+    // a trusted folder: its rules files are read
+    let user = support::UserDirs::trusting(&[root]);
     let plan = |model: &ModelServer| {
         user.command(&["plan", "결제 게이트웨이 환불에 로그 추가해줘", "--root", &root.display().to_string()])
             .current_dir(root)

@@ -662,6 +662,17 @@ impl Runner<'_> {
         let model: &dyn Model = own.as_deref().unwrap_or(model);
         let overall = lock(&self.plan).as_ref().map(|p| p.goal.clone()).unwrap_or_default();
         let workspace = self.workspace(model, &format!("{goal}\n{overall}")).await;
+        // the skills this step's work or role calls for, in full (the others are one line each
+        // in the workspace view)
+        let skill_text = {
+            let skills = &self.executor.context().skills;
+            let chosen = skills.for_step(&goal, &profile.system_prompt, &profile.skills);
+            if !chosen.is_empty() {
+                let names: Vec<&str> = chosen.iter().map(|s| s.name.as_str()).collect();
+                self.executor.record("skills", serde_json::json!({"step": step.id, "given": names}));
+            }
+            crate::context::Skills::render(&chosen)
+        };
         let mut feedback = String::new();
         // the review sends the step back once; what it finds after that is only said
         let mut reviewed = false;
@@ -677,6 +688,9 @@ impl Runner<'_> {
             let changed = self.executor.changed_files();
             if !changed.is_empty() {
                 context_text.push_str(&format!("\nFiles this run changed so far: {}.", changed.join(", ")));
+            }
+            if !skill_text.is_empty() {
+                context_text.push_str(&format!("\n\n{skill_text}"));
             }
             if !feedback.is_empty() {
                 context_text.push_str(&format!("\n\n{feedback}"));

@@ -233,6 +233,7 @@ impl Runner<'_> {
             verify: Some(Arc::clone(self.executor.context())),
             // the step runs the tests itself right after
             final_tests: false,
+            trusted: self.executor.context().settings.trusted,
         };
         let runs = Runs::default();
         let Ok(handle) = runs.start(&uri) else { return };
