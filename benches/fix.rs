@@ -99,6 +99,7 @@ fn bench_fix_iteration(c: &mut Criterion) {
         verify: None,
         final_tests: false,
         trusted: true,
+        candidate_models: Vec::new(),
     };
     let runs = Runs::default();
     let settle = Duration::from_secs(10);

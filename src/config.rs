@@ -581,6 +581,9 @@ pub struct LimitSettings {
     pub iterations: u32,
     /// Wall time one run may take.
     pub wall_time_s: u64,
+    /// Tokens kept beyond `tokens` for the model's wrap-up of a run stopped by a limit or
+    /// cancelled (seed 002: what it did and what is left, in its words); 0: no wrap-up.
+    pub wrap_up_tokens: u32,
 }
 
 impl Default for LimitSettings {
@@ -592,6 +595,7 @@ impl Default for LimitSettings {
             files: 20,
             iterations: 5,
             wall_time_s: 300,
+            wrap_up_tokens: 600,
         }
     }
 }
@@ -635,7 +639,32 @@ pub struct FixSettings {
     /// Candidate fixes asked for per model attempt when a test command can verify them (SPEC
     /// V1; at most [`MAX_CANDIDATES`]); `1`: one fix, applied as it comes.
     pub candidates: u32,
+    /// `[[fix.candidate_models]]`: the candidates come from these models instead, each at its
+    /// temperatures (seed 002's "Multi-LLM × Temperature"), asked together, each at its own
+    /// endpoint with its own limits, all judged by the same tests; at most
+    /// [`MAX_MODEL_CANDIDATES`] in all.
+    pub candidate_models: Vec<CandidateModel>,
 }
+
+/// One model the candidates come from.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CandidateModel {
+    /// A `[profiles.NAME]` of the settings (its own server, model, key and limits over
+    /// `[model]`); unset: the fix's own model.
+    #[serde(default)]
+    pub profile: Option<String>,
+    /// The temperatures it is asked at, one candidate each.
+    #[serde(default = "one_temperature")]
+    pub temperatures: Vec<f32>,
+}
+
+fn one_temperature() -> Vec<f32> {
+    vec![0.2]
+}
+
+/// The most candidates `[[fix.candidate_models]]` asks for in one attempt, all models together.
+pub const MAX_MODEL_CANDIDATES: usize = 8;
 
 /// The most candidates one attempt asks for: one per temperature of [`CANDIDATE_TEMPERATURES`].
 pub const MAX_CANDIDATES: u32 = 5;
@@ -652,6 +681,7 @@ impl Default for FixSettings {
             settle_timeout_ms: 60_000,
             context_tokens: 3_000,
             candidates: 3,
+            candidate_models: Vec::new(),
         }
     }
 }

@@ -270,7 +270,7 @@ mod tests {
                 warned: vec![],
                 tests: Some(crate::run::TestOutcome { passed: false, ran: true, output: "1 failed".into() }),
             }),
-            RunEvent::Finished(RunReport::failed("run-1".into(), uri, "stopped".into())),
+            RunEvent::Finished(Box::new(RunReport::failed("run-1".into(), uri, "stopped".into()))),
         ];
         for event in &events {
             editor.run_event("run-1", event).await;

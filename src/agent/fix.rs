@@ -62,6 +62,9 @@ pub struct FixContext {
     pub final_tests: bool,
     /// The folder is trusted: its rules files are read (else only the user's own).
     pub trusted: bool,
+    /// `[[fix.candidate_models]]`: the models candidates come from (empty: `model` at
+    /// `fix.candidates` temperatures).
+    pub candidate_models: Vec<candidates::ModelCandidates>,
 }
 
 /// Counts that survive the run being stopped from outside (cancel, time limit).
@@ -117,7 +120,7 @@ pub async fn fix(context: &FixContext, request: &FixRequest, run: RunHandle) -> 
     }
     let run_id = run.run_id.clone();
     drop(run);
-    context.editor.run_event(&run_id, &RunEvent::Finished(report.clone())).await;
+    context.editor.run_event(&run_id, &RunEvent::Finished(Box::new(report.clone()))).await;
     report
 }
 
@@ -166,6 +169,7 @@ async fn fix_inner(
         candidates: tally.candidates,
         left: if stop.reason == ExitReason::Clean { Default::default() } else { tally.left },
         step_endings: Vec::new(),
+        wrap_up: None,
     }
 }
 
@@ -184,7 +188,12 @@ fn summarize(name: &str, stop: &Stop, tally: &Tally) -> String {
         for candidate in tally.candidates.iter().rev().filter(|c| c.chosen) {
             match candidate.outcome {
                 CandidateOutcome::Passed => {
-                    facts.push(format!("candidate {} passed the tests", candidate.number))
+                    // the model named when the candidates came from several
+                    let models: std::collections::BTreeSet<&str> =
+                        tally.candidates.iter().map(|c| c.model.as_str()).collect();
+                    let of =
+                        if models.len() > 1 { format!(" (from {})", candidate.model) } else { String::new() };
+                    facts.push(format!("candidate {}{of} passed the tests", candidate.number))
                 }
                 CandidateOutcome::PassedButKnownFailures => facts.push(format!(
                     "candidate {} passed all but the tests that failed without any fix",
@@ -309,11 +318,36 @@ async fn fix_loop(
         ),
         _ => String::new(),
     };
-    // candidates when the tests can tell them apart (SPEC V1–V2)
-    let verifier = context
-        .verify
-        .as_deref()
-        .filter(|verify| settings.candidates > 1 && verify.verification_command().is_some());
+    // candidates when the tests can tell them apart (SPEC V1–V2): from the models listed, each
+    // at its temperatures, or from the run's model at `fix.candidates` temperatures
+    let mut sources: Vec<candidates::Source> = Vec::new();
+    for listed in &context.candidate_models {
+        match &listed.model {
+            Ok(model) if !listed.temperatures.is_empty() => sources.push(candidates::Source {
+                label: listed.label.clone(),
+                model: Arc::clone(model),
+                temperatures: listed.temperatures.clone(),
+            }),
+            Ok(_) => {}
+            Err(err) => {
+                let message = format!("Tokamak: the candidate model {} cannot be used: {err}", listed.label);
+                context.editor.show_message(crate::editor::MessageLevel::Warning, message).await;
+            }
+        }
+    }
+    // all the models together ask for at most so many
+    let mut room = crate::config::MAX_MODEL_CANDIDATES;
+    for source in &mut sources {
+        source.temperatures.truncate(room);
+        room -= source.temperatures.len();
+    }
+    sources.retain(|s| !s.temperatures.is_empty());
+    if sources.is_empty() {
+        sources.push(candidates::Source::temperatures_of(&model, settings.candidates as usize));
+    }
+    let asked_for: usize = sources.iter().map(|s| s.temperatures.len()).sum();
+    let verifier =
+        context.verify.as_deref().filter(|verify| asked_for > 1 && verify.verification_command().is_some());
     // how the tests stand on the document's current text (after a candidate is applied, as
     // they stood on it)
     let mut tests_before: Option<candidates::Baseline> = None;
@@ -335,10 +369,9 @@ async fn fix_loop(
             run,
             match verifier {
                 Some(_) => format!(
-                    "attempt {attempt}/{}: asking {} for {} candidate fixes of {} problem(s)",
+                    "attempt {attempt}/{}: asking {} for {asked_for} candidate fixes of {} problem(s)",
                     settings.max_attempts,
-                    info.model,
-                    settings.candidates.min(crate::config::MAX_CANDIDATES),
+                    sources.iter().map(|s| s.label.as_str()).collect::<Vec<_>>().join(" and "),
                     focus.len()
                 ),
                 None => format!(
@@ -364,9 +397,8 @@ async fn fix_loop(
             |reply: &str| read_reply(reply, &snapshot, context.root.as_deref(), &path, settings.similarity);
         let (new_text, label) = if let Some(verify) = verifier {
             let round = candidates::Round {
-                model: &model,
+                sources: &sources,
                 request: Request::chat(prompt.messages()),
-                count: settings.candidates as usize,
                 attempt,
                 run_id: &run.run_id,
                 cancel: &run.cancel,
@@ -401,7 +433,7 @@ async fn fix_loop(
                     "candidates",
                     serde_json::json!({
                         "attempt": attempt,
-                        "asked": settings.candidates,
+                        "asked": asked_for,
                         "concurrency": outcome.concurrency.reached,
                         "in_turn": outcome.concurrency.in_turn,
                         "model_ms": outcome.model_time.as_secs_f64() * 1000.0,
@@ -420,7 +452,16 @@ async fn fix_loop(
             match outcome.chosen {
                 Some(chosen) => {
                     tests_now = outcome.after.clone();
-                    (chosen.text, format!("Tokamak: fix attempt {attempt} (candidate {})", chosen.number))
+                    let of = match sources.len() {
+                        1 => String::new(),
+                        _ => outcome
+                            .reports
+                            .iter()
+                            .find(|r| r.number == chosen.number)
+                            .map(|r| format!(", {}", r.model))
+                            .unwrap_or_default(),
+                    };
+                    (chosen.text, format!("Tokamak: fix attempt {attempt} (candidate {}{of})", chosen.number))
                 }
                 None => {
                     let lost = candidates_lost(&outcome.reports, outcome.note.as_deref());

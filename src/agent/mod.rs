@@ -23,7 +23,9 @@ mod task;
 mod tools;
 mod trajectory;
 mod workspace;
+mod wrap_up;
 
+pub use candidates::ModelCandidates;
 pub use fix::{FixContext, FixRequest, display_path, fix};
 
 /// The profile whose model changes code (`[profiles.coder]`, else `[model]`): fixes and

@@ -98,6 +98,29 @@ impl Executor {
         Ok(())
     }
 
+    /// Before the run's own fix loop changes `relative` around the executor (a file the step's
+    /// change reached): it is counted against the limits and taken into the run's checkpoint,
+    /// so a rollback restores it. `Err`: why it may not be changed.
+    pub async fn before_own_change(&self, relative: &str) -> Result<(), String> {
+        let confined = self.confine(relative, Access::Write).map_err(Stop::into_reason)?;
+        self.before_change(&[&confined]).await.map_err(Stop::into_reason)?;
+        if self.journal.as_ref().is_some_and(|j| j.checkpoint_id().is_none()) {
+            return Err(format!(
+                "{relative} was not changed: the checkpoint that would restore it could not be taken"
+            ));
+        }
+        Ok(())
+    }
+
+    /// After it: the file is one the run changed, when its text did change.
+    pub fn after_own_change(&self, relative: &str) {
+        let Ok(confined) = self.confine(relative, Access::Write) else { return };
+        let original = self.original(relative).flatten();
+        if self.text_of(&confined.path).ok() != original {
+            self.after_change(&[&confined]);
+        }
+    }
+
     pub(super) fn after_change(&self, files: &[&Confined]) {
         let mut state = lock(&self.state);
         state.revisions += 1;

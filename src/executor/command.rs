@@ -399,7 +399,13 @@ impl Executor {
     pub(super) async fn run(&self, argv: &[String], timeout: Option<u64>, origin: Origin) -> ActionResult {
         let settings = &self.context.settings;
         let listed = settings.trusted
-            && policy::allowed(argv, &settings.commands.allow, settings.test_command.as_deref());
+            && (policy::allowed(argv, &settings.commands.allow, settings.test_command.as_deref())
+                || (origin == Origin::Run
+                    && policy::allowed_profiled(
+                        argv,
+                        &settings.commands.allow,
+                        settings.test_command.as_deref(),
+                    )));
         let placement = match self.placement() {
             Ok(placement) => placement,
             Err(reason) => return ActionResult::refused(reason),

@@ -582,6 +582,20 @@ enum Stop {
     Limit(LimitHit),
 }
 
+impl Stop {
+    /// The sentence the stop carries.
+    fn into_reason(self) -> String {
+        match self {
+            Stop::Refused(reason)
+            | Stop::Forbidden(reason)
+            | Stop::Rejected(reason)
+            | Stop::NotApplied(reason)
+            | Stop::AlreadyThere(reason) => reason,
+            Stop::Limit(hit) => hit.to_string(),
+        }
+    }
+}
+
 /// The first sentence of a reason (what a notification can hold; the rest is for the model).
 fn first_sentence(reason: &str) -> String {
     let line = reason.lines().next().unwrap_or_default();

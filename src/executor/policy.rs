@@ -204,6 +204,24 @@ impl Approver for RefuseUnlisted {
     }
 }
 
+/// The program profiling runs pytest with (`python -c PROFILE_PYTEST ARGS…`): pytest under
+/// cProfile, the table sorted by cumulative time with full paths (`python -m cProfile` strips
+/// them, and with them what tells the project's code from the rest).
+pub const PROFILE_PYTEST: &str = "import cProfile, os, pstats, re, sys\nimport pytest\nprofile = cProfile.Profile()\nprofile.enable()\ncode = pytest.main(sys.argv[1:])\nprofile.disable()\npstats.Stats(profile).sort_stats('cumulative').print_stats(re.escape(os.getcwd()), 60)\nsys.exit(code)\n";
+
+/// Whether `argv` is an allowed pytest command run under the profiler ([`PROFILE_PYTEST`] for
+/// `python -m pytest ARGS`): what profiling runs of the test command.
+pub fn allowed_profiled(argv: &[String], allow: &[Vec<String>], test_command: Option<&[String]>) -> bool {
+    match argv {
+        [python, c, script, rest @ ..] if c == "-c" && script == PROFILE_PYTEST => {
+            let mut plain = vec![python.clone(), "-m".to_string(), "pytest".to_string()];
+            plain.extend(rest.iter().cloned());
+            allowed(&plain, allow, test_command)
+        }
+        _ => false,
+    }
+}
+
 /// Whether `argv` starts with one of the allowed argument lists (the test command counts as
 /// allowed). The program must be written exactly as allowed: `./python` is not `python` —
 /// it could be a file the agent wrote.

@@ -138,6 +138,11 @@ pub fn route(text: &str, explicit: Option<Role>) -> Routed {
 const INTENTS: &[(Mode, &[&str], &[&str])] = &[
     (Mode::Test, &["테스트"], &["test"]),
     (Mode::Qa, &["리뷰"], &["review"]),
+    (
+        Mode::Profiling,
+        &["프로파일링", "프로파일", "성능 측정"],
+        &["profile", "profiling", "hot spot", "hotspot"],
+    ),
     (Mode::Refactor, &["리팩토링"], &["refactor"]),
     (Mode::Debug, &["에러", "버그"], &["error", "bug", "fix"]),
     (Mode::Design, &["설계"], &["design"]),

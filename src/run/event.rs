@@ -57,7 +57,7 @@ pub enum RunEvent {
     /// (measured on the text the editor holds) and the tests' outcome.
     Checked(Check),
     /// The run ended.
-    Finished(RunReport),
+    Finished(Box<RunReport>),
 }
 
 /// One round of checks on a step's changes.

@@ -11,4 +11,5 @@ pub use crate::action::{ChangedFile, ToolKind};
 pub use event::{Check, Progress, RunEvent, TestOutcome};
 pub use report::{
     CandidateOutcome, CandidateReport, Endings, ExitReason, Left, RunReport, StepEnding, Tokens, Waited,
+    WrapUp,
 };

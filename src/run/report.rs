@@ -168,6 +168,20 @@ pub struct RunReport {
     /// How each step of a task run ended, replaced ones included.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub step_endings: Vec<StepEnding>,
+    /// A run stopped before its end: the model's own account of what it did and what is left
+    /// (its words, also quoted in the summary), or why there is none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wrap_up: Option<WrapUp>,
+}
+
+/// The model's wrap-up of a stopped run (seed 002, P0-1).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum WrapUp {
+    /// Its words, and the tokens they cost.
+    Said { text: String, tokens: u32 },
+    /// Why it was not asked, or did not answer.
+    None { why: String },
 }
 
 /// What a run leaves undone, each part as the user reads it (SPEC F4, §4: an ending names
@@ -292,6 +306,9 @@ pub struct CandidateReport {
     pub attempt: u32,
     pub number: u32,
     pub temperature: f32,
+    /// The model it came from (its `[profiles.NAME]`, or the model's name).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub model: String,
     pub outcome: CandidateOutcome,
     /// Why it won or lost, in a sentence (a failing test's first lines).
     pub why: String,
@@ -324,6 +341,7 @@ impl RunReport {
             candidates: Vec::new(),
             left: Left::default(),
             step_endings: Vec::new(),
+            wrap_up: None,
         }
     }
 }

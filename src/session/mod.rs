@@ -267,6 +267,7 @@ impl Session {
             verify: self.executor.clone(),
             final_tests: true,
             trusted: self.trust.trusted,
+            candidate_models: models.candidate_models(&self.settings.fix.candidate_models),
         }
     }
 }
@@ -312,6 +313,27 @@ impl ModelChoice {
         self.config(role).and_then(connect)
     }
 
+    /// The models of `[[fix.candidate_models]]`, each connected (a `[profiles.NAME]` over
+    /// `[model]`, or the fix's own model) or why it could not be.
+    pub fn candidate_models(
+        &self,
+        listed: &[crate::config::CandidateModel],
+    ) -> Vec<crate::agent::ModelCandidates> {
+        listed
+            .iter()
+            .map(|entry| {
+                let role = entry.profile.as_deref().unwrap_or(crate::agent::FIX_ROLE);
+                let model = self.connect(Some(role));
+                let label = match (&entry.profile, &model) {
+                    (Some(profile), _) => profile.clone(),
+                    (None, Ok(model)) => model.info().model,
+                    (None, Err(_)) => "the fix's model".to_string(),
+                };
+                crate::agent::ModelCandidates { label, model, temperatures: entry.temperatures.clone() }
+            })
+            .collect()
+    }
+
     /// Each role's own model, for a task run's steps.
     pub fn role_models(&self) -> RoleModels {
         role_models(self.model.clone(), self.profiles.clone())
@@ -347,7 +369,7 @@ where
                 .run_event(&run_id, &RunEvent::Progress(Progress::End { message: summary.to_string() }))
                 .await;
             let report = RunReport::failed(run_id.clone(), uri, summary.to_string());
-            editor.run_event(&run_id, &RunEvent::Finished(report)).await;
+            editor.run_event(&run_id, &RunEvent::Finished(Box::new(report))).await;
         }
     });
 }

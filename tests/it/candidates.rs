@@ -672,3 +672,57 @@ fn a_cache_folder_inside_the_project_is_not_copied_into_the_candidates_copies() 
     assert_eq!(result["exit_reason"], "clean", "{result:#}");
     assert_eq!(outcomes(&result), [(1, "tests_failed".to_string()), (2, "passed".to_string())], "{result:#}");
 }
+
+/// Seed 002's Multi-LLM: two models, each at its own endpoint (a `[profiles.NAME]` each), are
+/// asked together; the local one's candidate breaks the test, the hosted one's passes and is
+/// applied; the report names each candidate's model and the winner's.
+#[test]
+fn candidates_from_two_models_compete_under_the_tests() {
+    if !support::require_tools(&["ruff", "pytest"]) {
+        return;
+    }
+    let local = ModelServer::start(Vec::new());
+    local.at_temperature(0.2, vec![python_fix("a - b")]);
+    local.at_temperature(0.7, vec![python_fix("a * b")]);
+    let hosted = ModelServer::start(Vec::new());
+    hosted.at_temperature(0.2, vec![python_fix("a + b")]);
+    let extra = format!(
+        "\n[profiles.local]\nbase_url = {:?}\nmodel = \"local-7b\"\n\n[profiles.hosted]\nbase_url = {:?}\nmodel = \"hosted-large\"\n\n[[fix.candidate_models]]\nprofile = \"local\"\ntemperatures = [0.2, 0.7]\n\n[[fix.candidate_models]]\nprofile = \"hosted\"\ntemperatures = [0.2]\n",
+        local.url(),
+        hosted.url()
+    );
+    let dir = python_project(&local, &extra);
+    // the project's settings name the servers: trusted, as `fix` makes it
+    let (output, result) = fix(dir.path(), &["calc.py"], None);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(result["exit_reason"], "clean", "{result:#}\n{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("calc.py")).unwrap(),
+        "def add(a, b):\n    return a + b\n"
+    );
+    let models: Vec<(u64, String, String)> = result["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["number"].as_u64().unwrap(),
+                c["model"].as_str().unwrap_or_default().to_string(),
+                c["outcome"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert!(models.contains(&(3, "hosted".to_string(), "passed".to_string())), "{models:?}");
+    assert!(models.iter().any(|(n, m, o)| *n == 1 && m == "local" && o == "tests_failed"), "{models:?}");
+    let winner = result["candidates"].as_array().unwrap().iter().find(|c| c["chosen"] == true).unwrap();
+    assert_eq!(winner["model"], "hosted");
+    let summary = result["summary"].as_str().unwrap();
+    assert!(summary.contains("candidate 3 (from hosted) passed the tests"), "{summary}");
+    // each server was asked by its own model name, at its own temperatures, together
+    let asked = |server: &ModelServer| -> Vec<String> {
+        server.requests().iter().filter_map(|r| r.body["model"].as_str().map(str::to_string)).collect()
+    };
+    assert_eq!(asked(&local), ["local-7b", "local-7b"]);
+    assert_eq!(asked(&hosted), ["hosted-large"]);
+    assert_eq!(temperatures(&local), ["0.2", "0.7"]);
+}

@@ -423,3 +423,147 @@ fn a_checker_that_did_not_answer_on_the_fixed_text_keeps_the_ending_from_clean()
     assert!(client.text(&uri).contains("total = sum(values)\n"), "the fix itself landed");
     client.shutdown();
 }
+
+/// Seed 002's wrap-up: a run stopped by its token limit asks its model once what it did and
+/// what is left; the answer is the ending's, marked as the model's words, its tokens counted.
+/// With no budget kept for it, the ending says there is none and the model is not asked.
+#[test]
+fn a_run_stopped_by_its_token_limit_ends_with_the_models_wrap_up() {
+    let wrapped = "I read app.py twice and changed nothing; total() still needs its guard for None.";
+    let script = || {
+        vec![
+            openai_chat("1. Make total safe\n"),
+            // a tool call's reply costs 52 tokens: the step's room after the plan's 28
+            call("read", json!({"path": "app.py"})),
+            openai_chat(wrapped),
+        ]
+    };
+    let run = |toml: &str, model: &ModelServer| -> Value {
+        let dir = project("");
+        let user = UserDirs::new();
+        user.write_settings(toml);
+        let output = headless(&user, dir.path(), model).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{stderr}");
+        serde_json::from_slice(&output.stdout).unwrap_or_else(|_| panic!("JSON: {stderr}"))
+    };
+
+    let model = ModelServer::start(script());
+    let result = run("[limits]\ntokens = 80\n", &model);
+    assert_eq!(result["exit_reason"], "token_limit", "{result:#}");
+    let summary = result["summary"].as_str().unwrap();
+    assert!(summary.starts_with("stopped after spending"), "Tokamak's own facts first: {summary}");
+    assert!(summary.contains(&format!("The model's wrap-up, in its words: \"{wrapped}\"")), "{summary}");
+    assert_eq!(result["wrap_up"], json!({"kind": "said", "text": wrapped, "tokens": 28}), "{result:#}");
+    let total = |result: &Value| {
+        result["tokens"]["prompt"].as_u64().unwrap() + result["tokens"]["completion"].as_u64().unwrap()
+    };
+    let with_wrap_up = total(&result);
+    let requests = model.requests();
+    assert_eq!(requests.len(), 3);
+    let asked = requests[2].body["messages"].to_string();
+    assert!(
+        asked.contains("stopped before its end") && asked.contains("Why it stopped: stopped after spending"),
+        "{asked}"
+    );
+    assert!(
+        asked.contains("⚡ 1. Make total safe") || asked.contains("1. Make total safe"),
+        "the plan: {asked}"
+    );
+    assert!(requests[2].body["max_tokens"].as_u64().is_some_and(|room| room <= 600), "within its budget");
+
+    let model = ModelServer::start(script());
+    let result = run("[limits]\ntokens = 80\nwrap_up_tokens = 0\n", &model);
+    assert_eq!(result["exit_reason"], "token_limit");
+    assert!(
+        result["summary"]
+            .as_str()
+            .unwrap()
+            .contains("No wrap-up from the model: limits.wrap_up_tokens is 0."),
+        "{result:#}"
+    );
+    assert_eq!(result["wrap_up"]["kind"], "none");
+    assert_eq!(with_wrap_up, total(&result) + 28, "the wrap-up's tokens are the run's");
+    assert_eq!(model.requests().len(), 2, "the model is not asked");
+}
+
+/// The reach of a change checked (seed 000's impact check): a step changes `price`'s
+/// signature and says it is done; pyright finds the caller in another file broken (on the
+/// workspace as the run left it, against the same file beside the old signature), the modes go
+/// debug → impact → implementation (`additional_fixes`), the caller is fixed within the step,
+/// and the step's note names it.
+#[test]
+fn a_signature_change_that_breaks_a_caller_elsewhere_is_fixed_within_the_step() {
+    if !support::require_tools(&["pyright"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir(root.join(".git")).unwrap();
+    std::fs::write(root.join("pricing.py"), "def price(amount: int) -> int:\n    return amount * 2\n")
+        .unwrap();
+    let cart = "from pricing import price\n\n\ndef total(items: list[int]) -> int:\n    return sum(price(i) for i in items)\n";
+    std::fs::write(root.join("cart.py"), cart).unwrap();
+    std::fs::write(root.join("tokamak.toml"), "[checkers]\nenable = [\"pyright\"]\n").unwrap();
+    let user = UserDirs::trusting(&[root]);
+    let model = ModelServer::start(vec![
+        openai_chat("1. Give price a currency argument\n"),
+        call(
+            "edit",
+            json!({"path": "pricing.py", "blocks": block("def price(amount: int) -> int:\n", "def price(amount: int, currency: str) -> int:\n")}),
+        ),
+        call("done", json!({"summary": "price takes a currency"})),
+        // the fix loop on cart.py
+        openai_chat(
+            "cart.py\n<<<<<<< SEARCH\n    return sum(price(i) for i in items)\n=======\n    return sum(price(i, \"KRW\") for i in items)\n>>>>>>> REPLACE\n",
+        ),
+    ]);
+    let output = user
+        .command(&[
+            "run",
+            "Give price a currency argument",
+            "--yes",
+            "--format",
+            "json",
+            "--root",
+            &root.display().to_string(),
+        ])
+        .env("TOKAMAK_LLM_URL", model.url())
+        .env("TOKAMAK_MODEL", "scripted")
+        .envs(support::tool_env())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let result: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|_| panic!("JSON: {stderr}"));
+    assert_eq!(result["exit_reason"], "done", "{result:#}\n{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(root.join("cart.py")).unwrap(),
+        cart.replace("price(i)", "price(i, \"KRW\")")
+    );
+    let note = result["step_endings"][0]["note"].as_str().unwrap();
+    assert!(note.contains("the change broke cart.py, which it reaches; fixed there too"), "{note}");
+    let changed: Vec<&str> =
+        result["files_changed"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert!(
+        changed.iter().any(|f| f.ends_with("cart.py")) && changed.iter().any(|f| f.ends_with("pricing.py")),
+        "{changed:?}"
+    );
+    // the modes seed 000 names, in order
+    let trail = support::mode_trail(user.cache.path());
+    let after: Vec<&str> =
+        trail.iter().map(String::as_str).skip_while(|t| *t != "qa -error_occurred-> debug").collect();
+    assert_eq!(
+        after,
+        [
+            "qa -error_occurred-> debug",
+            "debug -impact_check_needed-> impact",
+            "impact -additional_fixes-> implementation",
+            "implementation -code_complete-> qa",
+            "qa -approved-> idle"
+        ],
+        "{trail:?}"
+    );
+    let reach = support::audit_events(user.cache.path(), "reach");
+    assert_eq!(reach[0]["files"], json!(["cart.py"]), "{reach:?}");
+}

@@ -411,3 +411,45 @@ fn a_missing_test_runner_did_not_run_with_or_without_bwrap() {
         );
     }
 }
+
+/// Seed 000's profiling mode doing its own work: "mean 함수 성능 프로파일링해줘" starts in
+/// performance profiling, which runs the tests that reach `mean` under cProfile in the sandbox
+/// and gives the model the hot spots inside the project (`mean`, its `_add`); found, the step
+/// goes on to refactoring, where the model makes `mean` faster and the tests still pass.
+#[test]
+fn profiling_reports_the_hot_spot_and_the_step_goes_on_to_refactor_it() {
+    if !support::require_tools(&["pytest"]) {
+        return;
+    }
+    let stats = "def _add(a, b):\n    return a + b\n\n\ndef mean(xs):\n    total = 0\n    for x in xs:\n        total = _add(total, x)\n    return total / len(xs)\n";
+    let test =
+        "from stats import mean\n\n\ndef test_mean():\n    assert mean(list(range(200001))) == 100000\n";
+    let dir = project(&[("stats.py", stats), ("test_stats.py", test)], "");
+    let goal = "mean 함수 성능 프로파일링해줘";
+    let (output, user, model) = run_goal(
+        dir.path(),
+        goal,
+        vec![
+            openai_chat(&format!("1. {goal}\n")),
+            edit(
+                "stats.py",
+                "    total = 0\n    for x in xs:\n        total = _add(total, x)\n    return total / len(xs)",
+                "    return sum(xs) / len(xs)",
+            ),
+            done("mean sums with the built-in sum"),
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", said(&output));
+    // the model was given the hot spots before it acted
+    let step = model.requests()[1].body["messages"].to_string();
+    assert!(step.contains("The profile of `pytest") && step.contains("cProfile"), "{step}");
+    assert!(step.contains("stats.py:5(mean)") && step.contains("stats.py:1(_add)"), "{step}");
+    let profile = support::audit_events(user.cache.path(), "profile");
+    assert_eq!(profile[0]["named"], serde_json::json!(["mean"]), "{profile:?}");
+    assert_eq!(profile[0]["hot_spots"][0], "stats.py:5(mean)", "{profile:?}");
+    let trail = support::mode_trail(user.cache.path());
+    assert!(trail.contains(&"idle -profile_intent-> profiling".to_string()), "{trail:?}");
+    assert!(trail.contains(&"profiling -hotspot_found-> refactor".to_string()), "{trail:?}");
+    assert!(said(&output).contains("hot spot stats.py:5(mean)"), "{}", said(&output));
+    assert!(std::fs::read_to_string(dir.path().join("stats.py")).unwrap().contains("sum(xs)"));
+}

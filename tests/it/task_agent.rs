@@ -718,8 +718,16 @@ fn the_same_state_a_third_time_across_rounds_ends_the_run() {
     let read = || call("read", json!({"path": "user.py"}));
     let done = || call("done", json!({"summary": "looked"}));
     // the tests never pass, and each round the model only reads the same file again
-    let model =
-        ModelServer::start(vec![openai_chat("1. Look at user.py\n"), read(), done(), read(), done(), read()]);
+    let wrap_up = openai_chat("I read user.py three times; the tests still fail and nothing changed.");
+    let model = ModelServer::start(vec![
+        openai_chat("1. Look at user.py\n"),
+        read(),
+        done(),
+        read(),
+        done(),
+        read(),
+        wrap_up,
+    ]);
     let user = UserDirs::trusting(&[root]);
     let output = user
         .command(&["run", "look", "--yes", "--test-command", "sh -c 'echo 1 failed; exit 1'"])
@@ -730,7 +738,9 @@ fn the_same_state_a_third_time_across_rounds_ends_the_run() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("[repeated_state]"), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
-    assert_eq!(model.requests().len(), 6);
+    // six to act, and the model's wrap-up of a run that stopped in a loop
+    assert_eq!(model.requests().len(), 7);
+    assert!(stdout.contains("The model's wrap-up, in its words: \"I read user.py three times"), "{stdout}");
     // the model heard why the round came back: the tests' output
     assert!(model.requests()[3].body["messages"].to_string().contains("1 failed"));
 }

@@ -14,7 +14,7 @@ use crate::sync::lock;
 
 /// One candidate's answer.
 pub struct Asked {
-    /// 0-based, in the order of the temperatures.
+    /// 0-based, in the order of the temperatures (of all the round's models, once merged).
     pub index: usize,
     pub temperature: f32,
     pub reply: Result<Reply, ModelError>,

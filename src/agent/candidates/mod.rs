@@ -47,12 +47,40 @@ pub enum Baseline {
     CannotRun(String),
 }
 
+/// A model of `[[fix.candidate_models]]` as a run is given it: connected, or why it could not be.
+pub struct ModelCandidates {
+    pub label: String,
+    pub model: Result<Arc<dyn Model>, ModelError>,
+    pub temperatures: Vec<f32>,
+}
+
+/// A model the candidates come from, and the temperatures it is asked at (one candidate each).
+#[derive(Clone)]
+pub struct Source {
+    /// As the report names it: its `[profiles.NAME]`, or the model's name.
+    pub label: String,
+    pub model: Arc<dyn Model>,
+    pub temperatures: Vec<f32>,
+}
+
+impl Source {
+    /// `model` at the first `count` of [`CANDIDATE_TEMPERATURES`].
+    pub fn temperatures_of(model: &Arc<dyn Model>, count: usize) -> Source {
+        let count = count.clamp(1, CANDIDATE_TEMPERATURES.len());
+        Source {
+            label: model.info().model,
+            model: Arc::clone(model),
+            temperatures: CANDIDATE_TEMPERATURES[..count].to_vec(),
+        }
+    }
+}
+
 /// One attempt's round: what it is asked, on what text, and how its candidates are judged.
 pub struct Round<'a> {
-    pub model: &'a Arc<dyn Model>,
+    /// The models asked, together, each at its temperatures: the candidates are numbered in
+    /// this order.
+    pub sources: &'a [Source],
     pub request: Request,
-    /// Candidates to ask for (1..=5).
-    pub count: usize,
     pub attempt: u32,
     pub run_id: &'a str,
     pub cancel: &'a CancellationToken,
@@ -135,8 +163,10 @@ impl Judged {
 
 /// Runs one round: ask, read, check, test, choose.
 pub async fn round(round: Round<'_>) -> RoundOutcome {
-    let count = round.count.clamp(1, CANDIDATE_TEMPERATURES.len());
-    let temperatures = &CANDIDATE_TEMPERATURES[..count];
+    // each candidate's model, by its number
+    let labels: Vec<String> =
+        round.sources.iter().flat_map(|s| s.temperatures.iter().map(|_| s.label.clone())).collect();
+    let count = labels.len();
     let started = Instant::now();
     let file = round.uri.to_file_path().ok();
     let known = round.baseline.clone();
@@ -157,8 +187,24 @@ pub async fn round(round: Round<'_>) -> RoundOutcome {
         }
     };
     let asking = async {
-        let asked = ask::ask(round.model, &round.request, temperatures, round.cancel).await;
-        (asked, started.elapsed())
+        // every model at once, each as its own server takes requests
+        let per_model = round
+            .sources
+            .iter()
+            .map(|source| ask::ask(&source.model, &round.request, &source.temperatures, round.cancel));
+        let mut asked = Vec::new();
+        let mut concurrency = Concurrency::default();
+        for (answers, how) in futures::future::join_all(per_model).await {
+            let first = asked.len();
+            asked.extend(answers.into_iter().map(|mut a| {
+                a.index += first;
+                a
+            }));
+            concurrency.reached += how.reached;
+            concurrency.in_turn |= how.in_turn;
+            concurrency.detected |= how.detected;
+        }
+        ((asked, concurrency), started.elapsed())
     };
     let (((asked, concurrency), model_time), baseline) = tokio::join!(asking, baseline);
     let mut outcome = RoundOutcome {
@@ -177,6 +223,7 @@ pub async fn round(round: Round<'_>) -> RoundOutcome {
         attempt: round.attempt,
         number,
         temperature,
+        model: labels.get(number as usize - 1).cloned().unwrap_or_default(),
         outcome,
         why,
         test_ms: None,

@@ -11,6 +11,7 @@
 //! to the editor on every change; the run ends with an exit reason and a summary. The same
 //! for the server (`tokamak.run`, `tokamak.implement`) and the command line (`tokamak run`).
 
+mod measure;
 mod modes;
 mod observe;
 mod verdict;
@@ -216,6 +217,30 @@ pub async fn run_task(context: &TaskContext, request: TaskRequest, run: RunHandl
     if !summary.ends_with('.') {
         summary.push('.');
     }
+    // stopped before its end: the model says what it did and what is left (seed 002)
+    let wrap_up = if super::wrap_up::wanted(stop.reason) {
+        let facts = {
+            let plan = lock(&engine.plan).as_ref().map(|p| p.outline()).unwrap_or_default();
+            let changed = if changed.is_empty() { "none".to_string() } else { changed.join(", ") };
+            format!("The plan (○ pending, ⚡ running, ✓ done, ✗ failed):\n{plan}\nFiles changed: {changed}")
+        };
+        let (asked, usage) = super::wrap_up::wrap_up(
+            context.model.as_ref(),
+            &request.goal,
+            &summary,
+            &facts,
+            context.limits.wrap_up_tokens,
+        )
+        .await;
+        if let Some(usage) = &usage {
+            engine.tokens.add(Tokens::of(usage));
+        }
+        executor.record("wrap_up", serde_json::to_value(&asked).unwrap_or_default());
+        summary.push_str(&super::wrap_up::sentence(&asked));
+        Some(asked)
+    } else {
+        None
+    };
     if !changed.is_empty() {
         summary.push_str(&format!(" Changed: {}.", changed.join(", ")));
         if let Some(id) = journal.as_ref().and_then(|j| j.checkpoint_id()) {
@@ -240,6 +265,7 @@ pub async fn run_task(context: &TaskContext, request: TaskRequest, run: RunHandl
         candidates: Vec::new(),
         left,
         step_endings,
+        wrap_up,
     };
     tracing::info!("{}: {} — {}", run.run_id, report.exit_reason, report.summary);
     if let Some(journal) = &journal {
@@ -249,7 +275,7 @@ pub async fn run_task(context: &TaskContext, request: TaskRequest, run: RunHandl
     editor.run_event(&run.run_id, &RunEvent::Progress(end)).await;
     let run_id = run.run_id.clone();
     drop(run);
-    editor.run_event(&run_id, &RunEvent::Finished(report.clone())).await;
+    editor.run_event(&run_id, &RunEvent::Finished(Box::new(report.clone()))).await;
     report
 }
 
@@ -641,6 +667,8 @@ impl Runner<'_> {
         self.publish().await;
         let name = format!("step {}/{total} ({shown}): {}", index + 1, step.title);
         self.report(name.clone()).await;
+        // what the mode does itself before the model acts (profiling's hot spots)
+        let measured = self.enter_mode(&name, &goal, mode).await;
         // the system message is the same for every step and role, so steps share the prompt
         // prefix a server caches (the system message and the tools); the role goes with the
         // step's own text
@@ -679,6 +707,8 @@ impl Runner<'_> {
         // what the step did before the review sent it back, for its note
         let mut first_summary: Option<String> = None;
         let mut left_warnings = 0;
+        // files the step's change reached and broke, fixed within the step
+        let mut reach_fixed: Vec<String> = Vec::new();
         loop {
             let mut context_text = format!(
                 "The plan for the goal \"{}\" (○ pending, ⚡ this step, ✓ done, ✗ failed):\n{plan_text}\nYou are carrying out step {} only.",
@@ -691,6 +721,9 @@ impl Runner<'_> {
             }
             if !skill_text.is_empty() {
                 context_text.push_str(&format!("\n\n{skill_text}"));
+            }
+            if let Some(measured) = &measured {
+                context_text.push_str(&format!("\n\n{measured}"));
             }
             if !feedback.is_empty() {
                 context_text.push_str(&format!("\n\n{feedback}"));
@@ -764,10 +797,40 @@ impl Runner<'_> {
                 }
                 let errors = observation.errors();
                 self.report(format!("{name}: fixing {errors} error(s) it introduced")).await;
+                // errors in files the change reaches and did not touch: the impact check found
+                // them (seed 000: debug → impact → implementation, additional fixes)
+                let elsewhere: Vec<String> = observation
+                    .introduced
+                    .iter()
+                    .map(|(file, _)| file.clone())
+                    .filter(|file| !step_files.contains(file))
+                    .collect();
+                if !elsewhere.is_empty() {
+                    self.report(format!(
+                        "{name}: the change broke {} it reaches: fixing it there too",
+                        elsewhere.join(", ")
+                    ))
+                    .await;
+                    if self.executor.authority().is_some_and(|(_, mode)| mode == Mode::Debug) {
+                        self.outcome(&name, "impact_check_needed", |_| {}).await?;
+                    }
+                    if self.executor.authority().is_some_and(|(_, mode)| mode == Mode::Impact) {
+                        self.outcome(&name, "additional_fixes", |c| {
+                            c.pending_changes = Some(elsewhere.len())
+                        })
+                        .await?;
+                    }
+                    for file in elsewhere {
+                        if !reach_fixed.contains(&file) {
+                            reach_fixed.push(file);
+                        }
+                    }
+                }
                 for (file, diagnostics) in std::mem::take(&mut observation.introduced) {
                     self.fix_file(&file, diagnostics).await;
                 }
-                observation = self.observe(&step.id, &step_files).await;
+                // what the fixes changed is the step's too (a file its change reached)
+                observation = self.observe(&step.id, &self.executor.written_since(mark)).await;
                 if !observation.introduced.is_empty() && self.iterations >= self.context.limits.iterations {
                     break;
                 }
@@ -780,8 +843,12 @@ impl Runner<'_> {
                     summary: format!("it left errors: {}", left.join("; ")),
                 });
             }
-            if self.executor.authority().is_some_and(|(_, mode)| mode == Mode::Debug) {
-                // repaired: back to the code, and on to its checks
+            let repaired = self.executor.authority().is_some_and(|(_, mode)| {
+                mode == Mode::Debug || (mode == Mode::Implementation && !reach_fixed.is_empty())
+            });
+            if repaired {
+                // repaired (here or where the change reached): back to the code, and on to its
+                // checks
                 self.edits_done(&name, &step_files).await?;
             }
             if let Some(TestOutcome { passed: false, ran: true, output }) = &observation.tests {
@@ -871,6 +938,13 @@ impl Runner<'_> {
                         step.note = format!(
                             "{} (the review's {left_warnings} warning(s) are left)",
                             step.note.trim_end_matches('.')
+                        );
+                    }
+                    if !reach_fixed.is_empty() {
+                        step.note = format!(
+                            "{} (the change broke {}, which it reaches; fixed there too)",
+                            step.note.trim_end_matches('.'),
+                            reach_fixed.join(", ")
                         );
                     }
                     if let Some(committed) = &committed {

@@ -71,13 +71,14 @@ impl Runner<'_> {
         let profile = self.profile(&name);
         let role_mode = Role::from_name(&name).map_or(Mode::Implementation, Role::mode);
         // the role says who acts; the task's intent where the machine starts (seed 000): a
-        // coder's step asked to refactor, to fix, or where something is starts there (from
-        // looking, its first change goes on to implementation: `target_found`). Reviewing,
+        // coder's step asked to refactor, to fix, to profile, or where something is starts there
+        // (from looking, its first change goes on to implementation: `target_found`; from
+        // profiling, its hot spots to refactoring: `hotspot_found`). Reviewing,
         // testing and design go to their own roles.
         let intent = crate::modes::intent(text).filter(|(mode, _)| {
             explicit.is_none()
                 && role_mode == Mode::Implementation
-                && matches!(mode, Mode::Refactor | Mode::Debug | Mode::ContextNav)
+                && matches!(mode, Mode::Refactor | Mode::Debug | Mode::ContextNav | Mode::Profiling)
         });
         let mode = intent.as_ref().map_or(role_mode, |(mode, _)| *mode);
         self.executor.act_as(Arc::clone(&profile), mode);

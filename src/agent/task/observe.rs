@@ -22,11 +22,19 @@ use crate::run::{Check, TestOutcome};
 use crate::sync::lock;
 use crate::workspace::DocumentSnapshot;
 
+/// Files a change reaches that a step's checks look at, at most.
+const MAX_REACHED: usize = 12;
+
 impl Runner<'_> {
     /// The errors step `step` introduced in `files` (settled diagnostics now against those
     /// of the text before the run changed them), and the test command's outcome; told to the
     /// user as a `RunEvent::Checked`.
     pub(super) async fn observe(&self, step: &str, files: &[String]) -> Check {
+        // the files the run's change reaches are checked too (seed 000's impact check)
+        let reached = self.reached_files(files).await;
+        let mut files: Vec<String> = files.to_vec();
+        files.extend(reached);
+        let files = files.as_slice();
         let mut introduced = Vec::new();
         let mut resolved = Vec::new();
         let mut warned = Vec::new();
@@ -70,6 +78,28 @@ impl Runner<'_> {
         };
         self.executor.context().editor.run_event(&self.run.run_id, &RunEvent::Checked(check.clone())).await;
         check
+    }
+
+    /// The files outside `files` that the run's change reaches (callers and importers of what
+    /// it changed), at most [`MAX_REACHED`]; audited.
+    pub(super) async fn reached_files(&self, files: &[String]) -> Vec<String> {
+        let Some(impact) = self.executor.run_impact(None).await else { return Vec::new() };
+        let confinement = &self.executor.context().confinement;
+        let mut reached: Vec<String> = impact
+            .callers
+            .iter()
+            .map(|c| c.path.as_path())
+            .chain(impact.importers.iter().map(|(path, _)| path.as_path()))
+            .map(|path| confinement.relative(path))
+            .filter(|path| !files.contains(path))
+            .collect();
+        reached.sort();
+        reached.dedup();
+        reached.truncate(MAX_REACHED);
+        if !reached.is_empty() {
+            self.executor.record("reach", json!({"files": reached}));
+        }
+        reached
     }
 
     /// Runs the tests: first those that reach what the run changed (SPEC C6, `[test]
@@ -168,13 +198,21 @@ impl Runner<'_> {
         })
     }
 
-    /// A changed file's settled diagnostics on its text before the run changed it (none for a
-    /// file the run created), checked once and kept.
+    /// A file's settled diagnostics in the workspace as it was before the run: a changed file
+    /// on its text before the run changed it (none for a file the run created), a file the run
+    /// did not change — one its change reaches — on its own text beside the changed files'
+    /// texts before; checked once and kept.
     pub(super) async fn before_of(&self, file: &str, uri: &Url) -> Vec<Diagnostic> {
         if let Some(known) = lock(&self.before).get(file) {
             return known.clone();
         }
-        let before = match self.executor.original(file).flatten() {
+        let text = match self.executor.original(file) {
+            Some(original) => original,
+            None => {
+                self.executor.context().current_text(&self.executor.context().confinement.root().join(file))
+            }
+        };
+        let before = match text {
             Some(text) => {
                 // the workspace as it was: every file the run changed at its text before it
                 let root = self.executor.context().confinement.root();
@@ -198,6 +236,13 @@ impl Runner<'_> {
     /// The fix loop on `diagnostics` in `file`: through the editor when it has the file open,
     /// else on disk with an Observer of its own.
     pub(super) async fn fix_file(&mut self, file: &str, diagnostics: Vec<Diagnostic>) {
+        // a file the run did not change yet (one its change reached) is the run's from now on:
+        // counted, and in its checkpoint
+        if let Err(why) = self.executor.before_own_change(file).await {
+            self.executor.record("fix", json!({"file": file, "refused": why}));
+            self.report(format!("{file} is not fixed: {why}")).await;
+            return;
+        }
         let context = self.executor.context();
         let root = context.confinement.root().to_path_buf();
         let Ok(uri) = Url::from_file_path(root.join(file)) else { return };
@@ -234,6 +279,8 @@ impl Runner<'_> {
             // the step runs the tests itself right after
             final_tests: false,
             trusted: self.executor.context().settings.trusted,
+            // a step's fix asks its one model (the task's own tests follow it)
+            candidate_models: Vec::new(),
         };
         let runs = Runs::default();
         let Ok(handle) = runs.start(&uri) else { return };
@@ -252,6 +299,7 @@ impl Runner<'_> {
         link.abort();
         // the fix changed the file around the executor: what it is now is what the run knows
         self.executor.refresh(file);
+        self.executor.after_own_change(file);
         self.add_tokens(report.tokens);
         self.executor.record(
             "fix",
