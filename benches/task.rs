@@ -200,6 +200,7 @@ fn setup_with(
         plan: PlanSettings { max_steps: steps, ..PlanSettings::default() },
         fix: FixSettings::default(),
         role_models: None,
+        approval: None,
     };
     (dir, context, model)
 }

@@ -28,6 +28,10 @@ use crate::sync::lock;
 /// session reopened while its prompt runs). Not -32000: ACP means "authentication required"
 /// by that, and a client would ask the user to sign in.
 const BUSY: i32 = -32001;
+/// Bytes of text one prompt may carry (its embedded resources included).
+const MAX_PROMPT_BYTES: usize = 512 * 1024;
+/// Earlier prompts a session keeps whole; beyond, the oldest are compacted into one.
+const MAX_TURNS: usize = 30;
 
 /// The agent side of one connection: what the client can do, and its sessions.
 pub struct Agent {
@@ -53,6 +57,9 @@ struct AcpSession {
     /// Each model's context window once its settings or its server named it, by endpoint and
     /// model (a prompt connects its model anew).
     windows: Mutex<std::collections::HashMap<String, u32>>,
+    /// The session's earlier prompts and how each ended (kept in the store across restarts).
+    conversation: Mutex<Vec<crate::agent::Turn>>,
+    id: String,
 }
 
 impl AcpSession {
@@ -308,7 +315,8 @@ impl Agent {
         let session = Session::build(Some(root.clone()), loaded.settings, loaded.trust, front, options);
         let mut notes: Vec<String> = session.problems.iter().map(|p| p.going_on()).collect();
         if let Some(message) = crate::trust::ignored_message(&root, &loaded.ignored) {
-            notes.push(message);
+            // an ACP session is started anew, not a server restarted
+            notes.push(message.replace("and restart the server.", "and start a new session."));
         }
         notes.extend(unusable);
         if !additional_directories.is_empty() {
@@ -327,6 +335,8 @@ impl Agent {
             notes: Mutex::new(notes),
             picked: Mutex::new(Picked::default()),
             windows: Mutex::default(),
+            conversation: Mutex::new(self.store.turns(id)),
+            id: id.to_string(),
         });
         lock(&self.sessions).insert(id.to_string(), Arc::clone(&acp_session));
         Ok(acp_session)
@@ -342,11 +352,19 @@ impl Agent {
         if goal.trim().is_empty() {
             return Err(invalid_params("the prompt has no text"));
         }
+        if goal.len() > MAX_PROMPT_BYTES {
+            return Err(invalid_params(format!(
+                "the prompt is {} KiB; Tokamak takes at most {} KiB (link large files instead of embedding them: the agent reads what it needs)",
+                goal.len() / 1024,
+                MAX_PROMPT_BYTES / 1024
+            )));
+        }
         let picked = lock(&session.picked).clone();
         let models = options::models(&session.session, &picked);
-        let Some(context) = session.session.task_context_with(&models) else {
+        let Some(mut context) = session.session.task_context_with(&models) else {
             return Err(RpcError::new(-32603, "the agent cannot act on this session's folder"));
         };
+        context.approval = picked.approval_level();
         let handle = session.runs.start(&session.root_uri).map_err(|busy| {
             RpcError::new(
                 BUSY,
@@ -370,7 +388,30 @@ impl Agent {
         for note in std::mem::take(&mut *lock(&session.notes)) {
             session.editor.say(&format!("{note}\n"));
         }
-        if let Some((name, input)) = commands::parse(&goal) {
+        if goal.trim() == "/compact" {
+            // the session's conversation in one turn: what later prompts carry of it shrinks
+            let text = {
+                let mut turns = lock(&session.conversation);
+                let before = turns.len();
+                *turns = crate::agent::compact_conversation(&turns);
+                self.store.keep_turns(&session.id, &turns);
+                match before {
+                    0 => "There is no conversation to compact yet.".to_string(),
+                    1 => "The conversation is one request; nothing to compact.".to_string(),
+                    n => format!(
+                        "Compacted the {n} earlier requests into one: later prompts carry each by its first line."
+                    ),
+                }
+            };
+            session.editor.say(&text);
+            lock(&session.prompt).take();
+            drop(handle);
+            return result(acp::PromptResponse::new(acp::StopReason::EndTurn));
+        }
+        // plan only: the prompt's plan, shown, not carried out
+        let plan_only = picked.plan_only() && commands::parse(&goal).is_none();
+        let command = if plan_only { Some(("plan", goal.clone())) } else { commands::parse(&goal) };
+        if let Some((name, input)) = command {
             let text = tokio::select! {
                 text = commands::run(&session.session, name, &input, &cancel) => text,
                 () = cancel.cancelled() => format!("/{name} was cancelled."),
@@ -392,10 +433,39 @@ impl Agent {
                 asking.editor.set_context_window(window);
             });
         }
-        let task =
-            TaskRequest { goal, plan: None, selection: None, plan_id: new_plan_id(), role: picked.role };
+        let conversation = lock(&session.conversation).clone();
+        let task = TaskRequest {
+            goal: goal.clone(),
+            plan: None,
+            selection: None,
+            plan_id: new_plan_id(),
+            role: picked.role,
+            conversation,
+        };
         let report = run_task(&context, task, handle).await;
         lock(&session.prompt).take();
+        // remembered for the next prompt: what was asked, and how it ended in Tokamak's words and
+        // the model's
+        {
+            let mut answered = report.summary.clone();
+            for step in &report.step_endings {
+                answered.push_str(&format!("\nStep {} ({}): {}", step.id, step.title, step.note));
+            }
+            let mut turns = lock(&session.conversation);
+            turns.push(crate::agent::Turn {
+                asked: crate::text::cut(&goal, 4_000),
+                answered: crate::text::cut(&answered, 4_000),
+            });
+            // the store keeps a bounded number; older ones are compacted into the first
+            if turns.len() > MAX_TURNS {
+                let excess = turns.len() - MAX_TURNS + 1;
+                let old: Vec<_> = turns.drain(..excess).collect();
+                let mut kept = crate::agent::compact_conversation(&old);
+                kept.append(&mut turns);
+                *turns = kept;
+            }
+            self.store.keep_turns(&session.id, &turns);
+        }
         // the buffers taken in for this prompt are the editor's again: the next prompt asks anew
         let observer = &session.session.observer;
         for document in observer.open_documents() {
@@ -413,7 +483,12 @@ fn canonical(cwd: &std::path::Path) -> Result<PathBuf, RpcError> {
     if !cwd.is_absolute() {
         return Err(invalid_params(format!("cwd must be an absolute path, not {}", cwd.display())));
     }
-    std::fs::canonicalize(cwd).map_err(|err| invalid_params(format!("cannot open {}: {err}", cwd.display())))
+    let root = std::fs::canonicalize(cwd)
+        .map_err(|err| invalid_params(format!("cannot open {}: {err}", cwd.display())))?;
+    if !root.is_dir() {
+        return Err(invalid_params(format!("cwd must be a folder, and {} is a file", cwd.display())));
+    }
+    Ok(root)
 }
 
 /// The prompt as one goal: its text, with the resources it embeds and the ones it links.

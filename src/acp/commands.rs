@@ -15,6 +15,7 @@ const COMMANDS: &[(&str, &str, Option<&str>)] = &[
     ("checkpoints", "The runs that can be undone, newest first", None),
     ("rollback", "Undo a run (the newest, or the checkpoint or run id given)", Some("checkpoint or run id")),
     ("trust", "Trust this folder: its tokamak.toml and its programs are used from the next session", None),
+    ("compact", "Compact the conversation: later prompts carry each earlier request by its first line", None),
 ];
 
 /// The update that tells the client the commands.
@@ -107,6 +108,8 @@ async fn checkpoints(session: &Session) -> Result<String, String> {
 
 async fn rollback(session: &Session, wanted: &str) -> Result<String, String> {
     let executor = session.executor.as_ref().ok_or("the agent cannot act on this folder")?;
+    // a run going on in the folder (this session's or another's) keeps its files as they are
+    let _folder = crate::history::FolderLock::take(executor.confinement.root(), "a rollback")?;
     let wanted = if wanted.is_empty() {
         let history = session.history.as_ref().ok_or("this session keeps no checkpoints")?;
         let list = history.checkpoints().await?.list().await.map_err(|err| err.to_string())?;

@@ -1,7 +1,8 @@
 //! A session's pickers: the role the agent acts in (`auto`: routed by the prompt's words, as
-//! every front end does, or one of the roles) and the model (the settings' own, or one of
-//! their `[profiles.NAME]`), offered as ACP's `configOptions` (`mode` and `model`
-//! categories) and, for clients that know only those, as the legacy `modes`.
+//! every front end does, or one of the roles), the model (the settings' own, or one of their
+//! `[profiles.NAME]`) and what it asks before it acts (the settings' level, accept edits, ask
+//! everything, or plan only), offered as ACP's `configOptions` and, for clients that know only
+//! those, the roles as the legacy `modes`.
 
 use agent_client_protocol_schema::v1 as acp;
 
@@ -14,6 +15,22 @@ pub const AUTO: &str = "auto";
 pub const DEFAULT: &str = "default";
 const MODE: &str = "mode";
 const MODEL: &str = "model";
+const APPROVAL: &str = "approval";
+/// The approval picker's values: `(id, name, description)`, the settings' level first.
+const APPROVALS: &[(&str, &str, &str)] = &[
+    (
+        DEFAULT,
+        "As the settings say",
+        "Ask before edits and unlisted commands (approval in the settings, medium unless set)",
+    ),
+    (
+        "accept_edits",
+        "Accept edits",
+        "Edits are made without asking; unlisted commands and commits are still asked",
+    ),
+    ("ask_everything", "Ask before everything", "Every action is asked, reads included"),
+    ("plan", "Plan only", "Each prompt is planned and the plan shown; nothing is carried out"),
+];
 
 /// What the user picked in a session.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -22,6 +39,25 @@ pub struct Picked {
     pub role: Option<String>,
     /// The profile whose model the run uses; `None`: the settings' own.
     pub model: Option<String>,
+    /// The approval picker's value; `None`: the settings' level.
+    pub approval: Option<String>,
+}
+
+impl Picked {
+    /// The approval level a run takes from the picker (`None`: the settings').
+    pub fn approval_level(&self) -> Option<crate::config::ApprovalLevel> {
+        use crate::config::ApprovalLevel;
+        match self.approval.as_deref() {
+            Some("accept_edits") => Some(ApprovalLevel::Low),
+            Some("ask_everything") => Some(ApprovalLevel::High),
+            _ => None,
+        }
+    }
+
+    /// Prompts are planned only.
+    pub fn plan_only(&self) -> bool {
+        self.approval.as_deref() == Some("plan")
+    }
 }
 
 fn profiles(session: &Session) -> Profiles {
@@ -66,6 +102,17 @@ pub fn config_options(session: &Session, picked: &Picked) -> Vec<acp::SessionCon
             models,
         )
         .category(acp::SessionConfigOptionCategory::Model),
+        acp::SessionConfigOption::select(
+            APPROVAL,
+            "Approval",
+            picked.approval.clone().unwrap_or_else(|| DEFAULT.to_string()),
+            APPROVALS
+                .iter()
+                .map(|(id, name, description)| {
+                    acp::SessionConfigSelectOption::new(*id, *name).description(*description)
+                })
+                .collect::<Vec<_>>(),
+        ),
     ]
 }
 
@@ -92,7 +139,19 @@ pub fn set(session: &Session, picked: &mut Picked, id: &str, value: &str) -> Res
         MODEL if value == DEFAULT => picked.model = None,
         MODEL if session.settings.profiles.contains_key(value) => picked.model = Some(value.to_string()),
         MODEL => return Err(format!("there is no [profiles.{value}] in the settings")),
-        other => return Err(format!("there is no option {other}; the options are {MODE} and {MODEL}")),
+        APPROVAL if value == DEFAULT => picked.approval = None,
+        APPROVAL if APPROVALS.iter().any(|(id, ..)| *id == value) => {
+            picked.approval = Some(value.to_string())
+        }
+        APPROVAL => {
+            let values: Vec<&str> = APPROVALS.iter().map(|(id, ..)| *id).collect();
+            return Err(format!("approval takes {}, not {value}", values.join(", ")));
+        }
+        other => {
+            return Err(format!(
+                "there is no option {other}; the options are {MODE}, {MODEL} and {APPROVAL}"
+            ));
+        }
     }
     Ok(())
 }

@@ -116,6 +116,25 @@ impl Store {
         kept
     }
 
+    /// Session `id`'s conversation: its earlier prompts and how each ended (none kept: empty).
+    pub fn turns(&self, id: &str) -> Vec<crate::agent::Turn> {
+        std::fs::read_to_string(self.dir.join(format!("{id}.turns.json")))
+            .ok()
+            .and_then(|text| serde_json::from_str(&text).ok())
+            .unwrap_or_default()
+    }
+
+    /// Keeps session `id`'s conversation for its next load.
+    pub fn keep_turns(&self, id: &str, turns: &[crate::agent::Turn]) {
+        let kept = self.folder().and_then(|folder| {
+            let text = serde_json::to_string(turns).map_err(std::io::Error::other)?;
+            std::fs::write(folder.join(format!("{id}.turns.json")), text)
+        });
+        if let Err(err) = kept {
+            tracing::warn!("acp: session {id}'s conversation could not be kept: {err}");
+        }
+    }
+
     /// Every update session `id` sent, in order (a line that cannot be read is skipped).
     pub fn updates(&self, id: &str) -> Vec<Value> {
         let text = std::fs::read_to_string(self.log_path(id)).unwrap_or_default();

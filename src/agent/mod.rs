@@ -38,4 +38,6 @@ pub use prompt::{SYSTEM as FIX_SYSTEM_PROMPT, focused_context};
 pub use crate::run::{Endings, ExitReason, RunReport, Tokens, plan};
 pub use runs::{Busy, RunHandle, Runs};
 pub use targets::{Scope, Signature};
-pub use task::{SYSTEM as TASK_SYSTEM_PROMPT, TaskContext, TaskRequest, plan_goal, run_task};
+pub use task::{
+    SYSTEM as TASK_SYSTEM_PROMPT, TaskContext, TaskRequest, Turn, compact_conversation, plan_goal, run_task,
+};

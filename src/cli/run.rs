@@ -103,8 +103,14 @@ async fn carry_out(
     let root_uri = url::Url::from_directory_path(&root)
         .map_err(|()| anyhow::anyhow!("{} is not an absolute path", root.display()))?;
     let handle = runs.start(&root_uri)?;
-    let request =
-        TaskRequest { goal: goal.to_string(), plan: None, selection: None, plan_id: new_plan_id(), role };
+    let request = TaskRequest {
+        goal: goal.to_string(),
+        plan: None,
+        selection: None,
+        plan_id: new_plan_id(),
+        role,
+        conversation: Vec::new(),
+    };
     let report = run_task(&context, request, handle).await;
     let changed = report
         .files_changed

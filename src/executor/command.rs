@@ -413,7 +413,7 @@ impl Executor {
         self.context.tell_unsandboxed(&placement).await;
         // nothing confines it on this machine: the model's every command is asked
         let unconfined = matches!(placement, Placement::Copy { ask: true, .. });
-        let ask_anyway = origin == Origin::Model && (settings.approval == ApprovalLevel::High || unconfined);
+        let ask_anyway = origin == Origin::Model && (self.approval() == ApprovalLevel::High || unconfined);
         if !listed || ask_anyway {
             let request = Request::Command { argv: argv.to_vec(), unconfined };
             if let Err(reason) = self.ask(&request, origin).await {

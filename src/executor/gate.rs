@@ -103,7 +103,7 @@ impl Executor {
         let settings = &self.context.settings;
         crate::modes::ModeContext {
             files_touched: lock(&self.state).changed.len(),
-            approval: format!("{:?}", settings.approval).to_lowercase(),
+            approval: format!("{:?}", self.approval()).to_lowercase(),
             auto_test: settings.test_command.is_some(),
             auto_commit: settings.auto_commit,
             ..Default::default()
@@ -193,7 +193,9 @@ impl Executor {
         // a step that started by looking for its place (seed 000's `search_intent`) has found
         // it when it first asks to change something: on to implementation, which may
         let navigating = self.navigating();
+        let looking_only = self.looking_only.load(std::sync::atomic::Ordering::Relaxed);
         if navigating == Some(Navigating::ForTheStep)
+            && !looking_only
             && action.kind() == ActionKind::Write
             && self.authority().is_some_and(|(profile, _)| self.role_forbids(&profile, action).is_none())
         {
@@ -214,7 +216,7 @@ impl Executor {
             return Ok(ActionResult::refused(format!("Refused: {rule}.")));
         }
         let look = action.kind() == ActionKind::Read;
-        if look && self.context.settings.approval == ApprovalLevel::High {
+        if look && self.approval() == ApprovalLevel::High {
             let request = Request::Look { action: action.name().to_string(), summary: describe_look(action) };
             if let Err(reason) = self.ask(&request, Origin::Model).await {
                 self.count_call(action)?;
@@ -299,6 +301,12 @@ impl Executor {
 
     /// The rule of the current mode or role that forbids `action`, if one does.
     pub(super) fn forbidden(&self, action: &Action) -> Option<String> {
+        if self.looking_only.load(std::sync::atomic::Ordering::Relaxed) && action.kind() != ActionKind::Read {
+            return Some(format!(
+                "the request is a question: it is answered by looking, and nothing is changed or run ({})",
+                action.name()
+            ));
+        }
         let (profile, mode) = self.authority()?;
         let kind = action.kind();
         if !mode.allowed().permits(kind) {
@@ -361,7 +369,7 @@ impl Executor {
         diff: String,
         file: Option<ChangedFile>,
     ) -> Result<(), Stop> {
-        if self.context.settings.approval < ApprovalLevel::Medium {
+        if self.approval() < ApprovalLevel::Medium {
             return Ok(());
         }
         let request = Request::Change { action: action.to_string(), summary, diff, file };

@@ -44,7 +44,7 @@ impl Executor {
             ));
         }
         let settings = &self.context.settings;
-        if !(settings.auto_commit && settings.trusted) || settings.approval == ApprovalLevel::High {
+        if !(settings.auto_commit && settings.trusted) || self.approval() == ApprovalLevel::High {
             let request = Request::Commit { message: message.to_string(), files: files.clone() };
             if let Err(reason) = self.ask(&request, origin).await {
                 return ActionResult::refused(reason);

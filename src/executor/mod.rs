@@ -290,6 +290,10 @@ pub struct Executor {
     /// Where the run's last command ran (for the step's report).
     commands_ran: Mutex<Option<&'static str>>,
     run_id: String,
+    /// The approval level the front end picked for this run (ACP's picker), over the settings'.
+    approval: Mutex<Option<ApprovalLevel>>,
+    /// The run answers a question: it only looks, whatever its mode would allow.
+    looking_only: std::sync::atomic::AtomicBool,
 }
 
 impl Executor {
@@ -312,11 +316,28 @@ impl Executor {
             shadow: tokio::sync::Mutex::new(None),
             commands_ran: Mutex::new(None),
             run_id: run_id.to_string(),
+            approval: Mutex::new(None),
+            looking_only: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
     pub fn context(&self) -> &Arc<ExecutorContext> {
         &self.context
+    }
+
+    /// From now on the run asks as `level` says (a front end's picker), not as the settings do.
+    pub fn set_approval(&self, level: ApprovalLevel) {
+        *lock(&self.approval) = Some(level);
+    }
+
+    /// From now on the model may only look (a question is answered, nothing changed or run).
+    pub fn look_only(&self) {
+        self.looking_only.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// What the run asks a person before it acts: the picked level, else the settings'.
+    pub fn approval(&self) -> ApprovalLevel {
+        lock(&self.approval).unwrap_or(self.context.settings.approval)
     }
 
     /// Where the run's commands ran (its last one), once one has: "sandboxed: …" or "in a

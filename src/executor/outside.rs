@@ -25,7 +25,7 @@ impl Executor {
             });
         };
         let settings = &self.context.settings;
-        if !tool.allowed || settings.approval == ApprovalLevel::High {
+        if !tool.allowed || self.approval() == ApprovalLevel::High {
             let shown = crate::text::cut(&arguments.to_string(), 600);
             let request =
                 Request::Tool { name: name.to_string(), server: tool.server.clone(), arguments: shown };

@@ -9,6 +9,7 @@
 
 pub mod audit;
 mod checkpoints;
+mod folder_lock;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -18,6 +19,7 @@ use serde_json::{Value, json};
 
 pub use audit::AuditLog;
 pub use checkpoints::{CheckpointError, CheckpointInfo, Checkpoints, FileChange, Overlay, Stage, table};
+pub use folder_lock::FolderLock;
 
 use crate::config::CheckpointSettings;
 use crate::editor::{Editor, MessageLevel};

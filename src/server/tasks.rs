@@ -181,6 +181,7 @@ pub async fn implement(backend: &Backend, args: ImplementArgs) -> Result<Value> 
         plan: Some(plan),
         selection: None,
         role: None,
+        conversation: Vec::new(),
     };
     start(backend, request).await
 }
@@ -192,8 +193,14 @@ pub async fn run(backend: &Backend, args: GoalArgs) -> Result<Value> {
         return Err(Error::invalid_params("the goal is empty: say what Tokamak should do"));
     }
     let selection = backend.selection(args.uri.as_ref(), args.range);
-    let request =
-        TaskRequest { goal, plan: None, selection, plan_id: crate::session::new_plan_id(), role: args.role };
+    let request = TaskRequest {
+        goal,
+        plan: None,
+        selection,
+        plan_id: crate::session::new_plan_id(),
+        role: args.role,
+        conversation: Vec::new(),
+    };
     start(backend, request).await
 }
 

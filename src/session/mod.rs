@@ -246,6 +246,7 @@ impl Session {
             limits: settings.limits.clone(),
             plan: settings.plan.clone(),
             fix: settings.fix.clone(),
+            approval: None,
         })
     }
 

@@ -19,7 +19,7 @@ use agent_client_protocol_schema::ProtocolVersion;
 use agent_client_protocol_schema::v1 as acp;
 use serde_json::{Value, json};
 use support::UserDirs;
-use support::model_server::{ModelServer, json_reply, openai_chat, openai_tool_calls};
+use support::model_server::{ModelServer, Scripted, json_reply, openai_chat, openai_tool_calls};
 use support::scenario::{GOAL, Language, PYTHON, block, call};
 
 /// How the test's client answers a permission request.
@@ -376,6 +376,15 @@ fn user_for(language: &Language, root: &Path, model: &ModelServer) -> UserDirs {
     UserDirs::trusting_with(&[root], &toml)
 }
 
+/// The user's settings for a folder of no language: the scripted model, no checkers, trusted.
+fn scripted_user(root: &Path, model: &ModelServer) -> UserDirs {
+    let toml = format!(
+        "\n[model]\nbase_url = {:?}\nmodel = \"scripted\"\nmax_retries = 0\n\n[checkers]\nenable = []\n",
+        model.url()
+    );
+    UserDirs::trusting_with(&[root], &toml)
+}
+
 fn text_of(updates: &[Value]) -> String {
     updates.iter().filter_map(|u| u["content"]["text"].as_str()).collect()
 }
@@ -699,7 +708,7 @@ fn the_scenario_through_acp_on_the_disk() {
         .iter()
         .map(|c| c["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["plan", "status", "checkpoints", "rollback", "trust"], "{commands:?}");
+    assert_eq!(names, ["plan", "status", "checkpoints", "rollback", "trust", "compact"], "{commands:?}");
     let said_before = client.updates("agent_message_chunk").len();
     let say = |client: &mut Client, text: &str| {
         let answer = client.request("session/prompt", Client::prompt_request(&session, text));
@@ -1148,8 +1157,8 @@ fn the_python_sdk_runs_the_scenario() {
     assert_eq!(seen["sessions"].as_array().unwrap().len(), 1, "{seen}");
     assert_eq!(seen["replayed"][0], "user_message_chunk", "{seen}");
     assert!(seen["replayed"].as_array().unwrap().iter().any(|k| k == "plan"), "{seen}");
-    assert_eq!(seen["options"], json!(["mode", "model"]));
-    assert_eq!(seen["picked"], json!(["auto", "default"]));
+    assert_eq!(seen["options"], json!(["mode", "model", "approval"]));
+    assert_eq!(seen["picked"], json!(["auto", "default", "default"]));
     assert!(std::fs::read_to_string(root.join(PYTHON.source)).unwrap().contains("def validate_email"));
 }
 
@@ -1208,5 +1217,175 @@ fn mcp_servers_from_session_new_are_started_asked_about_and_called() {
         calls_shown[1]["title"].as_str().unwrap_or_default().starts_with("mcp__legacy__lookup"),
         "{calls_shown:?}"
     );
+    assert!(client.end().is_some());
+}
+
+/// A session remembers (issue 41): "Remember the codeword BANANA-42", then "What was the
+/// codeword?" — the follow-up's requests carry the first and how it ended; after a restart and
+/// `session/load` too; `/compact` folds the conversation into one line per request.
+#[test]
+fn a_follow_up_remembers_the_conversation_across_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::write(root.join("notes.py"), "x = 1\n").unwrap();
+    let model = ModelServer::start(vec![
+        openai_chat("1. Remember the codeword\n"),
+        call("done", json!({"summary": "The codeword is BANANA-42; I will remember it."})),
+        // the follow-ups are questions: answered by one look, no plan
+        call("done", json!({"summary": "The codeword was BANANA-42."})),
+        call("done", json!({"summary": "BANANA-42."})),
+    ]);
+    let user = scripted_user(&root, &model);
+    let env = user.env();
+    let mut first = Client::start_env(&env);
+    first.initialize(true);
+    let id = first.new_session(&root);
+    let answer =
+        first.request("session/prompt", Client::prompt_request(&id, "Remember the codeword BANANA-42"));
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let tokens_fresh = model.requests()[0].body["messages"].to_string().len();
+    let answer = first.request("session/prompt", Client::prompt_request(&id, "What was the codeword?"));
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    assert_eq!(model.requests().len(), 3, "a question is not planned");
+    let plan = model.requests()[2].body["messages"].to_string();
+    assert!(
+        plan.contains("The conversation so far in this session")
+            && plan.contains("The user asked: Remember the codeword BANANA-42")
+            && plan.contains("The codeword is BANANA-42; I will remember it."),
+        "{plan}"
+    );
+    assert!(plan.contains("You are in the context_navigation mode"), "a question only looks: {plan}");
+    let content = model.requests()[2].body["messages"][1]["content"].as_str().unwrap_or_default().to_string();
+    let start = content.find("The conversation so far").unwrap_or(0);
+    let end = content[start..].find("\nThe workspace has").map_or(content.len(), |at| start + at);
+    eprintln!(
+        "the conversation adds {} bytes (~{} tokens) to a follow-up's request (the fresh task's plan request: {tokens_fresh} bytes)",
+        end - start,
+        (end - start) / 4
+    );
+    assert!(first.end().is_some());
+
+    // a restart: the loaded session remembers both
+    let mut second = Client::start_env(&env);
+    second.initialize(true);
+    let loaded = second.request("session/load", acp::LoadSessionRequest::new(id.clone(), root.clone()));
+    assert!(loaded.get("result").is_some(), "{loaded}");
+    let compacted = second.request("session/prompt", Client::prompt_request(&id, "/compact"));
+    assert_eq!(compacted["result"]["stopReason"], "end_turn", "{compacted}");
+    let said = text_of(&second.updates("agent_message_chunk"));
+    assert!(said.contains("Compacted the 2 earlier requests into one"), "{said}");
+    let answer = second.request("session/prompt", Client::prompt_request(&id, "And once more?"));
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let plan = model.requests()[3].body["messages"].to_string();
+    assert!(
+        plan.contains("(2 earlier requests, compacted)")
+            && plan.contains("Remember the codeword BANANA-42 →")
+            && plan.contains("What was the codeword? →"),
+        "{plan}"
+    );
+    assert!(second.end().is_some());
+}
+
+/// One run per folder across sessions: while one session's prompt runs, another session's in
+/// the same folder ends at once saying so, and its /rollback is refused; a file as cwd and an
+/// oversized prompt are refused with a sentence.
+#[test]
+fn two_sessions_on_one_folder_run_one_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::write(root.join("notes.py"), "x = 1\n").unwrap();
+    let model = ModelServer::start(vec![
+        Scripted::Delayed(Duration::from_secs(3), Box::new(openai_chat("1. Look at notes.py\n"))),
+        call("done", json!({"summary": "looked"})),
+    ]);
+    let mut client = Client::start(scripted_user(&root, &model), &[]);
+    client.initialize(true);
+    let first = client.new_session(&root);
+    let second = client.new_session(&root);
+    let running = client.ask("session/prompt", Client::prompt_request(&first, "Look at notes.py"));
+    // the first is planning (its model answers in 3 s)
+    client.wait_for("the first run's start", |m| {
+        m["params"]["update"]["sessionUpdate"] == "plan"
+            || m["params"]["update"]["sessionUpdate"] == "agent_thought_chunk"
+    });
+    let refused = client.request("session/prompt", Client::prompt_request(&second, "Look at notes.py too"));
+    assert_eq!(refused["result"]["stopReason"], "end_turn", "{refused}");
+    let said: String = client
+        .seen
+        .iter()
+        .filter(|m| m["params"]["sessionId"] == second.as_str())
+        .filter_map(|m| m["params"]["update"]["content"]["text"].as_str())
+        .collect();
+    assert!(said.contains("another Tokamak run is working in this folder"), "{said}");
+    let rollback = client.request("session/prompt", Client::prompt_request(&second, "/rollback"));
+    assert!(rollback.get("result").is_some());
+    let said: String = client
+        .seen
+        .iter()
+        .filter(|m| m["params"]["sessionId"] == second.as_str())
+        .filter_map(|m| m["params"]["update"]["content"]["text"].as_str())
+        .collect();
+    assert!(said.contains("/rollback did not work: another Tokamak run is working in this folder"), "{said}");
+    let done = client.answer_of(running);
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    assert_eq!(model.requests().len(), 2, "the second session's prompt never reached the model");
+
+    // a file is not a folder; a prompt of 600 KiB is too large
+    let file = client.request("session/new", acp::NewSessionRequest::new(root.join("notes.py")));
+    assert!(file["error"].to_string().contains("cwd must be a folder, and"), "{file}");
+    let huge = client.request("session/prompt", Client::prompt_request(&first, &"x".repeat(600 * 1024)));
+    assert!(huge["error"].to_string().contains("Tokamak takes at most 512 KiB"), "{huge}");
+    assert_eq!(model.requests().len(), 2);
+    assert!(client.end().is_some());
+}
+
+/// The approval picker (issue 41: the permission modes Claude Code's and opencode's ACP agents
+/// offer): "accept edits" carries the scenario out without one question; "plan only" shows the
+/// plan and changes nothing.
+#[test]
+fn the_approval_picker_accepts_edits_or_plans_only() {
+    let (_dir, root) = python_project();
+    let before = std::fs::read_to_string(root.join(PYTHON.source)).unwrap();
+    let model = ModelServer::start(PYTHON.script());
+    let mut client = Client::start(user_for(&PYTHON, &root, &model), &[]);
+    client.initialize(true);
+    let answer = client.request("session/new", acp::NewSessionRequest::new(root.clone()));
+    let session = answer["result"]["sessionId"].as_str().unwrap().to_string();
+    let options = &answer["result"]["configOptions"];
+    assert_eq!(options[2]["id"], "approval", "{options}");
+    let values: Vec<&str> =
+        options[2]["options"].as_array().unwrap().iter().map(|o| o["value"].as_str().unwrap()).collect();
+    assert_eq!(values, ["default", "accept_edits", "ask_everything", "plan"]);
+
+    let set = client.request(
+        "session/set_config_option",
+        json!({"sessionId": session, "configId": "approval", "value": "plan"}),
+    );
+    assert_eq!(set["result"]["configOptions"][2]["currentValue"], "plan", "{set}");
+    let answer = client.request("session/prompt", Client::prompt_request(&session, GOAL));
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    assert_eq!(model.requests().len(), 1, "planned only");
+    assert_eq!(std::fs::read_to_string(root.join(PYTHON.source)).unwrap(), before);
+
+    // the same model script from its start, accepting edits
+    let model = ModelServer::start(PYTHON.script());
+    let mut client = Client::start(user_for(&PYTHON, &root, &model), &[]);
+    client.permit = Permit::Never;
+    client.initialize(true);
+    let session = client.new_session(&root);
+    let set = client.request(
+        "session/set_config_option",
+        json!({"sessionId": session, "configId": "approval", "value": "accept_edits"}),
+    );
+    assert!(set.get("result").is_some(), "{set}");
+    let answer = client.request("session/prompt", Client::prompt_request(&session, GOAL));
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    assert!(client.requests("session/request_permission").is_empty(), "no question: {:?}", client.unanswered);
+    assert_ne!(std::fs::read_to_string(root.join(PYTHON.source)).unwrap(), before, "the edits landed");
+    let wrong = client.request(
+        "session/set_config_option",
+        json!({"sessionId": session, "configId": "approval", "value": "yolo"}),
+    );
+    assert!(wrong["error"].to_string().contains("approval takes default, accept_edits"), "{wrong}");
     assert!(client.end().is_some());
 }

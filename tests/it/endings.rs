@@ -462,6 +462,12 @@ fn a_run_stopped_by_its_token_limit_ends_with_the_models_wrap_up() {
     let requests = model.requests();
     assert_eq!(requests.len(), 3);
     let asked = requests[2].body["messages"].to_string();
+    eprintln!(
+        "the wrap-up's request: {} bytes of messages (~{} tokens), max_tokens {}",
+        asked.len(),
+        asked.len() / 4,
+        requests[2].body["max_tokens"]
+    );
     assert!(
         asked.contains("stopped before its end") && asked.contains("Why it stopped: stopped after spending"),
         "{asked}"

@@ -11,6 +11,7 @@
 //! to the editor on every change; the run ends with an exit reason and a summary. The same
 //! for the server (`tokamak.run`, `tokamak.implement`) and the command line (`tokamak run`).
 
+mod conversation;
 mod measure;
 mod modes;
 mod observe;
@@ -55,7 +56,11 @@ pub struct TaskContext {
     /// Each role's own model (`[profiles.<role>]`, a role file's `model`); `None`: the run's
     /// model serves every role.
     pub role_models: Option<crate::model::RoleModels>,
+    /// The approval level a front end picked for the run (ACP's picker); `None`: the settings'.
+    pub approval: Option<crate::config::ApprovalLevel>,
 }
+
+pub use conversation::{Turn, compact as compact_conversation};
 
 /// What to do.
 #[derive(Debug, Clone, Default)]
@@ -70,6 +75,8 @@ pub struct TaskRequest {
     /// The role to act in (`tokamak.run {role}`, `--role`); `None`: each step is routed by
     /// its words (SPEC M2).
     pub role: Option<String>,
+    /// The session's earlier requests and how they ended (a follow-up's context).
+    pub conversation: Vec<Turn>,
 }
 
 /// Makes a plan without carrying it out (`tokamak.plan`, `tokamak plan`).
@@ -105,6 +112,21 @@ struct Stop {
 /// Runs one task to its end and reports it (also to the editor).
 pub async fn run_task(context: &TaskContext, request: TaskRequest, run: RunHandle) -> RunReport {
     let executor_context = &context.executor;
+    // one run per folder, whatever session, front end or process asks: a second is refused
+    // before it touches anything (its checkpoint would be mixed with the first's)
+    let _folder = match crate::history::FolderLock::take(executor_context.confinement.root(), &run.run_id) {
+        Ok(lock) => lock,
+        Err(held) => {
+            let root = executor_context.confinement.root();
+            let uri = Url::from_directory_path(root).unwrap_or_else(|()| placeholder());
+            let report = RunReport::failed(run.run_id.clone(), uri, format!("Not started: {held}."));
+            let editor = Arc::clone(&executor_context.editor);
+            let run_id = run.run_id.clone();
+            drop(run);
+            editor.run_event(&run_id, &RunEvent::Finished(Box::new(report.clone()))).await;
+            return report;
+        }
+    };
     let journal = executor_context
         .history
         .as_ref()
@@ -122,6 +144,9 @@ pub async fn run_task(context: &TaskContext, request: TaskRequest, run: RunHandl
     let wall = Duration::from_secs(context.limits.wall_time_s.max(1));
     let executor =
         Executor::new(Arc::clone(executor_context), &run.run_id, journal.clone(), stop_token.clone());
+    if let Some(level) = context.approval {
+        executor.set_approval(level);
+    }
     // the time waiting for the user's approvals does not count
     let waits = executor.waits();
     let started = std::time::Instant::now();
@@ -146,6 +171,8 @@ pub async fn run_task(context: &TaskContext, request: TaskRequest, run: RunHandl
         last_tests: Default::default(),
         before: Default::default(),
         left: Default::default(),
+        conversation: conversation::render(&request.conversation),
+        question: false,
     };
     let stop = match engine.roles_ready(&request).await {
         Ok(()) => engine.drive(&request).await,
@@ -279,6 +306,45 @@ pub async fn run_task(context: &TaskContext, request: TaskRequest, run: RunHandl
     report
 }
 
+/// Whether `goal` asks a question rather than for a change: it ends with a question mark or
+/// starts with a question word, and asks for no change in its words.
+fn is_question(goal: &str) -> bool {
+    let text = goal.trim().to_lowercase();
+    let first = text.split_whitespace().next().unwrap_or_default();
+    let asks = text.ends_with('?')
+        || text.ends_with('？')
+        || ["what", "how", "why", "where", "which", "who", "when", "does", "is", "are", "can", "explain"]
+            .contains(&first)
+        || ["뭐", "무엇", "어떻게", "왜", "어디", "언제", "누가", "설명해"].iter().any(|w| text.contains(w));
+    let changes = [
+        "add ",
+        "fix",
+        "implement",
+        "change",
+        "refactor",
+        "write",
+        "create",
+        "remove",
+        "delete",
+        "rename",
+        "update",
+        "make ",
+        "추가",
+        "수정",
+        "구현",
+        "변경",
+        "작성",
+        "삭제",
+        "고쳐",
+        "만들어",
+        "바꿔",
+        "리팩토링",
+    ]
+    .iter()
+    .any(|w| text.contains(w));
+    asks && !changes
+}
+
 fn placeholder() -> Url {
     // unreachable in practice: the root is an absolute path
     Url::parse("file:///").expect("a constant URL parses")
@@ -310,6 +376,10 @@ struct Runner<'a> {
     before: Mutex<std::collections::HashMap<String, Vec<crate::observer::Diagnostic>>>,
     /// What the run leaves, as its end read it (`None`: it stopped before its end).
     left: Mutex<Option<crate::run::Left>>,
+    /// The session's conversation so far, as prompts show it (empty: none).
+    conversation: String,
+    /// The request is a question: answered by looking, without a plan or tests.
+    question: bool,
 }
 
 impl Runner<'_> {
@@ -365,8 +435,21 @@ impl Runner<'_> {
             Ok(model) => model,
             Err(stop) => return stop,
         };
+        // a question is answered as one: one step that only looks, no plan asked for, no tests
+        self.question = request.plan.is_none() && request.role.is_none() && is_question(&request.goal);
         let mut plan = match &request.plan {
             Some(plan) => plan.clone(),
+            None if self.question => {
+                let single = format!("1. {}\n", request.goal.lines().next().unwrap_or_default());
+                match Plan::read(&request.plan_id, &request.goal, &single, 1) {
+                    Ok(plan) => {
+                        self.executor.record("question", json!({"goal": request.goal}));
+                        self.executor.look_only();
+                        plan
+                    }
+                    Err(err) => return Stop { reason: ExitReason::Failed, summary: err.to_string() },
+                }
+            }
             None => {
                 self.enter_planning(&request.goal);
                 self.report("planning".to_string()).await;
@@ -568,6 +651,8 @@ impl Runner<'_> {
         )
         .await;
         self.add_tokens(spent);
+        // a follow-up sees what came before it in the session
+        let text = if self.conversation.is_empty() { text } else { format!("{}\n{text}", self.conversation) };
         self.executor.record(
             "context",
             serde_json::json!({"question": question, "tokens": crate::model::estimate_tokens(&text), "summary_tokens": spent.total()}),

@@ -80,7 +80,12 @@ impl Runner<'_> {
                 && role_mode == Mode::Implementation
                 && matches!(mode, Mode::Refactor | Mode::Debug | Mode::ContextNav | Mode::Profiling)
         });
-        let mode = intent.as_ref().map_or(role_mode, |(mode, _)| *mode);
+        // a question only looks (context navigation), whatever its role
+        let mode = if self.question {
+            Mode::ContextNav
+        } else {
+            intent.as_ref().map_or(role_mode, |(mode, _)| *mode)
+        };
         self.executor.act_as(Arc::clone(&profile), mode);
         let why = match (explicit, words.is_empty()) {
             (Some(_), _) => "asked for".to_string(),
@@ -163,17 +168,7 @@ impl Runner<'_> {
     /// importers outside `files` (the step's), said in the progress lines and audited.
     pub(super) async fn reached_outside(&self, name: &str, files: &[String]) -> bool {
         let Some(impact) = self.executor.run_impact(None).await else { return false };
-        let confinement = &self.executor.context().confinement;
-        let mut reached: Vec<String> = impact
-            .callers
-            .iter()
-            .map(|c| c.path.as_path())
-            .chain(impact.importers.iter().map(|(path, _)| path.as_path()))
-            .map(|path| confinement.relative(path))
-            .filter(|path| !files.contains(path))
-            .collect();
-        reached.sort();
-        reached.dedup();
+        let reached = self.reached_by(&impact, files);
         self.executor.record(
             "impact",
             json!({"for": "multi_file", "changed": impact.symbols.iter().map(|(_, n)| n.clone()).collect::<Vec<_>>(), "reached": reached, "tests": impact.tests.len()}),

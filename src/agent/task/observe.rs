@@ -62,7 +62,10 @@ impl Runner<'_> {
             }
         }
         let tests = match self.executor.context().settings.test_command.clone() {
-            Some(command) if !self.cancel.is_cancelled() => Some(self.run_tests(command).await),
+            // a question changed nothing the tests could judge
+            Some(command) if !self.cancel.is_cancelled() && !self.question => {
+                Some(self.run_tests(command).await)
+            }
             _ => None,
         };
         if tests.is_some() {
@@ -80,10 +83,8 @@ impl Runner<'_> {
         check
     }
 
-    /// The files outside `files` that the run's change reaches (callers and importers of what
-    /// it changed), at most [`MAX_REACHED`]; audited.
-    pub(super) async fn reached_files(&self, files: &[String]) -> Vec<String> {
-        let Some(impact) = self.executor.run_impact(None).await else { return Vec::new() };
+    /// The files outside `files` that `impact` names (callers and importers), sorted, each once.
+    pub(super) fn reached_by(&self, impact: &crate::context::Impact, files: &[String]) -> Vec<String> {
         let confinement = &self.executor.context().confinement;
         let mut reached: Vec<String> = impact
             .callers
@@ -95,6 +96,14 @@ impl Runner<'_> {
             .collect();
         reached.sort();
         reached.dedup();
+        reached
+    }
+
+    /// The files outside `files` that the run's change reaches (callers and importers of what
+    /// it changed), at most [`MAX_REACHED`]; audited.
+    pub(super) async fn reached_files(&self, files: &[String]) -> Vec<String> {
+        let Some(impact) = self.executor.run_impact(None).await else { return Vec::new() };
+        let mut reached = self.reached_by(&impact, files);
         reached.truncate(MAX_REACHED);
         if !reached.is_empty() {
             self.executor.record("reach", json!({"files": reached}));
@@ -266,15 +275,13 @@ impl Runner<'_> {
             history: None,
             // at high the fix's changes are asked too, as the task's (its id is the one the
             // editor knows, and the wait is the task's)
-            approver: (self.executor.context().settings.approval == crate::config::ApprovalLevel::High).then(
-                || {
-                    Arc::new(crate::executor::OnBehalfOf {
-                        approver: Arc::clone(&self.executor.context().approver),
-                        run_id: self.run.run_id.clone(),
-                        clock: self.executor.waits(),
-                    }) as Arc<dyn crate::executor::Approver>
-                },
-            ),
+            approver: (self.executor.approval() == crate::config::ApprovalLevel::High).then(|| {
+                Arc::new(crate::executor::OnBehalfOf {
+                    approver: Arc::clone(&self.executor.context().approver),
+                    run_id: self.run.run_id.clone(),
+                    clock: self.executor.waits(),
+                }) as Arc<dyn crate::executor::Approver>
+            }),
             verify: Some(Arc::clone(self.executor.context())),
             // the step runs the tests itself right after
             final_tests: false,
