@@ -59,12 +59,14 @@ struct AcpSession {
     windows: Mutex<std::collections::HashMap<String, u32>>,
     /// The session's earlier prompts and how each ended (kept in the store across restarts).
     conversation: Mutex<Vec<crate::agent::Turn>>,
+    /// The models the settings' server serves, once it said (the model picker offers them).
+    served: Mutex<Vec<String>>,
     id: String,
 }
 
 impl AcpSession {
     fn config_options(&self) -> Vec<acp::SessionConfigOption> {
-        options::config_options(&self.session, &lock(&self.picked))
+        options::config_options(&self.session, &lock(&self.picked), &lock(&self.served))
     }
 
     fn modes(&self) -> acp::SessionModeState {
@@ -128,6 +130,24 @@ impl Agent {
         };
         if let Some(session) = id.and_then(|id| lock(&self.sessions).get(id).cloned()) {
             session.editor.send(commands::available());
+            // the models the server serves join the model picker when it says (beside the
+            // session: a slow or silent server holds nothing)
+            let picked = lock(&session.picked).clone();
+            if let Ok(model) =
+                options::models(&session.session, &picked).connect(Some(crate::agent::FIX_ROLE))
+            {
+                tokio::spawn(async move {
+                    let served = model.served().await;
+                    if served.is_empty() {
+                        return;
+                    }
+                    *lock(&session.served) = served;
+                    let options = session.config_options();
+                    session
+                        .editor
+                        .send(acp::SessionUpdate::ConfigOptionUpdate(acp::ConfigOptionUpdate::new(options)));
+                });
+            }
         }
     }
 
@@ -257,7 +277,8 @@ impl Agent {
             acp::SessionConfigOptionValue::ValueId { value } => value.0.to_string(),
             _ => return Err(invalid_params("Tokamak's options take one of their values, not true or false")),
         };
-        options::set(&session.session, &mut lock(&session.picked), &request.config_id.0, &value)
+        let served = lock(&session.served).clone();
+        options::set(&session.session, &mut lock(&session.picked), &request.config_id.0, &value, &served)
             .map_err(invalid_params)?;
         result(acp::SetSessionConfigOptionResponse::new(session.config_options()))
     }
@@ -266,7 +287,7 @@ impl Agent {
     fn set_mode(&self, params_: Value) -> Result<Value, RpcError> {
         let request: acp::SetSessionModeRequest = params(params_)?;
         let session = self.session(&request.session_id)?;
-        options::set(&session.session, &mut lock(&session.picked), "mode", &request.mode_id.0)
+        options::set(&session.session, &mut lock(&session.picked), "mode", &request.mode_id.0, &[])
             .map_err(invalid_params)?;
         result(acp::SetSessionModeResponse::new())
     }
@@ -336,6 +357,7 @@ impl Agent {
             picked: Mutex::new(Picked::default()),
             windows: Mutex::default(),
             conversation: Mutex::new(self.store.turns(id)),
+            served: Mutex::default(),
             id: id.to_string(),
         });
         lock(&self.sessions).insert(id.to_string(), Arc::clone(&acp_session));

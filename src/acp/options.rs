@@ -1,6 +1,6 @@
 //! A session's pickers: the role the agent acts in (`auto`: routed by the prompt's words, as
 //! every front end does, or one of the roles), the model (the settings' own, or one of their
-//! `[profiles.NAME]`) and what it asks before it acts (the settings' level, accept edits, ask
+//! `[profiles.NAME]`, or a model its server says it serves) and what it asks before it acts (the settings' level, accept edits, ask
 //! everything, or plan only), offered as ACP's `configOptions` and, for clients that know only
 //! those, the roles as the legacy `modes`.
 
@@ -13,6 +13,8 @@ use crate::session::{ModelChoice, Session};
 pub const AUTO: &str = "auto";
 /// The model picker's value for the settings' own model.
 pub const DEFAULT: &str = "default";
+/// The model picker's values for a model the server serves: `served:<its name>`.
+pub const SERVED: &str = "served:";
 const MODE: &str = "mode";
 const MODEL: &str = "model";
 const APPROVAL: &str = "approval";
@@ -39,6 +41,8 @@ pub struct Picked {
     pub role: Option<String>,
     /// The profile whose model the run uses; `None`: the settings' own.
     pub model: Option<String>,
+    /// A model the settings' server serves, by name, over the settings' model name.
+    pub served: Option<String>,
     /// The approval picker's value; `None`: the settings' level.
     pub approval: Option<String>,
 }
@@ -77,8 +81,12 @@ fn roles(session: &Session) -> Vec<(String, String, String)> {
     roles
 }
 
-/// The session's pickers as `configOptions`.
-pub fn config_options(session: &Session, picked: &Picked) -> Vec<acp::SessionConfigOption> {
+/// The session's pickers as `configOptions`; `served`: the models the server said it serves.
+pub fn config_options(
+    session: &Session,
+    picked: &Picked,
+    served: &[String],
+) -> Vec<acp::SessionConfigOption> {
     let roles: Vec<acp::SessionConfigSelectOption> = roles(session)
         .into_iter()
         .map(|(id, name, description)| acp::SessionConfigSelectOption::new(id, name).description(description))
@@ -87,6 +95,17 @@ pub fn config_options(session: &Session, picked: &Picked) -> Vec<acp::SessionCon
     for name in session.settings.profiles.keys() {
         models.push(acp::SessionConfigSelectOption::new(name.clone(), format!("[profiles.{name}]")));
     }
+    for name in served {
+        models.push(
+            acp::SessionConfigSelectOption::new(format!("{SERVED}{name}"), name.clone())
+                .description("served by the model's server".to_string()),
+        );
+    }
+    let current_model = match (&picked.served, &picked.model) {
+        (Some(name), _) => format!("{SERVED}{name}"),
+        (None, Some(profile)) => profile.clone(),
+        (None, None) => DEFAULT.to_string(),
+    };
     vec![
         acp::SessionConfigOption::select(
             MODE,
@@ -95,13 +114,8 @@ pub fn config_options(session: &Session, picked: &Picked) -> Vec<acp::SessionCon
             roles,
         )
         .category(acp::SessionConfigOptionCategory::Mode),
-        acp::SessionConfigOption::select(
-            MODEL,
-            "Model",
-            picked.model.clone().unwrap_or_else(|| DEFAULT.to_string()),
-            models,
-        )
-        .category(acp::SessionConfigOptionCategory::Model),
+        acp::SessionConfigOption::select(MODEL, "Model", current_model, models)
+            .category(acp::SessionConfigOptionCategory::Model),
         acp::SessionConfigOption::select(
             APPROVAL,
             "Approval",
@@ -125,8 +139,14 @@ pub fn modes(session: &Session, picked: &Picked) -> acp::SessionModeState {
     acp::SessionModeState::new(picked.role.clone().unwrap_or_else(|| AUTO.to_string()), available)
 }
 
-/// Sets picker `id` to `value`, or says why not.
-pub fn set(session: &Session, picked: &mut Picked, id: &str, value: &str) -> Result<(), String> {
+/// Sets picker `id` to `value`, or says why not (`served`: what the server serves).
+pub fn set(
+    session: &Session,
+    picked: &mut Picked,
+    id: &str,
+    value: &str,
+    served: &[String],
+) -> Result<(), String> {
     match id {
         MODE if value == AUTO => picked.role = None,
         MODE => {
@@ -136,8 +156,13 @@ pub fn set(session: &Session, picked: &mut Picked, id: &str, value: &str) -> Res
             })?;
             picked.role = Some(profile.name.clone());
         }
-        MODEL if value == DEFAULT => picked.model = None,
-        MODEL if session.settings.profiles.contains_key(value) => picked.model = Some(value.to_string()),
+        MODEL if value == DEFAULT => (picked.model, picked.served) = (None, None),
+        MODEL if session.settings.profiles.contains_key(value) => {
+            (picked.model, picked.served) = (Some(value.to_string()), None);
+        }
+        MODEL if value.strip_prefix(SERVED).is_some_and(|name| served.iter().any(|s| s == name)) => {
+            (picked.model, picked.served) = (None, value.strip_prefix(SERVED).map(str::to_string));
+        }
         MODEL => return Err(format!("there is no [profiles.{value}] in the settings")),
         APPROVAL if value == DEFAULT => picked.approval = None,
         APPROVAL if APPROVALS.iter().any(|(id, ..)| *id == value) => {
@@ -161,6 +186,9 @@ pub fn models(session: &Session, picked: &Picked) -> ModelChoice {
     let mut choice = session.models();
     if let Some(profile) = picked.model.as_ref().and_then(|name| choice.profiles.get(name)) {
         choice.model = choice.model.overlay(profile);
+    }
+    if let Some(name) = &picked.served {
+        choice.model.model = Some(name.clone());
     }
     choice
 }

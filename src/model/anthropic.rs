@@ -181,6 +181,13 @@ impl Model for Anthropic {
         self.client.info(MESSAGES)
     }
 
+    async fn served(&self) -> Vec<String> {
+        match self.client.get_json("/v1/models", &self.headers()).await {
+            Some(reply) => super::served_names(&reply),
+            None => Vec::new(),
+        }
+    }
+
     /// The settings' only: the API does not say.
     async fn context_window(&self) -> Option<u32> {
         self.client.config.context_window

@@ -270,6 +270,12 @@ pub trait Model: Send + Sync {
         None
     }
 
+    /// The models the server serves, by the names a request takes (`/v1/models`, Ollama's
+    /// `/api/tags`), asked within a few seconds; empty when it does not say.
+    async fn served(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     /// One vector per text from the embeddings model `model` on the same server
     /// (`/v1/embeddings` or Ollama's `/api/embed`); a provider without embeddings says so.
     async fn embed(
@@ -283,6 +289,20 @@ pub trait Model: Send + Sync {
             reason: format!("{} has no embeddings endpoint", self.info().provider.name()),
         })
     }
+}
+
+/// The names in a model list: `data[].id` (OpenAI-compatible, Anthropic) or `models[].name`
+/// (Ollama's tags).
+fn served_names(reply: &serde_json::Value) -> Vec<String> {
+    let listed = reply["data"]
+        .as_array()
+        .map(|data| data.iter().filter_map(|m| m["id"].as_str()).collect::<Vec<_>>())
+        .or_else(|| {
+            reply["models"].as_array().map(|m| m.iter().filter_map(|m| m["name"].as_str()).collect())
+        });
+    let mut names: Vec<String> = listed.unwrap_or_default().into_iter().map(str::to_string).collect();
+    names.truncate(64);
+    names
 }
 
 /// Reads the vectors out of an embeddings reply: `data[i].embedding` (OpenAI-compatible) or

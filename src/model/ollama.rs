@@ -143,6 +143,13 @@ impl Model for Ollama {
         self.client.embed(EMBEDDINGS, model, texts, &[], cancel).await
     }
 
+    async fn served(&self) -> Vec<String> {
+        match self.client.get_json("/api/tags", &[]).await {
+            Some(reply) => super::served_names(&reply),
+            None => Vec::new(),
+        }
+    }
+
     /// `/api/ps`: the context the model is loaded with (Ollama's own choice or `num_ctx`), when
     /// it is loaded.
     async fn context_window(&self) -> Option<u32> {

@@ -194,6 +194,13 @@ impl Model for OpenAi {
         self.client.embed(EMBEDDINGS, model, texts, &self.headers(), cancel).await
     }
 
+    async fn served(&self) -> Vec<String> {
+        match self.client.get_json("/v1/models", &self.headers()).await {
+            Some(reply) => super::served_names(&reply),
+            None => Vec::new(),
+        }
+    }
+
     /// llama.cpp's `/props` (the context it was started with), else vLLM's `/v1/models`
     /// (`max_model_len` of the model served).
     async fn context_window(&self) -> Option<u32> {

@@ -559,7 +559,10 @@ fn the_scenario_through_acp_with_the_editors_files() {
         let used = update["used"].as_u64().unwrap();
         assert!(used > 0 && used < 8192, "{update}");
     }
-    assert_eq!(model.gets(), ["/props"], "asked once for the session");
+    // the context window asked once for the session; the model list once, for the picker
+    let mut gets = model.gets();
+    gets.sort();
+    assert_eq!(gets, ["/props", "/v1/models"], "asked once for the session");
     let status = client.end();
     assert!(status.is_some_and(|s| s.success()), "ends when the editor closes its stdin: {status:?}");
 }
@@ -683,7 +686,10 @@ fn the_scenario_through_acp_on_the_disk() {
     assert!(client.requests("terminal/create").is_empty());
     // a server that does not say its context window: no usage is made up
     assert!(client.updates("usage_update").is_empty());
-    assert_eq!(model.gets(), ["/props", "/v1/models"]);
+    // the context window (llama.cpp's, then vLLM's way), and the model list for the picker
+    let mut gets = model.gets();
+    gets.sort();
+    assert_eq!(gets, ["/props", "/v1/models", "/v1/models"]);
     let results = client.updates("tool_call_update");
     let test_results: Vec<&Value> = results
         .iter()
@@ -1387,5 +1393,42 @@ fn the_approval_picker_accepts_edits_or_plans_only() {
         json!({"sessionId": session, "configId": "approval", "value": "yolo"}),
     );
     assert!(wrong["error"].to_string().contains("approval takes default, accept_edits"), "{wrong}");
+    assert!(client.end().is_some());
+}
+
+/// The model picker lists what the server serves (its `/v1/models`): picked, a prompt's requests
+/// name that model.
+#[test]
+fn the_model_picker_lists_what_the_server_serves() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::write(root.join("notes.py"), "x = 1\n").unwrap();
+    let model = ModelServer::start(vec![call("done", json!({"summary": "It sets x to 1."}))]);
+    model.describe(
+        "/v1/models",
+        json!({"object": "list", "data": [{"id": "qwen2.5-coder-7b"}, {"id": "qwen2.5-coder-32b"}]}),
+    );
+    let mut client = Client::start(scripted_user(&root, &model), &[]);
+    client.initialize(true);
+    let session = client.new_session(&root);
+    let update = client
+        .wait_for("the served models", |m| m["params"]["update"]["sessionUpdate"] == "config_option_update");
+    let values: Vec<String> = update["params"]["update"]["configOptions"][1]["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["value"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(values, ["default", "served:qwen2.5-coder-7b", "served:qwen2.5-coder-32b"], "{update}");
+    let set = client.request(
+        "session/set_config_option",
+        json!({"sessionId": session, "configId": "model", "value": "served:qwen2.5-coder-32b"}),
+    );
+    assert_eq!(set["result"]["configOptions"][1]["currentValue"], "served:qwen2.5-coder-32b", "{set}");
+    let answer = client.request("session/prompt", Client::prompt_request(&session, "What does notes.py do?"));
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let asked: Vec<String> =
+        model.requests().iter().map(|r| r.body["model"].as_str().unwrap_or_default().to_string()).collect();
+    assert_eq!(asked, ["qwen2.5-coder-32b"]);
     assert!(client.end().is_some());
 }
