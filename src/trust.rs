@@ -227,12 +227,14 @@ pub fn restrict_project_settings(value: &mut Value) -> Vec<String> {
 
 /// The one message an untrusted folder gets: what was ignored and how to trust it. `None`
 /// when nothing was ignored.
-pub fn ignored_message(root: &Path, ignored: &[String]) -> Option<String> {
+/// `then`: what makes trust take effect in this front end ("restart the server", "start a new
+/// session").
+pub fn ignored_message(root: &Path, ignored: &[String], then: &str) -> Option<String> {
     if ignored.is_empty() {
         return None;
     }
     Some(format!(
-        "Tokamak ignored {} from {}/tokamak.toml because the folder is not trusted; programs inside the folder (node_modules/.bin, .tools) are not run either. To trust it, run `tokamak trust {}` (or trust the workspace in your editor) and restart the server.",
+        "Tokamak ignored {} from {}/tokamak.toml because the folder is not trusted; programs inside the folder (node_modules/.bin, .tools) are not run either. To trust it, run `tokamak trust {}` (or trust the workspace in your editor) and {then}.",
         ignored.join(", "),
         root.display(),
         root.display()

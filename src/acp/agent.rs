@@ -335,9 +335,8 @@ impl Agent {
         let options = Options { history: true, agent: true, workspace: None, watch: true, mcp };
         let session = Session::build(Some(root.clone()), loaded.settings, loaded.trust, front, options);
         let mut notes: Vec<String> = session.problems.iter().map(|p| p.going_on()).collect();
-        if let Some(message) = crate::trust::ignored_message(&root, &loaded.ignored) {
-            // an ACP session is started anew, not a server restarted
-            notes.push(message.replace("and restart the server.", "and start a new session."));
+        if let Some(message) = crate::trust::ignored_message(&root, &loaded.ignored, "start a new session") {
+            notes.push(message);
         }
         notes.extend(unusable);
         if !additional_directories.is_empty() {

@@ -46,7 +46,7 @@ pub fn load_settings_as(
         }
     }
     let loaded = Settings::load(Some(root), overrides)?;
-    if let Some(message) = crate::trust::ignored_message(project, &loaded.ignored) {
+    if let Some(message) = crate::trust::ignored_message(project, &loaded.ignored, "restart the server") {
         eprintln!("tokamak: {message}");
     }
     Ok(loaded)

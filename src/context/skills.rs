@@ -278,19 +278,18 @@ fn stem(word: &str) -> String {
 fn read_skill(dir: &Path, file: &Path, folder_name: &str, source: &str) -> Result<Skill, String> {
     let bytes = std::fs::read(file).map_err(|err| format!("{source}/SKILL.md: {err}"))?;
     let text = String::from_utf8_lossy(&bytes).to_string();
-    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
-    let (front, body) = match text.strip_prefix("---\n").or_else(|| text.strip_prefix("---\r\n")) {
-        Some(rest) => {
-            let Some(end) = rest.find("\n---") else {
-                return Err(format!("{source}/SKILL.md:1: the front matter is not closed with a --- line"));
-            };
-            let front: FrontMatter = serde_yaml_ng::from_str(&rest[..end + 1]).map_err(|err| {
+    let (front, body) = match crate::text::front_matter(&text) {
+        crate::text::FrontMatter::Present { yaml, body } => {
+            let front: FrontMatter = serde_yaml_ng::from_str(yaml).map_err(|err| {
                 let line = err.location().map_or(2, |l| l.line() + 1);
                 format!("{source}/SKILL.md:{line}: {err}")
             })?;
-            (front, rest[end + 4..].trim_start_matches(['-', '\r']).trim())
+            (front, body)
         }
-        None => (FrontMatter { name: None, description: None }, text.trim()),
+        crate::text::FrontMatter::Absent(body) => (FrontMatter { name: None, description: None }, body),
+        crate::text::FrontMatter::Unclosed => {
+            return Err(format!("{source}/SKILL.md:1: the front matter is not closed with a --- line"));
+        }
     };
     let name = front.name.filter(|n| !n.trim().is_empty()).unwrap_or_else(|| folder_name.to_string());
     // without a description, its first line of prose says what it is

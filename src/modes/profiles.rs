@@ -457,14 +457,15 @@ fn markdown_files(dir: &Path) -> Vec<PathBuf> {
 
 /// The front matter's YAML and the body of a Markdown file with front matter.
 fn front_matter<'t>(text: &'t str, shown: &str) -> Result<(&'t str, &'t str), String> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let Some(rest) = text.strip_prefix("---\n").or_else(|| text.strip_prefix("---\r\n")) else {
-        return Err(format!("{shown}:1: an agent file starts with front matter between --- lines"));
-    };
-    let Some(end) = rest.find("\n---") else {
-        return Err(format!("{shown}:1: the front matter is not closed with a --- line"));
-    };
-    Ok((&rest[..end + 1], rest[end + 4..].trim_start_matches(['-', '\r']).trim()))
+    match crate::text::front_matter(text) {
+        crate::text::FrontMatter::Present { yaml, body } => Ok((yaml, body)),
+        crate::text::FrontMatter::Absent(_) => {
+            Err(format!("{shown}:1: an agent file starts with front matter between --- lines"))
+        }
+        crate::text::FrontMatter::Unclosed => {
+            Err(format!("{shown}:1: the front matter is not closed with a --- line"))
+        }
+    }
 }
 
 /// A Claude Code agent file (`.claude/agents/<name>.md`) as a profile, and the tools it lists

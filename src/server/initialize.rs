@@ -43,7 +43,9 @@ pub async fn initialize(backend: &Backend, params: InitializeParams) -> Result<I
         }
     };
     let Loaded { settings, trust, ignored } = loaded;
-    if let Some(message) = root.as_deref().and_then(|root| ignored_message(root, &ignored)) {
+    if let Some(message) =
+        root.as_deref().and_then(|root| ignored_message(root, &ignored, "restart the server"))
+    {
         tracing::warn!("{message}");
         backend.editor().show_message(MessageLevel::Warning, message).await;
     }

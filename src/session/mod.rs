@@ -152,9 +152,6 @@ impl Session {
                 }
             });
         }
-        if let Some(root) = root.as_deref().filter(|_| options.agent) {
-            problems.extend(agent_files(root, trust.trusted));
-        }
         let index = root
             .as_deref()
             .filter(|_| options.agent)
@@ -190,6 +187,11 @@ impl Session {
             },
             _ => None,
         };
+        // what is said once of the folder's agent files (the skills as the executor read them)
+        if let (Some(root), true) = (root.as_deref(), options.agent) {
+            let skills = executor.as_ref().map(|e| e.skills.problems.clone()).unwrap_or_default();
+            problems.extend(agent_files(root, trust.trusted, skills));
+        }
         // the MCP servers, started in the background: their tools are the executor's
         let mut mcp = None;
         if let (Some(executor), true) = (&executor, options.agent) {
@@ -275,7 +277,7 @@ impl Session {
 
 /// What is said once of a folder's agent files (Claude Code's and Tokamak's): in an untrusted
 /// folder the ones not used, in a trusted one what is used otherwise than it says.
-fn agent_files(root: &std::path::Path, trusted: bool) -> Vec<Problem> {
+fn agent_files(root: &std::path::Path, trusted: bool, skill_problems: Vec<String>) -> Vec<Problem> {
     if !trusted {
         let mut unused: Vec<String> =
             crate::context::unread_rules(root).iter().map(|p| p.display().to_string()).collect();
@@ -291,8 +293,7 @@ fn agent_files(root: &std::path::Path, trusted: bool) -> Vec<Problem> {
         return if unused.is_empty() { Vec::new() } else { vec![Problem::Untrusted(unused)] };
     }
     let profiles = crate::modes::Profiles::load(root, true);
-    let skills = crate::context::Skills::load(root, true);
-    profiles.notes.into_iter().chain(skills.problems).map(Problem::Note).collect()
+    profiles.notes.into_iter().chain(skill_problems).map(Problem::Note).collect()
 }
 
 /// The model settings a run's models come from: the base model and each role's profile.
