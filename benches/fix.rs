@@ -100,6 +100,7 @@ fn bench_fix_iteration(c: &mut Criterion) {
         final_tests: false,
         trusted: true,
         candidate_models: Vec::new(),
+        wrap_up_tokens: None,
     };
     let runs = Runs::default();
     let settle = Duration::from_secs(10);

@@ -98,6 +98,14 @@ pub trait Editor: Send + Sync {
         EditOutcome::Rejected("this front-end cannot change documents".to_string())
     }
 
+    /// The text a document's owner holds now, when the Observer hears of its changes only
+    /// through the run (the command line writes the disk, where another program may change
+    /// the file meanwhile); `None`: every change reaches the Observer on its own.
+    async fn held_text(&self, uri: &Url) -> Option<String> {
+        let _ = uri;
+        None
+    }
+
     /// The text the editor holds for a file it has not opened to the Observer, when it can
     /// say (ACP's `fs/read_text_file`: a buffer with unsaved changes); `None`: the disk's.
     async fn buffer(&self, path: &std::path::Path) -> Option<String> {

@@ -15,13 +15,16 @@ use super::prompt::FixPrompt;
 use super::runs::RunHandle;
 use super::targets::{Comparison, Problems, Scope, compare, is_syntax, problems, select};
 use crate::config::{FixSettings, SyntaxSettings};
+use crate::context::{Drift, Fingerprint};
 use crate::edit::{Block, apply_blocks, minimal_edits, parse_reply};
 use crate::editor::{Editor, Progress, RunEvent};
-use crate::executor::{Access, Confinement, DocumentEditError, Refused, apply_to_document};
+use crate::executor::{
+    ASK_BELOW, Access, Confinement, DocumentEditError, GO_ON, REREAD_BELOW, Refused, apply_to_document,
+};
 use crate::history::{History, Journal};
 use crate::model::{CallOptions, FinishReason, Model, ModelError, Request};
 use crate::observer::{Diagnostic, Observer, SettleError};
-use crate::run::{ExitReason, RunReport, Tokens};
+use crate::run::{CandidateOutcome, ExitReason, RunReport, Tokens};
 use crate::sync::lock;
 use crate::text::{PositionEncoding, TextRange};
 use crate::workspace::DocumentSnapshot;
@@ -65,6 +68,9 @@ pub struct FixContext {
     /// `[[fix.candidate_models]]`: the models candidates come from (empty: `model` at
     /// `fix.candidates` temperatures).
     pub candidate_models: Vec<candidates::ModelCandidates>,
+    /// Tokens kept for the model's wrap-up of a run stopped before its end (`limits.
+    /// wrap_up_tokens`); `None`: no wrap-up (a task step's fix: its task wraps up).
+    pub wrap_up_tokens: Option<u32>,
 }
 
 /// Counts that survive the run being stopped from outside (cancel, time limit).
@@ -85,17 +91,23 @@ struct Tally {
     candidate_note: Option<String>,
     /// What the run leaves undone, as last observed.
     left: crate::run::Left,
+    /// The document changed under the run, and what became of it (seed 003).
+    drift: Vec<String>,
+    /// The run's confidence in the document lost so far, and why (SPEC G4).
+    doubt: i32,
 }
 
 /// Why the loop ended, and the sentence that says so.
 struct Stop {
     reason: ExitReason,
     summary: String,
+    /// The person said no to the fix: the run ended as asked, with nothing to wrap up.
+    rejected: bool,
 }
 
 impl Stop {
     fn new(reason: ExitReason, summary: impl Into<String>) -> Stop {
-        Stop { reason, summary: summary.into() }
+        Stop { reason, summary: summary.into(), rejected: false }
     }
 
     fn failed(summary: impl Into<String>) -> Stop {
@@ -146,8 +158,31 @@ async fn fix_inner(
             format!("Stopped at the time limit of {} s (fix.time_limit_s)", context.settings.time_limit_s),
         ),
     };
-    let tally = std::mem::take(&mut *lock(&tally));
-    let summary = summarize(&name, &stop, &tally);
+    let mut tally = std::mem::take(&mut *lock(&tally));
+    let mut summary = summarize(&name, &stop, &tally);
+    // stopped before its end: the model says what it did and what is left (seed 002)
+    let wanted = super::wrap_up::wanted(stop.reason) && !stop.rejected;
+    let wrap_up = match context.wrap_up_tokens.filter(|_| wanted) {
+        Some(budget) => {
+            let (asked, usage) = super::wrap_up::wrap_up(
+                context.model.as_ref(),
+                &format!("fix the problems in {name}"),
+                &summary,
+                &fix_facts(&tally),
+                budget,
+            )
+            .await;
+            if let Some(usage) = &usage {
+                tally.tokens.add(Tokens::of(usage));
+            }
+            if let Some(journal) = journal {
+                journal.record("wrap_up", serde_json::to_value(&asked).unwrap_or_default());
+            }
+            summary.push_str(&super::wrap_up::sentence(&asked));
+            Some(asked)
+        }
+        None => None,
+    };
     tracing::info!("{}: {} — {summary}", run.run_id, stop.reason);
     let end = Progress::End { message: summary.clone() };
     context.editor.run_event(&run.run_id, &RunEvent::Progress(end)).await;
@@ -167,10 +202,26 @@ async fn fix_inner(
         endings: Default::default(),
         waited: tally.waited,
         candidates: tally.candidates,
-        left: if stop.reason == ExitReason::Clean { Default::default() } else { tally.left },
+        left: if stop.reason == ExitReason::Clean {
+            Default::default()
+        } else {
+            crate::run::Left { drift: tally.drift, ..tally.left }
+        },
         step_endings: Vec::new(),
-        wrap_up: None,
+        wrap_up,
     }
+}
+
+/// What a fix run did, for the model's wrap-up.
+fn fix_facts(tally: &Tally) -> String {
+    let mut facts = vec![
+        format!("Problems targeted: {}; left: {}", tally.targets_before, tally.targets_after),
+        format!("Model attempts: {}; fixes made without the model: {}", tally.attempts, tally.deterministic),
+        format!("The file was changed: {}", if tally.changed { "yes" } else { "no" }),
+    ];
+    facts.extend(tally.left.describe());
+    facts.extend(tally.drift.iter().cloned());
+    facts.join("\n")
 }
 
 fn summarize(name: &str, stop: &Stop, tally: &Tally) -> String {
@@ -184,7 +235,6 @@ fn summarize(name: &str, stop: &Stop, tally: &Tally) -> String {
     }
     if !tally.candidates.is_empty() {
         facts.push(format!("{} candidate(s) tried", tally.candidates.len()));
-        use crate::run::CandidateOutcome;
         for candidate in tally.candidates.iter().rev().filter(|c| c.chosen) {
             match candidate.outcome {
                 CandidateOutcome::Passed => {
@@ -215,6 +265,9 @@ fn summarize(name: &str, stop: &Stop, tally: &Tally) -> String {
         if !left.is_empty() {
             summary.push_str(&format!("; {}", left.join("; ")));
         }
+    }
+    if stop.reason == ExitReason::Clean && !tally.drift.is_empty() {
+        summary.push_str(&format!("; drift: {}", tally.drift.join("; ")));
     }
     if tally.changed && stop.reason != ExitReason::Clean {
         summary.push_str("; the edits already made are kept");
@@ -393,8 +446,9 @@ async fn fix_loop(
             rules: &rules,
         };
         let base = snapshot.rope.to_string();
-        let read =
-            |reply: &str| read_reply(reply, &snapshot, context.root.as_deref(), &path, settings.similarity);
+        // unsure of the file, a fix is made only where each SEARCH is found exactly
+        let similarity = if confidence(tally) < REREAD_BELOW { 1.0 } else { settings.similarity };
+        let read = |reply: &str| read_reply(reply, &snapshot, context.root.as_deref(), &path, similarity);
         let (new_text, label) = if let Some(verify) = verifier {
             let round = candidates::Round {
                 sources: &sources,
@@ -464,6 +518,11 @@ async fn fix_loop(
                     (chosen.text, format!("Tokamak: fix attempt {attempt} (candidate {}{of})", chosen.number))
                 }
                 None => {
+                    let failed =
+                        outcome.reports.iter().filter(|r| r.outcome == CandidateOutcome::DoesNotApply);
+                    if failed.count() == outcome.reports.len() && !outcome.reports.is_empty() {
+                        doubt(journal, tally, &path, 15, "no candidate fix applied to it");
+                    }
                     let lost = candidates_lost(&outcome.reports, outcome.note.as_deref());
                     history.push(format!("Attempt {attempt}: {lost}"));
                     last_round = Some(lost);
@@ -518,12 +577,49 @@ async fn fix_loop(
             match read(&reply.text) {
                 Ok(text) => (text, format!("Tokamak: fix attempt {attempt}")),
                 Err(why) => {
+                    if why != UNCHANGED {
+                        doubt(journal, tally, &path, 15, "a fix did not apply to it");
+                    }
                     history.push(format!("Attempt {attempt}: {why}"));
                     continue;
                 }
             }
         };
         let edits = minimal_edits(&base, &new_text);
+        // the file as it is now against the text the prompt showed: changed meanwhile (the
+        // user, another program), the fix lands only where it still applies, or not at all
+        if let Some((current, drift, what)) = drifted(context, uri, &snapshot, &path).await? {
+            // a candidate's tests ran on the text before
+            tests_now = None;
+            let moved = crate::edit::reground(&base, &current.rope.to_string(), &edits).is_ok();
+            let how = match (drift, moved) {
+                (Drift::Major, _) | (_, false) => {
+                    "the fix was not applied and the next attempt starts from its text as it is now"
+                }
+                (Drift::Minor, true) => "absorbed",
+                _ => "the fix was made on its text as it is now, where it still applies",
+            };
+            note_drift(context, run, journal, tally, (&path, drift, &what), how).await;
+            if drift == Drift::Major || !moved {
+                history.push(format!(
+                    "Attempt {attempt}: your fix was not applied: {path} changed under the run ({} drift: {what}). The code shown is the file as it is now.",
+                    drift.as_str()
+                ));
+                let (after, now) = observe(context, uri, tally).await?;
+                let comparison = compare(&targets, &baseline, &now);
+                lock(tally).targets_after = comparison.remaining.len() + comparison.introduced.len();
+                if comparison.is_clean() {
+                    let sentence = fixed_sentence(context, &after, &targets);
+                    return Ok(verified_stop(context, run, &after, &sentence, None, tally).await);
+                }
+                snapshot = after;
+                focus = comparison.next_targets();
+                continue;
+            }
+        }
+        if confidence(tally) < ASK_BELOW {
+            go_on(context, run, tally, &path).await?;
+        }
         report(
             context,
             run,
@@ -611,9 +707,7 @@ fn read_reply(
     let blocks = blocks_for(reply, snapshot, root, path)?;
     match apply_blocks(&base, &blocks, similarity) {
         Err(err) => Err(format!("{err}. Nothing from that reply was applied.")),
-        Ok(applied) if applied.text == base => {
-            Err("your blocks changed nothing: what they REPLACE with is already in the file.".to_string())
-        }
+        Ok(applied) if applied.text == base => Err(UNCHANGED.to_string()),
         Ok(applied) => Ok(applied.text),
     }
 }
@@ -970,7 +1064,8 @@ async fn apply(
         match waits.time(approver.decide(run_id, &request)).await {
             crate::executor::Decision::Approve => {}
             crate::executor::Decision::Reject(reason) | crate::executor::Decision::Refuse(reason) => {
-                return Err(Stop::new(ExitReason::Cancelled, format!("the fix was not applied: {reason}")));
+                let stop = Stop::new(ExitReason::Cancelled, format!("the fix was not applied: {reason}"));
+                return Err(Stop { rejected: true, ..stop });
             }
         }
     }
@@ -985,6 +1080,102 @@ async fn apply(
             other => Stop::failed(other.to_string()),
         }
     })
+}
+
+/// What a reply whose blocks change nothing is told (not a failed apply).
+const UNCHANGED: &str = "your blocks changed nothing: what they REPLACE with is already in the file.";
+
+/// The run's confidence in the document (100 at the start).
+fn confidence(tally: &Mutex<Tally>) -> i32 {
+    (100 - lock(tally).doubt).max(0)
+}
+
+/// Lowers the run's confidence in the document by `cost`, audited.
+fn doubt(journal: Option<&Journal>, tally: &Mutex<Tally>, path: &str, cost: i32, why: &str) {
+    let (from, to) = {
+        let mut tally = lock(tally);
+        let from = (100 - tally.doubt).max(0);
+        tally.doubt += cost;
+        (from, (100 - tally.doubt).max(0))
+    };
+    if let Some(journal) = journal {
+        journal.record("confidence", serde_json::json!({"file": path, "from": from, "to": to, "why": why}));
+    }
+}
+
+/// The document as its owner has it now, when that is not the text the attempt's prompt
+/// showed (`shown`): its snapshot, and how far it drifted, with what changed.
+async fn drifted(
+    context: &FixContext,
+    uri: &Url,
+    shown: &DocumentSnapshot,
+    path: &str,
+) -> Result<Option<(DocumentSnapshot, Drift, String)>, Stop> {
+    crate::executor::catch_up(&context.observer, context.editor.as_ref(), uri).await.map_err(
+        |err| match err {
+            DocumentEditError::Closed(uri) => closed(&uri),
+            other => Stop::failed(other.to_string()),
+        },
+    )?;
+    let now = context.observer.snapshot(uri).ok_or_else(|| closed(uri))?;
+    if now.rope == shown.rope {
+        return Ok(None);
+    }
+    let file = Path::new(path);
+    let (before, after) = (shown.rope.to_string(), now.rope.to_string());
+    let (drift, what) =
+        Fingerprint::of(file, &before, false).drift(Some(&Fingerprint::of(file, &after, false)));
+    Ok(Some((now, drift, what)))
+}
+
+/// A drift found: audited, said in the progress and the ending, and charged to the run's
+/// confidence in the file.
+async fn note_drift(
+    context: &FixContext,
+    run: &RunHandle,
+    journal: Option<&Journal>,
+    tally: &Mutex<Tally>,
+    (path, drift, what): (&str, Drift, &str),
+    how: &str,
+) {
+    if let Some(journal) = journal {
+        journal.record(
+            "drift",
+            serde_json::json!({"file": path, "severity": drift.as_str(), "what": what, "how": how}),
+        );
+    }
+    let line = format!("{path}: {} drift ({what}); {how}", drift.as_str());
+    report(context, run, format!("{path} changed under the run: {how}"), None).await;
+    lock(tally).drift.push(line);
+    doubt(journal, tally, path, drift.cost(), &format!("changed under the run: {what}"));
+}
+
+/// Under [`ASK_BELOW`], whoever approves is asked whether the run goes on changing the
+/// file; nobody to ask, or a no, stops it.
+async fn go_on(context: &FixContext, run: &RunHandle, tally: &Mutex<Tally>, path: &str) -> Result<(), Stop> {
+    let score = confidence(tally);
+    let unsure = |why: String| {
+        Stop::new(
+            ExitReason::Unsure,
+            format!("Tokamak's confidence in {path} fell to {score} and the run did not go on: {why}"),
+        )
+    };
+    let Some(approver) = &context.approver else {
+        return Err(unsure("fixes that did not apply, or the file changing under it".to_string()));
+    };
+    let request = crate::executor::Request::Look {
+        action: GO_ON.to_string(),
+        summary: format!("go on fixing {path}, though Tokamak's confidence in it is {score}"),
+    };
+    let waits = Arc::clone(&lock(tally).waits);
+    match waits.time(approver.decide(&run.run_id, &request)).await {
+        crate::executor::Decision::Approve => {
+            let mut tally = lock(tally);
+            tally.doubt = tally.doubt.min(100 - (REREAD_BELOW - 20));
+            Ok(())
+        }
+        crate::executor::Decision::Reject(why) | crate::executor::Decision::Refuse(why) => Err(unsure(why)),
+    }
 }
 
 /// How a document is named to the model and the user: relative to the workspace root.

@@ -2,7 +2,7 @@
 //! (the project's rules, the skills' one lines, the files ranked for it within `[context]
 //! budget_tokens`, summaries of large ones made on the way), or, without an index, the rules and a file listing.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use tokio_util::sync::CancellationToken;
 
@@ -15,22 +15,24 @@ use crate::executor::ExecutorContext;
 use crate::model::{Model, Usage};
 use crate::run::Tokens;
 
-/// The workspace as a prompt shows it for `question`, and the tokens its summaries cost.
-/// `active` is the file the user is in (ranked up; its nearest rules read).
+/// The workspace as a prompt shows it for `question`, the tokens its summaries cost, and the
+/// files it shows whole with their text (the model has read them: a change to one before the
+/// run edits it is drift). `active` is the file the user is in (ranked up; its nearest rules
+/// read).
 pub async fn workspace_context(
     executor: &ExecutorContext,
     model: Option<&dyn Model>,
     question: &str,
     active: Option<&Path>,
     cancel: &CancellationToken,
-) -> (String, Tokens) {
+) -> (String, Tokens, Vec<(PathBuf, String)>) {
     let root = executor.confinement.root();
     let settings = &executor.settings.context;
     let Some(live) = &executor.index else {
         let rules =
             render_rules(&project_rules(root, active, executor.settings.trusted), settings.budget_tokens);
         let skills = executor.skills.index();
-        return (format!("{rules}{skills}{}", workspace_view(root)), Tokens::default());
+        return (format!("{rules}{skills}{}", workspace_view(root)), Tokens::default(), Vec::new());
     };
     let mut spent = Tokens::default();
     let mut add = |usage: Usage| {
@@ -78,5 +80,5 @@ pub async fn workspace_context(
     // every plan and step sees each skill's one line (SKILL.md's description)
     let skills = executor.skills.index();
     let text = if skills.is_empty() { view.text } else { format!("{skills}\n{}", view.text) };
-    (text, spent)
+    (text, spent, view.read)
 }

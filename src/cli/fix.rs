@@ -54,6 +54,9 @@ pub struct FileResult {
     /// What the run leaves undone (errors, failing tests, tests that could not run).
     #[serde(skip_serializing_if = "crate::run::Left::is_empty")]
     pub left: crate::run::Left,
+    /// A run stopped before its end: the model's wrap-up, or why there is none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wrap_up: Option<crate::run::WrapUp>,
     #[serde(skip)]
     pub wall: std::time::Duration,
     #[serde(skip)]
@@ -140,6 +143,7 @@ pub async fn fix(paths: &[PathBuf], options: &FixOptions) -> anyhow::Result<Vec<
             diff,
             candidates: report.candidates,
             left: report.left,
+            wrap_up: report.wrap_up,
             wall: started.elapsed(),
             final_text,
         });

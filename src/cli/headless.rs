@@ -62,6 +62,14 @@ impl Editor for Headless {
         crate::executor::write_edit(&edit, self.root.as_deref())
     }
 
+    async fn held_text(&self, uri: &Url) -> Option<String> {
+        // a dry run's edits are not on the disk: its text is the Observer's alone
+        if self.dry_run {
+            return None;
+        }
+        std::fs::read_to_string(uri.to_file_path().ok()?).ok()
+    }
+
     async fn progress(&self, _: &str, progress: Progress) {
         if !self.progress {
             return;

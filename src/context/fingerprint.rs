@@ -1,8 +1,9 @@
 //! What a run knows of a file it read or wrote (SPEC G3): its fingerprint — the sha256 of its
 //! text, its size and modification time, its top-level definitions with their signatures, and
 //! the hash of its tokens without whitespace or comments — and how far a file has drifted from
-//! one: `None`, `Minor` (whitespace or comments), `Moderate` (bodies or signatures changed),
-//! `Major` (definitions added, removed or renamed, or the file gone).
+//! one (seed 003's classes): `None`, `Minor` (whitespace or comments, or only the modification
+//! time: "timestamp changed, content same"), `Moderate` (bodies or signatures changed), `Major`
+//! (definitions added, removed or renamed, or the file gone).
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -41,6 +42,16 @@ pub enum Drift {
 }
 
 impl Drift {
+    /// What a drift of this class costs the run's confidence in the file.
+    pub fn cost(self) -> i32 {
+        match self {
+            Drift::None => 0,
+            Drift::Minor => 5,
+            Drift::Moderate => 15,
+            Drift::Major => 40,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Drift::None => "none",
@@ -76,6 +87,12 @@ impl Fingerprint {
             return (Drift::Major, "the file was deleted".to_string());
         };
         if now.sha256 == self.sha256 {
+            // touched, saved unchanged, checked out again: the same text at another time
+            if let (Some(was), Some(is)) = (self.mtime, now.mtime)
+                && was != is
+            {
+                return (Drift::Minor, "only its modification time changed".to_string());
+            }
             return (Drift::None, String::new());
         }
         if let (Some(before), Some(after)) = (&self.definitions, &now.definitions) {
@@ -109,6 +126,22 @@ impl Fingerprint {
             return (Drift::Minor, "only whitespace or comments changed".to_string());
         }
         (Drift::Moderate, "code inside its definitions changed".to_string())
+    }
+
+    /// The names of the definitions `now` added, removed or changed the signature of (a
+    /// method's without its class): what a file's dependents may no longer match.
+    pub fn changed_names(&self, now: Option<&Fingerprint>) -> Vec<String> {
+        let before = self.definitions.as_deref().unwrap_or_default();
+        let after = now.and_then(|n| n.definitions.as_deref()).unwrap_or_default();
+        let mut names: Vec<String> = before
+            .iter()
+            .filter(|d| !after.contains(d))
+            .chain(after.iter().filter(|d| !before.contains(d)))
+            .map(|(name, _)| name.rsplit('.').next().unwrap_or(name).to_string())
+            .collect();
+        names.sort();
+        names.dedup();
+        names
     }
 }
 
@@ -212,6 +245,31 @@ mod tests {
         assert_eq!(drift(&twice, CALC), (Drift::Major, "removed total".to_string()));
         let path = Path::new("calc.py");
         assert_eq!(Fingerprint::of(path, CALC, false).drift(None).0, Drift::Major);
+        // the names a dependent may no longer match
+        let before = Fingerprint::of(path, CALC, false);
+        assert_eq!(before.changed_names(Some(&Fingerprint::of(path, &signature, false))), ["total"]);
+        assert_eq!(before.changed_names(Some(&Fingerprint::of(path, &renamed, false))), ["sum_all", "total"]);
+        assert!(before.changed_names(Some(&Fingerprint::of(path, &body, false))).is_empty());
+    }
+
+    #[test]
+    fn the_same_text_at_another_time_is_minor() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("calc.py");
+        std::fs::write(&path, CALC).unwrap();
+        let before = Fingerprint::of(&path, CALC, true);
+        let file = std::fs::File::options().write(true).open(&path).unwrap();
+        file.set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(60)).unwrap();
+        let touched = Fingerprint::of(&path, CALC, true);
+        assert_eq!(
+            before.drift(Some(&touched)),
+            (Drift::Minor, "only its modification time changed".to_string())
+        );
+        assert_eq!(
+            before.drift(Some(&Fingerprint::of(&path, CALC, false))).0,
+            Drift::None,
+            "no time to compare"
+        );
     }
 
     #[test]

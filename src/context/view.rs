@@ -59,6 +59,8 @@ pub struct View {
     pub tokens: usize,
     /// Large files shown by their outline for want of a summary.
     pub unsummarized: Vec<PathBuf>,
+    /// The files shown whole, by absolute path, with the text shown: the model has read them.
+    pub read: Vec<(PathBuf, String)>,
 }
 
 /// The view of `index` for `request`; `source` gives a file's current text (an open
@@ -122,6 +124,7 @@ pub fn view_ranked(
                 left -= cost;
                 whole += 1;
                 out.files.push((rel, Shown::Whole));
+                out.read.push((file.path.clone(), body.to_string()));
                 continue;
             }
         }

@@ -28,6 +28,10 @@ impl Editor for DiskEditor {
     async fn apply_edit(&self, edit: DocumentEdit<'_>) -> EditOutcome {
         write_edit(&edit, Some(&self.root))
     }
+
+    async fn held_text(&self, uri: &Url) -> Option<String> {
+        std::fs::read_to_string(uri.to_file_path().ok()?).ok()
+    }
 }
 
 /// Makes `edit` in its file on disk, atomically and only over the text it was made for (a

@@ -19,6 +19,8 @@ use crate::workspace::DocumentSnapshot;
 const ECHO_TIMEOUT: Duration = Duration::from_secs(10);
 /// After a rejected edit, how long to wait for the user's change to arrive before retrying.
 const REJECT_GRACE: Duration = Duration::from_millis(500);
+/// Times an edit is retried on a text its owner changed without the Observer hearing.
+const CATCH_UPS: usize = 3;
 /// Document changes an unversioned edit's echo may take.
 const ECHO_CHANGES: usize = 4;
 
@@ -109,6 +111,29 @@ fn applied(text: &str, edits: &[(TextRange, String)]) -> String {
     out
 }
 
+/// Brings the Observer's document up to the text its owner holds, when the owner says what
+/// that is and it differs ([`Editor::held_text`]: the disk the command line writes, changed by
+/// another program): the new text as a change of its own. `Some`: the snapshot after it.
+pub async fn catch_up(
+    observer: &Arc<Observer>,
+    editor: &dyn Editor,
+    uri: &Url,
+) -> Result<Option<DocumentSnapshot>, DocumentEditError> {
+    let Some(held) = editor.held_text(uri).await else { return Ok(None) };
+    let current = observer.snapshot(uri).ok_or_else(|| DocumentEditError::Closed(uri.clone()))?;
+    if current.rope == held.as_str() {
+        return Ok(None);
+    }
+    tracing::info!("{uri} changed outside Tokamak; its new text is taken");
+    let version = current.version.unwrap_or(0).saturating_add(1);
+    let change = TextChange { range: None, text: held };
+    observer
+        .change(uri, version, &[change], PositionEncoding::Utf8)
+        .await
+        .map(|(snapshot, _)| Some(snapshot))
+        .map_err(|err| DocumentEditError::Record(err.to_string()))
+}
+
 /// Makes `edits` (in bytes of `base`'s text) in the open document through the editor and
 /// returns the document as it is afterwards.
 pub async fn apply_to_document(
@@ -121,6 +146,7 @@ pub async fn apply_to_document(
     let uri = &base.uri;
     let base_text = base.rope.to_string();
     let mut rejected: Option<String> = None;
+    let mut caught_up = 0;
     loop {
         let current = observer.snapshot(uri).ok_or_else(|| DocumentEditError::Closed(uri.clone()))?;
         let current_text = current.rope.to_string();
@@ -162,6 +188,11 @@ pub async fn apply_to_document(
                     .map_err(|err| DocumentEditError::Record(err.to_string()));
             }
             EditOutcome::Rejected(reason) => {
+                // the owner's text moved on without the Observer hearing: take it, try again
+                if caught_up < CATCH_UPS && catch_up(observer, editor, uri).await?.is_some() {
+                    caught_up += 1;
+                    continue;
+                }
                 if let Some(first) = rejected {
                     return Err(DocumentEditError::Refused { first, then: reason });
                 }

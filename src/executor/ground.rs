@@ -24,6 +24,8 @@ use crate::sync::lock;
 pub const REREAD_BELOW: i32 = 80;
 /// Confidence at which the user is asked before the next change.
 pub const ASK_BELOW: i32 = 40;
+/// Dependents of a drifted file named at most.
+const MAX_DEPENDENTS: usize = 5;
 /// The action a question about going on is asked as (front ends show its summary).
 pub const GO_ON: &str = "go_on";
 
@@ -70,7 +72,7 @@ impl Executor {
         let path = &confined.path;
         let (seen, unread) = {
             let state = lock(&self.state);
-            (state.seen.get(path).cloned(), state.unread.contains(path))
+            (state.seen.get(path).cloned(), state.unread.get(path).copied())
         };
         if let Some(seen) = seen {
             let current = now.map(|text| self.fingerprint(path, text));
@@ -79,7 +81,24 @@ impl Executor {
                 None if current.is_none() => (Drift::None, String::new()),
                 None => (Drift::Major, "it was created".to_string()),
             };
-            if drift != Drift::None {
+            let same_text = matches!((&seen, &current), (Some(was), Some(is)) if was.sha256 == is.sha256);
+            if drift != Drift::None && same_text {
+                // only its time changed: nothing to tell the model, who has this very text
+                self.record(
+                    "drift",
+                    json!({"file": confined.relative, "severity": drift.as_str(), "what": what}),
+                );
+                lock(&self.state)
+                    .drift
+                    .push(format!("{}: minor drift ({what}); absorbed", confined.relative));
+                self.doubt_path(
+                    path,
+                    &confined.relative,
+                    drift.cost(),
+                    &format!("changed under the run: {what}"),
+                );
+                lock(&self.state).seen.insert(path.clone(), current.clone());
+            } else if drift != Drift::None {
                 // audited, charged and asked about once per text the file drifted to
                 let key = current.as_ref().map_or_else(|| "-".to_string(), |f| f.sha256.clone());
                 let first = lock(&self.state).drift_seen.insert(path.clone(), key.clone()) != Some(key);
@@ -99,16 +118,10 @@ impl Executor {
                         confined.relative,
                         drift.as_str()
                     ));
-                    let cost = match drift {
-                        Drift::None => 0,
-                        Drift::Minor => 5,
-                        Drift::Moderate => 15,
-                        Drift::Major => 40,
-                    };
                     self.doubt_path(
                         path,
                         &confined.relative,
-                        cost,
+                        drift.cost(),
                         &format!("changed under the run: {what}"),
                     );
                 }
@@ -136,12 +149,28 @@ impl Executor {
                     self.restore_confidence(path, &confined.relative, "the user said to go on");
                 }
                 grounded.exact_only = drift >= Drift::Moderate;
+                // what uses the definitions that changed may no longer match them
+                let names = seen.as_ref().map(|s| s.changed_names(current.as_ref())).unwrap_or_default();
+                let dependents = self.dependents(path, &names).await;
+                if first && !dependents.is_empty() {
+                    self.record(
+                        "drift_dependents",
+                        json!({"file": confined.relative, "dependents": dependents}),
+                    );
+                }
+                let what = match dependents.is_empty() {
+                    true => what,
+                    false => format!(
+                        "{what}; what uses it, which may no longer match it and which you should read again before changing: {}",
+                        dependents.join(", ")
+                    ),
+                };
                 grounded.drift = Some((drift, what));
             }
         }
-        if let (Some(verb), true) = (whole, unread) {
+        if let (Some(verb), Some(why)) = (whole, unread) {
             return Err(Stop::Refused(format!(
-                "{} was changed by the run's own fix since you read it, so it was not {verb}; read it again first",
+                "{} {why} since you read it, so it was not {verb}; read it again first",
                 confined.relative
             )));
         }
@@ -232,6 +261,12 @@ impl Executor {
         *lock(&self.confidence_listener) = Some(listener);
     }
 
+    /// The model was shown `path`'s whole `text` in a prompt (the workspace's view): it counts
+    /// as read, so a change to the file before the run edits it is drift.
+    pub fn shown(&self, path: &Path, text: &str) {
+        self.remember(path, Some(text));
+    }
+
     /// Takes a file's text as it is now as what the run knows of it after a change made
     /// around the executor (the run's own fix loop): edits go on against it, but the model has
     /// not seen it, so a whole-file write waits for a read.
@@ -239,7 +274,7 @@ impl Executor {
         let path = self.root().join(relative);
         let text = self.text_of(&path).ok();
         self.remember(&path, text.as_deref());
-        lock(&self.state).unread.insert(path);
+        lock(&self.state).unread.insert(path, "was changed by the run's own fix");
     }
 
     /// Whether every block is a SEARCH found exactly in `base` (what a change must be when the
@@ -249,6 +284,43 @@ impl Executor {
             Block::SearchReplace { search, .. } => !search.is_empty() && base.contains(search.as_str()),
             Block::WholeFile { .. } => false,
         })
+    }
+
+    /// The places that use `names` of `path` (calls, and imports of the file), as `file:line`,
+    /// at most [`MAX_DEPENDENTS`]; the files among them the run has read must be read again
+    /// before a whole new text is written over them.
+    async fn dependents(&self, path: &Path, names: &[String]) -> Vec<String> {
+        let Some(live) = self.context.index.as_ref().filter(|_| !names.is_empty()) else {
+            return Vec::new();
+        };
+        let found = {
+            let index = live.current().await;
+            crate::context::impact(&index, &[(path.to_path_buf(), names.to_vec())])
+        };
+        let mut places: Vec<(std::path::PathBuf, usize)> = found
+            .callers
+            .iter()
+            .map(|c| (c.path.clone(), c.line))
+            .chain(found.importers.iter().cloned())
+            .filter(|(file, _)| file != path)
+            .collect();
+        places.sort();
+        places.dedup_by(|a, b| a.0 == b.0);
+        places.truncate(MAX_DEPENDENTS);
+        let mut state = lock(&self.state);
+        places
+            .into_iter()
+            .map(|(file, line)| {
+                if state.seen.contains_key(&file) {
+                    state.unread.insert(
+                        file.clone(),
+                        "may no longer match a file it uses, which changed under the run,",
+                    );
+                }
+                let relative = file.strip_prefix(self.root()).unwrap_or(&file).display().to_string();
+                format!("{relative}:{}", line + 1)
+            })
+            .collect()
     }
 
     pub(super) fn fingerprint(&self, path: &Path, text: &str) -> Fingerprint {

@@ -48,7 +48,7 @@ pub use crate::text::cut;
 pub use change::unified_diff;
 pub use confine::{Access, Confined, Confinement, Refused};
 pub use disk_editor::{DiskEditor, write_edit};
-pub use document::{DocumentEditError, apply_to_document};
+pub use document::{DocumentEditError, apply_to_document, catch_up};
 use gate::Authority;
 pub use gate::{LimitHit, ModeListener};
 pub use ground::{ASK_BELOW, ConfidenceListener, GO_ON, REREAD_BELOW};
@@ -216,8 +216,9 @@ struct RunState {
     confidence: HashMap<PathBuf, ground::Confidence>,
     /// The sha256 each file last drifted to (drift is charged and asked about once per text).
     drift_seen: HashMap<PathBuf, String>,
-    /// Files the run's own fix changed since the model last read them.
-    unread: std::collections::HashSet<PathBuf>,
+    /// Files the model must read again before a whole new text is written over them, and why
+    /// ("was changed by the run's own fix"): completes "<file> … since you read it".
+    unread: HashMap<PathBuf, &'static str>,
     /// Errors the run was charged for leaving in each file.
     errors_charged: HashMap<PathBuf, usize>,
     /// Each changed file's text before the run first changed it (`None`: it did not exist).

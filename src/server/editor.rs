@@ -24,7 +24,9 @@ const EDIT_TIMEOUT: Duration = Duration::from_secs(30);
 const PROGRESS_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// `tokamak/runFinished`: `{run_id, exit_reason, summary, files_changed, tokens, attempts,
-/// deterministic_fixes, candidates?}` (`candidates`: each candidate fix tried, when any).
+/// deterministic_fixes, candidates?, left?, steps?, wrap_up?}` (`candidates`: each candidate
+/// fix tried, when any; `wrap_up`: `{kind: "said", text, tokens}` or `{kind: "none", why}`
+/// for a run stopped before its end).
 pub enum RunFinished {}
 
 impl Notification for RunFinished {
@@ -293,6 +295,10 @@ impl Editor for LspEditor {
         }
         if !report.step_endings.is_empty() {
             params["steps"] = json!(report.step_endings);
+        }
+        if let Some(wrap_up) = &report.wrap_up {
+            // a run stopped before its end: the model's words (`said`), or why there are none
+            params["wrap_up"] = json!(wrap_up);
         }
         self.client.send_notification::<RunFinished>(params).await;
         let level = match report.exit_reason {

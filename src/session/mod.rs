@@ -271,6 +271,7 @@ impl Session {
             final_tests: true,
             trusted: self.trust.trusted,
             candidate_models: models.candidate_models(&self.settings.fix.candidate_models),
+            wrap_up_tokens: Some(self.settings.limits.wrap_up_tokens),
         }
     }
 }

@@ -114,7 +114,14 @@ fn max_attempts_from_the_command_line() {
     let output = tokamak(&["fix", "--max-attempts", "1", "m.py"], dir.path(), Some(&model));
     assert_eq!(output.status.code(), Some(1));
     assert!(text(&output.stdout).contains("[max_attempts] m.py:"), "{}", text(&output.stdout));
-    assert_eq!(model.requests().len(), 1);
+    // one attempt, then the model's wrap-up
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2);
+    assert!(
+        requests[1].body.to_string().contains("Your run as a coding agent was stopped"),
+        "{:?}",
+        requests[1]
+    );
 }
 
 #[test]

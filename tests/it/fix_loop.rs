@@ -144,9 +144,18 @@ fn the_same_error_after_a_fix_stops_the_run() {
     start_fix(&mut client, json!({"uri": uri}));
     let finished = run_finished(&mut client);
     assert_eq!(finished["exit_reason"], "repeated_error", "{finished}");
-    // one more try with the feedback, then no more tokens are burnt on a loop
+    // one more try with the feedback, then no more tokens are burnt on a loop: only the
+    // model's wrap-up is asked
     let requests = model.requests();
-    assert_eq!(requests.len(), 2);
+    assert_eq!(requests.len(), 3);
+    assert!(
+        requests[2]
+            .prompt()
+            .contains("Why it stopped: mean.py: stopped: after attempt 2 the same error is back"),
+        "{}",
+        requests[2].prompt()
+    );
+    assert_eq!(finished["wrap_up"]["kind"], "said", "{finished}");
     assert!(
         requests[1].prompt().contains("your edit was applied (line 1 changed), but problems remain"),
         "{}",
@@ -165,7 +174,12 @@ fn max_attempts_ends_a_run_that_never_applies() {
     assert_eq!(finished["exit_reason"], "max_attempts", "{finished}");
     assert_eq!(finished["attempts"], 2);
     assert_eq!(finished["files_changed"], json!([]));
-    assert_eq!(model.requests().len(), 2);
+    // two attempts, then the wrap-up, quoted in the ending as the model's words
+    assert_eq!(model.requests().len(), 3);
+    assert!(
+        finished["summary"].as_str().unwrap().contains("The model's wrap-up, in its words: \""),
+        "{finished}"
+    );
     assert_eq!(client.text(&uri), BROKEN);
 }
 
@@ -413,8 +427,11 @@ fn a_token_budget_stops_the_run_before_the_next_call() {
     start_fix(&mut client, json!({"uri": uri}));
     let finished = run_finished(&mut client);
     assert_eq!(finished["exit_reason"], "token_limit", "{finished}");
-    assert_eq!(finished["tokens"], json!({"prompt": 21, "completion": 7, "cached": 0}));
-    assert_eq!(model.requests().len(), 1);
+    // one attempt, then only the wrap-up, from the tokens kept for it
+    assert_eq!(model.requests().len(), 2);
+    assert_eq!(finished["wrap_up"]["kind"], "said", "{finished}");
+    assert_eq!(finished["wrap_up"]["tokens"], 28, "{finished}");
+    assert_eq!(finished["tokens"], json!({"prompt": 42, "completion": 14, "cached": 0}));
 }
 
 #[test]

@@ -89,7 +89,7 @@ pub async fn plan_goal(
 ) -> Result<(Plan, Tokens), PlanFailure> {
     let model = context.model.clone().map_err(PlanFailure::Model)?;
     let active = selection.as_ref().map(|s| context.executor.confinement.root().join(&s.path));
-    let (workspace, spent) =
+    let (workspace, spent, _) =
         workspace_context(&context.executor, Some(model.as_ref()), goal, active.as_deref(), cancel).await;
     let request = PlanRequest {
         goal,
@@ -642,7 +642,7 @@ impl Runner<'_> {
     /// The workspace as the prompts show it for `question` (summaries cost tokens too), and
     /// a line in the audit log saying what it held.
     async fn workspace(&mut self, model: &dyn Model, question: &str) -> String {
-        let (text, spent) = workspace_context(
+        let (text, spent, read) = workspace_context(
             self.executor.context(),
             Some(model),
             question,
@@ -651,6 +651,10 @@ impl Runner<'_> {
         )
         .await;
         self.add_tokens(spent);
+        // what the prompt shows whole the model has read: a change to it before an edit is drift
+        for (path, shown) in &read {
+            self.executor.shown(path, shown);
+        }
         // a follow-up sees what came before it in the session
         let text = if self.conversation.is_empty() { text } else { format!("{}\n{text}", self.conversation) };
         self.executor.record(

@@ -288,6 +288,8 @@ impl Runner<'_> {
             trusted: self.executor.context().settings.trusted,
             // a step's fix asks its one model (the task's own tests follow it)
             candidate_models: Vec::new(),
+            // the task wraps up, not its step's fix
+            wrap_up_tokens: None,
         };
         let runs = Runs::default();
         let Ok(handle) = runs.start(&uri) else { return };
