@@ -47,6 +47,17 @@ pub struct QuestionScores {
     pub slowest_ms: f64,
     /// Questions whose expected files were not in Tokamak's top 5: `(question, its top 3)`.
     pub misses: Vec<(String, Vec<String>)>,
+    /// The same rates for the questions asked in Korean and those asked in English.
+    pub korean: LanguageScores,
+    pub english: LanguageScores,
+}
+
+/// Tokamak's hit rates over the questions of one language.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct LanguageScores {
+    pub questions: usize,
+    pub top1: f64,
+    pub top5: f64,
 }
 
 /// Reads a question set: `question TAB file,file` lines; `#` starts a comment.
@@ -69,6 +80,8 @@ pub fn read_questions(path: &Path) -> anyhow::Result<Vec<(String, Vec<String>)>>
 fn score_questions(index: &Index, root: &Path, questions: &[(String, Vec<String>)]) -> QuestionScores {
     let rel = |p: &Path| p.strip_prefix(root).unwrap_or(p).to_string_lossy().into_owned();
     let (mut top1, mut top5, mut bm1, mut bm5) = (0usize, 0usize, 0usize, 0usize);
+    // (questions, top-1 hits, top-5 hits) for Korean and English
+    let mut by_language = [(0usize, 0usize, 0usize); 2];
     let mut slowest_ms: f64 = 0.0;
     let mut misses = Vec::new();
     for (question, expected) in questions {
@@ -81,6 +94,10 @@ fn score_questions(index: &Index, root: &Path, questions: &[(String, Vec<String>
         let hit = |list: &[String], n: usize| list.iter().take(n).any(|p| expected.contains(p));
         top1 += usize::from(hit(&ranked, 1));
         top5 += usize::from(hit(&ranked, 5));
+        let language = &mut by_language[usize::from(!question.chars().any(is_hangul))];
+        language.0 += 1;
+        language.1 += usize::from(hit(&ranked, 1));
+        language.2 += usize::from(hit(&ranked, 5));
         bm1 += usize::from(hit(&plain, 1));
         bm5 += usize::from(hit(&plain, 5));
         if !hit(&ranked, 5) {
@@ -96,7 +113,18 @@ fn score_questions(index: &Index, root: &Path, questions: &[(String, Vec<String>
         bm25_top5: rate(bm5),
         slowest_ms,
         misses,
+        korean: language_scores(by_language[0]),
+        english: language_scores(by_language[1]),
     }
+}
+
+fn language_scores((questions, top1, top5): (usize, usize, usize)) -> LanguageScores {
+    let rate = |n: usize| 100.0 * n as f64 / questions.max(1) as f64;
+    LanguageScores { questions, top1: rate(top1), top5: rate(top5) }
+}
+
+fn is_hangul(c: char) -> bool {
+    matches!(c, '\u{AC00}'..='\u{D7A3}' | '\u{1100}'..='\u{11FF}' | '\u{3130}'..='\u{318F}')
 }
 
 /// Builds the index of `root` and times `queries` (symbol searches) and, for the best hit of
@@ -220,6 +248,12 @@ pub fn table(bench: &ContextBench) -> String {
             "{} questions: Tokamak top-1 {:.0}%, top-5 {:.0}% (slowest {:.1} ms); plain BM25 top-1 {:.0}%, top-5 {:.0}%\n",
             q.questions, q.top1, q.top5, q.slowest_ms, q.bm25_top1, q.bm25_top5
         ));
+        for (name, scores) in [("Korean", &q.korean), ("English", &q.english)] {
+            out.push_str(&format!(
+                "  {name}: {} questions, top-1 {:.0}%, top-5 {:.0}%\n",
+                scores.questions, scores.top1, scores.top5
+            ));
+        }
         for (question, top) in &q.misses {
             out.push_str(&format!("  missed {question:?}: {}\n", top.join(", ")));
         }

@@ -53,6 +53,9 @@ fn overrides(options: &RunOptions) -> serde_json::Value {
     overrides
 }
 
+/// How long a command waits at its end for the summaries its prompts asked for.
+const SUMMARIES_SETTLE: std::time::Duration = std::time::Duration::from_secs(60);
+
 fn task_context(session: &Session) -> anyhow::Result<TaskContext> {
     session.task_context().ok_or_else(|| anyhow::anyhow!("the agent cannot act on this workspace"))
 }
@@ -62,7 +65,10 @@ pub async fn plan(root: &Path, goal: &str, options: &RunOptions) -> anyhow::Resu
     let session = session::open(root, overrides(options), Approval::Unattended, options.progress, false)?;
     let context = task_context(&session)?;
     let cancel = tokio_util::sync::CancellationToken::new();
-    let (plan, _) = plan_goal(&context, goal, None, &new_plan_id(), &cancel).await?;
+    let planned = plan_goal(&context, goal, None, &new_plan_id(), &cancel).await;
+    // summaries asked for meanwhile are kept for the next run
+    context.executor.summaries.settle(SUMMARIES_SETTLE).await;
+    let (plan, _) = planned?;
     Ok(plan)
 }
 
@@ -112,6 +118,7 @@ async fn carry_out(
         conversation: Vec::new(),
     };
     let report = run_task(&context, request, handle).await;
+    context.executor.summaries.settle(SUMMARIES_SETTLE).await;
     let changed = report
         .files_changed
         .iter()

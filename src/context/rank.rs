@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::entry::{split_words, word_key};
+use super::impact::is_test_file;
 use super::index::Index;
-use super::terms::english_words;
+use super::terms::{english_words, related_words, stems};
 use crate::syntax::SymbolKind;
 
 /// BM25's parameters (the usual ones).
@@ -26,6 +27,12 @@ const MAX_SYMBOLS: usize = 5;
 const IN_PATH: f32 = 4.0;
 /// The file open in the editor.
 const ACTIVE: f32 = 20.0;
+/// What a test file's score counts when the question is not about tests.
+const TEST_WEIGHT: f32 = 0.6;
+/// What a file's score counts in another language than the file the user is in.
+const OTHER_LANGUAGE_WEIGHT: f32 = 0.8;
+/// What a word the question's words bring through the terms table counts, against theirs.
+const RELATED: f32 = 0.3;
 
 /// Words a question is made of that say nothing about code.
 const STOPWORDS: &[&str] = &[
@@ -51,21 +58,44 @@ pub struct Ranked {
     pub reasons: Vec<String>,
 }
 
-/// The words a question is searched with: its identifiers' words (without stopwords), then
-/// the English words of its Korean terms.
+/// The words a question is about: its identifiers' words (without stopwords), then the
+/// English words of its Korean terms, and the stems of both (not what they bring through the
+/// terms table, which ranking weighs less).
 pub fn query_words(query: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
+    weighted_words(query, false)
+        .into_iter()
+        .filter(|(_, weight)| *weight >= 1.0)
+        .map(|(word, _)| word)
+        .collect()
+}
+
+/// [`query_words`] with each word's weight: the question's own words, its Korean terms' and
+/// their stems count whole, the words they bring through the table [`RELATED`]; `plain`:
+/// the question's own words only.
+fn weighted_words(query: &str, plain: bool) -> Vec<(String, f32)> {
+    let mut out: Vec<(String, f32)> = Vec::new();
+    let add = |out: &mut Vec<(String, f32)>, word: String, weight: f32| {
+        if word.len() > 1 && !STOPWORDS.contains(&word.as_str()) && !out.iter().any(|(w, _)| *w == word) {
+            out.push((word, weight));
+        }
+    };
     for token in query.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).filter(|t| !t.is_empty()) {
         for word in split_words(token) {
-            if word.len() > 1 && !STOPWORDS.contains(&word.as_str()) && !out.contains(&word) {
-                out.push(word);
-            }
+            add(&mut out, word, 1.0);
         }
     }
+    if plain {
+        return out;
+    }
     for word in english_words(query) {
-        if !out.iter().any(|w| w == word) {
-            out.push(word.to_string());
-        }
+        add(&mut out, word.to_string(), 1.0);
+    }
+    let asked: Vec<String> = out.iter().map(|(w, _)| w.clone()).collect();
+    for stem in asked.iter().flat_map(|w| stems(w)) {
+        add(&mut out, stem, 1.0);
+    }
+    for word in related_words(&asked) {
+        add(&mut out, word.to_string(), RELATED);
     }
     out
 }
@@ -83,11 +113,16 @@ pub fn plain_bm25(index: &Index, query: &str, limit: usize) -> Vec<Ranked> {
 }
 
 fn ranked(index: &Index, query: &str, active: Option<&Path>, limit: usize, plain: bool) -> Vec<Ranked> {
-    let mut words = query_words(query);
-    if plain {
-        let korean = english_words(query);
-        words.retain(|w| !korean.contains(&w.as_str()));
-    }
+    let weighted = weighted_words(query, plain);
+    let words: Vec<String> = weighted.iter().map(|(w, _)| w.clone()).collect();
+    let weight = |word: &str| weighted.iter().find(|(w, _)| w == word).map_or(1.0, |(_, weight)| *weight);
+    let about_tests =
+        words.iter().any(|w| matches!(w.as_str(), "test" | "tests" | "spec" | "pytest" | "unittest"));
+    let active_language = active.map(|a| crate::text::Language::from_path(a).family());
+    // the words that may name a module: the question's own and its Korean terms', not a stem
+    // ("parsed" is not the module parse) nor what the table brings
+    let mut naming: Vec<String> = weighted_words(query, true).into_iter().map(|(w, _)| w).collect();
+    naming.extend(english_words(query).into_iter().filter(|_| !plain).map(str::to_string));
     // the question's identifiers as written (`validate_email`, `User`)
     let names: Vec<&str> =
         query.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).filter(|t| t.len() > 1).collect();
@@ -108,7 +143,8 @@ fn ranked(index: &Index, query: &str, active: Option<&Path>, limit: usize, plain
             let df = frequency.get(word.as_str()).copied().unwrap_or(0.0);
             let idf = ((count - df + 0.5) / (df + 0.5) + 1.0).ln();
             let tf = tf as f32;
-            score += idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * length as f32 / average.max(1.0)));
+            score += weight(word) * idf * tf * (K1 + 1.0)
+                / (tf + K1 * (1.0 - B + B * length as f32 / average.max(1.0)));
             content.push(format!("{word}×{}", tf as u32));
         }
         if !content.is_empty() {
@@ -119,9 +155,9 @@ fn ranked(index: &Index, query: &str, active: Option<&Path>, limit: usize, plain
         for definition in definitions.iter().filter(|_| !plain) {
             let name_words = split_words(&definition.name);
             let exact = names.iter().any(|n| *n == definition.name);
-            let named = words.iter().filter(|w| name_words.contains(w)).count();
-            if exact || named > 0 {
-                defined += if exact { DEFINES_EXACTLY } else { DEFINES * named as f32 };
+            let named: f32 = words.iter().filter(|w| name_words.contains(w)).map(|w| weight(w)).sum();
+            if exact || named > 0.0 {
+                defined += if exact { DEFINES_EXACTLY } else { DEFINES * named };
                 if symbols.len() == MAX_SYMBOLS {
                     continue;
                 }
@@ -143,21 +179,32 @@ fn ranked(index: &Index, query: &str, active: Option<&Path>, limit: usize, plain
         };
         if !plain
             && let Some(stem) = stem.map(str::to_lowercase)
-            && words.contains(&stem)
+            && naming.contains(&stem)
         {
-            score += DEFINES_EXACTLY;
+            score += DEFINES_EXACTLY * weight(&stem);
             reasons.push(format!("is the module {stem}"));
         }
         let path_words = split_words(&rel.to_string_lossy());
         let in_path: Vec<&String> = words.iter().filter(|w| path_words.contains(w)).collect();
         if !in_path.is_empty() && !plain {
-            score += IN_PATH * in_path.len() as f32;
+            score += IN_PATH * in_path.iter().map(|w| weight(w)).sum::<f32>();
             let listed: Vec<&str> = in_path.iter().map(|w| w.as_str()).collect();
             reasons.push(format!("has {} in its path", listed.join(", ")));
         }
         if active == Some(path) {
             score += ACTIVE;
             reasons.push("is open in the editor".to_string());
+        }
+        // the code itself before its tests, unless the question is about tests; the language
+        // of the file the user is in before the others (seed 001's weights)
+        if !plain && !about_tests && is_test_file(rel) {
+            score *= TEST_WEIGHT;
+        }
+        if !plain
+            && let Some(language) = active_language
+            && crate::text::Language::from_path(path).family() != language
+        {
+            score *= OTHER_LANGUAGE_WEIGHT;
         }
         if score > 0.0 {
             out.push(Ranked { path: path.to_path_buf(), score, symbols, reasons });
@@ -255,5 +302,54 @@ mod tests {
             vec!["validate", "email", "user"]
         );
         assert!(query_words("로그인").contains(&"login".to_string()));
+        // an English question by its stems, and what they bring, weighing less
+        let words = weighted_words("where are cookies parsed", false);
+        let weight = |w: &str| words.iter().find(|(x, _)| x == w).map(|(_, weight)| *weight);
+        assert_eq!((weight("cookies"), weight("cookie"), weight("parse")), (Some(1.0), Some(1.0), Some(1.0)));
+        assert_eq!(weight("parser"), Some(RELATED), "{words:?}");
+        assert_eq!(weighted_words("where are cookies parsed", true).len(), 2, "plain: its own words");
+    }
+
+    #[test]
+    fn code_before_its_tests_and_the_open_files_language_first() {
+        let files: &[(&str, &str)] = &[
+            ("app/cart.py", "def cart_total(cart):\n    return sum(cart)\n"),
+            (
+                "tests/test_cart.py",
+                "from app.cart import cart_total\n\n\ndef test_cart_total():\n    assert cart_total([1]) == 1\n",
+            ),
+            (
+                "web/cart.ts",
+                "export function cartTotal(cart: number[]): number {\n  return cart.length;\n}\n",
+            ),
+        ];
+        let dir = crate::context::test_project(files);
+        let index = Index::build(dir.path());
+        let order = |query: &str, active: Option<&Path>| -> Vec<String> {
+            rank(&index, query, active, 5)
+                .iter()
+                .map(|r| r.path.strip_prefix(dir.path()).unwrap().display().to_string())
+                .collect()
+        };
+        let plain = order("cart total", None);
+        assert!(
+            plain.iter().position(|p| p == "app/cart.py")
+                < plain.iter().position(|p| p == "tests/test_cart.py"),
+            "{plain:?}"
+        );
+        let score = |query: &str, file: &str| {
+            rank(&index, query, None, 5).iter().find(|r| r.path.ends_with(file)).map(|r| r.score).unwrap()
+        };
+        // asked about tests, a test file counts whole (and the word "tests" adds to it)
+        let (asked, not) = (score("cart total tests", "test_cart.py"), score("cart total", "test_cart.py"));
+        assert!(asked > not / TEST_WEIGHT, "{asked} against {not}");
+        let from_ts = order("cart total", Some(&dir.path().join("web/cart.ts")));
+        assert_eq!(from_ts[0], "web/cart.ts", "{from_ts:?}");
+        let python = dir.path().join("app/other.py");
+        let from_py = order("cart total", Some(&python));
+        assert!(
+            from_py.iter().position(|p| p == "app/cart.py") < from_py.iter().position(|p| p == "web/cart.ts"),
+            "{from_py:?}"
+        );
     }
 }

@@ -1,7 +1,9 @@
 //! Korean programming terms and their English words (SPEC C1): a question asked in Korean
 //! reaches English code without a model. A term is found in the question by containment
 //! (Korean attaches particles: "로그인은", "설정을"); each brings the identifier words code
-//! uses for it.
+//! uses for it. An English question goes through the same table: a word of it (or its stem:
+//! "cookies", "parsed") that is one of a term's words brings the term's other words, so
+//! "temporary directory" reaches `tempfile` as "임시 디렉터리" does.
 
 /// `(Korean, English words)`, longer terms first where one contains another.
 const TERMS: &[(&str, &[&str])] = &[
@@ -282,6 +284,52 @@ pub fn english_words(query: &str) -> Vec<&'static str> {
     out
 }
 
+/// The stems of an English word: itself, and without a plural's or a tense's ending
+/// ("cookies" → cookie, "parsed" → parse, "parsing" → parse, "compressed" → compress).
+pub fn stems(word: &str) -> Vec<String> {
+    let mut out = vec![word.to_string()];
+    let mut add = |stem: String| {
+        if stem.len() > 2 && !out.contains(&stem) {
+            out.push(stem);
+        }
+    };
+    if let Some(stem) = word.strip_suffix("ies") {
+        // "queries" → query, "cookies" → cookie
+        add(format!("{stem}y"));
+        add(format!("{stem}ie"));
+    } else if let Some(stem) = word.strip_suffix("es").filter(|s| s.ends_with("ss") || s.ends_with('x')) {
+        add(stem.to_string());
+    } else if let Some(stem) = word.strip_suffix('s').filter(|s| !s.ends_with('s')) {
+        add(stem.to_string());
+    }
+    if let Some(stem) = word.strip_suffix("ed").or_else(|| word.strip_suffix("ing")) {
+        // "parsed" → parse, "compressed" → compress, "mapped" → map
+        add(format!("{stem}e"));
+        add(stem.to_string());
+        if stem.len() > 2 && stem.as_bytes()[stem.len() - 1] == stem.as_bytes()[stem.len() - 2] {
+            add(stem[..stem.len() - 1].to_string());
+        }
+    }
+    out
+}
+
+/// The words English `words` bring through the table: each term one of whose words is one
+/// of them (or its stem) brings its other words, each once, in table order.
+pub fn related_words(words: &[String]) -> Vec<&'static str> {
+    let stems: Vec<String> = words.iter().flat_map(|w| stems(w)).collect();
+    let mut out: Vec<&'static str> = Vec::new();
+    for (_, english) in TERMS {
+        if english.iter().any(|w| stems.iter().any(|s| s == w)) {
+            for word in *english {
+                if !out.contains(word) {
+                    out.push(word);
+                }
+            }
+        }
+    }
+    out
+}
+
 /// How many Korean terms the table knows.
 pub fn term_count() -> usize {
     TERMS.len()
@@ -309,5 +357,21 @@ mod tests {
         // reactive code's words; "구독 해제" is one term, not "구독" and "해제"
         assert_eq!(english_words("구독 해제는 어디서?"), ["unsubscribe", "teardown", "dispose"]);
         assert!(english_words("디바운스 시간").contains(&"debounce"));
+    }
+
+    #[test]
+    fn english_questions_reach_the_same_words() {
+        assert!(stems("cookies").contains(&"cookie".to_string()));
+        assert_eq!(stems("parsed")[..2], ["parsed", "parse"]);
+        assert!(stems("parsing").contains(&"parse".to_string()));
+        assert!(stems("mapped").contains(&"map".to_string()));
+        assert_eq!(stems("classes")[..2], ["classes", "class"]);
+        assert_eq!(stems("queries")[..2], ["queries", "query"]);
+        assert_eq!(stems("pass"), ["pass"]);
+        let words = |q: &str| related_words(&q.split(' ').map(str::to_string).collect::<Vec<_>>());
+        assert!(words("temporary directory").contains(&"tempfile"), "{:?}", words("temporary directory"));
+        assert!(words("where are cookies parsed").contains(&"parser"));
+        assert!(words("sign in").is_empty() || !words("sign in").contains(&"logout"));
+        assert!(words("the quick brown fox").is_empty());
     }
 }

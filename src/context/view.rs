@@ -1,5 +1,5 @@
 //! A prompt's view of the workspace within a token budget (SPEC C1, C2): the project's rules,
-//! the README's opening, then the files ranked for the question — the first ones whole, the
+//! the README's and the architecture document's openings, then the files ranked for the question — the first ones whole, the
 //! next ones as their summary or outline, the rest by path — and what was left out, said.
 
 use std::path::{Path, PathBuf};
@@ -19,6 +19,9 @@ use crate::model::{Model, Usage, estimate_tokens};
 const RANKED: usize = 40;
 /// Files shown whole at most.
 const WHOLE: usize = 3;
+/// Where a project describes its own structure, the first found read.
+const ARCHITECTURE_DOCUMENTS: &[&str] =
+    &["ARCHITECTURE.md", "docs/ARCHITECTURE.md", "docs/architecture.md", "DESIGN.md", "docs/DESIGN.md"];
 /// Tokens a listed path costs, about.
 const PATH_TOKENS: usize = 12;
 
@@ -57,8 +60,11 @@ pub struct View {
     pub rules: Vec<PathBuf>,
     /// The view's estimated tokens.
     pub tokens: usize,
-    /// Large files shown by their outline for want of a summary.
+    /// Files the budget kept out that a summary would show: large files shown by their
+    /// outline, and others of at least half that size listed by path.
     pub unsummarized: Vec<PathBuf>,
+    /// Files shown by a summary (found in the cache).
+    pub summarized: usize,
     /// The files shown whole, by absolute path, with the text shown: the model has read them.
     pub read: Vec<(PathBuf, String)>,
 }
@@ -97,6 +103,14 @@ pub fn view_ranked(
     {
         let cut = crate::text::cut(readme.1.trim(), (budget_bytes / 10).max(400));
         text.push_str(&format!("The project's {} (its opening):\n{cut}\n", readme.0));
+    }
+    // the project's map of itself, where it keeps one (seed 001: README and architecture
+    // documents weigh more than other files)
+    if let Some((name, map)) =
+        ARCHITECTURE_DOCUMENTS.iter().find_map(|n| std::fs::read_to_string(root.join(n)).ok().map(|t| (n, t)))
+    {
+        let cut = crate::text::cut(map.trim(), (budget_bytes / 12).max(300));
+        text.push_str(&format!("The project's {name} (its opening):\n{cut}\n"));
     }
 
     text.push_str(&format!(
@@ -152,8 +166,13 @@ pub fn view_ranked(
         if cost <= left / 2 {
             text.push_str(&block);
             left -= cost;
+            out.summarized += usize::from(kind == Shown::Summary);
             out.files.push((rel, kind));
             continue;
+        }
+        if kind == Shown::Outline && lines * 2 >= request.large_file_lines && !out.unsummarized.contains(&rel)
+        {
+            out.unsummarized.push(rel.clone());
         }
         if left > PATH_TOKENS * 2 {
             listed.push(shown);
@@ -194,9 +213,9 @@ fn outline(index: &Index, path: &Path) -> String {
 
 /// What a model adds to a view, all optional.
 pub struct Assist<'a> {
-    pub model: Option<&'a dyn Model>,
+    pub model: Option<&'a Arc<dyn Model>>,
     pub summaries: &'a Summaries,
-    /// Large files summarized at most (0: outlines only).
+    /// Summaries asked for at most per view, in the background (0: outlines only).
     pub max_summaries: usize,
     /// Re-rank the candidates by meaning with these vectors.
     pub embeddings: Option<&'a Embeddings>,
@@ -204,9 +223,10 @@ pub struct Assist<'a> {
 }
 
 /// The view of the live index for `request`: the candidates re-ranked by meaning when there
-/// are embeddings (a failure is logged and the ranking stays), summaries made first for up to
-/// `max_summaries` large files that would otherwise be shown by their outline. Returns the
-/// view and the tokens the model spent.
+/// are embeddings (a failure is logged and the ranking stays); the files the budget kept out
+/// that a summary would show are summarized in the background, up to `max_summaries`, for the
+/// later prompts (this one shows their outline or path). Returns the view and the tokens the
+/// model spent on it, and on the summaries finished since the last view.
 pub async fn view_with_summaries(
     live: &Arc<LiveIndex>,
     request: &ViewRequest<'_>,
@@ -217,46 +237,36 @@ pub async fn view_with_summaries(
         let index = live.current().await;
         rank(&index, request.question, request.active, RANKED)
     };
+    let mut usage = assist.summaries.take_spent();
     if let (Some(model), Some(embeddings)) = (assist.model, assist.embeddings) {
         match embeddings
-            .rerank(model, live.root(), request.question, ranked.clone(), source, assist.cancel)
+            .rerank(model.as_ref(), live.root(), request.question, ranked.clone(), source, assist.cancel)
             .await
         {
             Ok(reranked) => ranked = reranked,
             Err(err) => tracing::info!("the files were not ranked by meaning: {err}"),
         }
     }
-    let summaries = Some(assist.summaries);
-    let first = {
+    let view = {
         let index = live.current().await;
-        view_ranked(&index, request, &ranked, source, summaries)
+        view_ranked(&index, request, &ranked, source, Some(assist.summaries))
     };
-    let mut usage = Usage::default();
-    let Some(model) = assist.model.filter(|_| assist.max_summaries > 0 && !first.unsummarized.is_empty())
-    else {
-        return (first, usage);
-    };
-    let root = live.root().to_path_buf();
-    let mut made = 0;
-    for rel in first.unsummarized.iter().take(assist.max_summaries) {
-        let Some(text) = source(&root.join(rel)) else { continue };
-        match assist.summaries.summarize(model, &rel.display().to_string(), &text, assist.cancel).await {
-            Ok((_, spent)) => {
-                made += 1;
-                usage.prompt_tokens = usage.prompt_tokens.saturating_add(spent.prompt_tokens);
-                usage.completion_tokens = usage.completion_tokens.saturating_add(spent.completion_tokens);
-            }
-            Err(err) => {
-                tracing::info!("no summary of {} ({err}); its outline is shown", rel.display());
+    if let Some(model) = assist.model.filter(|_| assist.max_summaries > 0) {
+        let root = live.root();
+        let mut asked = 0;
+        for rel in &view.unsummarized {
+            if asked == assist.max_summaries {
                 break;
             }
+            let Some(text) = source(&root.join(rel)) else { continue };
+            asked +=
+                usize::from(assist.summaries.request(Arc::clone(model), rel.display().to_string(), text));
         }
     }
-    if made == 0 {
-        return (first, usage);
-    }
-    let index = live.current().await;
-    (view_ranked(&index, request, &ranked, source, summaries), usage)
+    let spent = assist.summaries.take_spent();
+    usage.prompt_tokens = usage.prompt_tokens.saturating_add(spent.prompt_tokens);
+    usage.completion_tokens = usage.completion_tokens.saturating_add(spent.completion_tokens);
+    (view, usage)
 }
 
 #[cfg(test)]
@@ -267,6 +277,7 @@ mod tests {
         let files: &[(&str, String)] = &[
             ("AGENTS.md", "Run the tests with pytest.\n".to_string()),
             ("README.md", "# Shop\nA small shop.\n".to_string()),
+            ("docs/ARCHITECTURE.md", "# Architecture\nauth.py logs users in; cart.py holds carts.\n".to_string()),
             ("app/auth.py", "def login(name, password):\n    return check_password(name, password)\n\n\ndef check_password(name, password):\n    return bool(password)\n".to_string()),
             ("app/session.py", "from app.auth import login\n\n\ndef login_session(request):\n    return login(request.name, request.password)\n".to_string()),
             (
@@ -299,6 +310,13 @@ mod tests {
             roomy.text
         );
         assert!(roomy.text.contains("The project's README.md (its opening):\n# Shop"), "{}", roomy.text);
+        assert!(
+            roomy
+                .text
+                .contains("The project's docs/ARCHITECTURE.md (its opening):\n# Architecture\nauth.py logs"),
+            "{}",
+            roomy.text
+        );
         let how = |v: &View, name: &str| v.files.iter().find(|(p, _)| p == Path::new(name)).map(|(_, s)| *s);
         assert_eq!(how(&roomy, "app/auth.py"), Some(Shown::Whole), "{:?}", roomy.files);
         assert_eq!(how(&roomy, "app/big_login.py"), Some(Shown::Outline), "a large file: {:?}", roomy.files);

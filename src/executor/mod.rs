@@ -128,6 +128,9 @@ pub struct ExecutorContext {
     /// The skills prompts list and the `skill` action reads (a trusted project's and the
     /// user's own).
     pub skills: crate::context::Skills,
+    /// The model's summaries of large files, kept in the project's cache and made in the
+    /// background for the session's runs.
+    pub summaries: crate::context::Summaries,
     /// The MCP servers' tools (set once the session has started them).
     toolbox: std::sync::OnceLock<Arc<dyn crate::toolbox::Toolbox>>,
     /// The user has been told that commands run without a sandbox.
@@ -180,8 +183,10 @@ impl ExecutorContext {
         index: Option<Arc<crate::context::LiveIndex>>,
     ) -> Arc<ExecutorContext> {
         let skills = crate::context::Skills::load(confinement.root(), settings.trusted);
+        let summaries = crate::context::Summaries::for_project(confinement.root());
         Arc::new(ExecutorContext {
             skills,
+            summaries,
             toolbox: std::sync::OnceLock::new(),
             confinement,
             observer,

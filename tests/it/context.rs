@@ -293,10 +293,11 @@ fn seed_scenarios_find_the_code_first() {
 }
 
 /// The planner's prompt holds the project's rules, the README's opening and the files ranked
-/// for the goal within the budget; a large file is summarized by the model once, and the
-/// summary is reused from the cache by the next run.
+/// for the goal within the budget; a large file the budget keeps out is shown by its outline
+/// while the model summarizes it in the background, and the next run shows the summary from
+/// the cache without asking again.
 #[test]
-fn plans_see_rules_ranked_files_and_cached_summaries() {
+fn plans_see_rules_ranked_files_and_summaries_made_in_the_background() {
     use support::model_server::{ModelServer, openai_chat};
     let dir = shop();
     let root = dir.path();
@@ -311,33 +312,41 @@ fn plans_see_rules_ranked_files_and_cached_summaries() {
             .unwrap()
     };
     let summary = "The gateway client charges in 120 steps and refunds receipts.";
-    let model =
-        ModelServer::start(vec![openai_chat(summary), openai_chat("1. Log refunds in Gateway.refund\n")]);
+    let model = ModelServer::start(vec![openai_chat("1. Log refunds in Gateway.refund\n")]);
+    // summaries are asked for at 0.1, the plan at its own temperature: each gets its reply
+    // whichever comes first
+    model.at_temperature(0.1, vec![openai_chat(summary)]);
     let output = plan(&model);
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
     let requests = model.requests();
-    assert_eq!(requests.len(), 2, "a summary, then the plan");
-    let asked = requests[0].body["messages"].to_string();
-    assert!(asked.contains("The file app/payments/gateway.py") && asked.contains("Summarize it."), "{asked}");
-    let prompt = requests[1].body["messages"][1]["content"].as_str().unwrap_or_default().to_string();
+    assert_eq!(requests.len(), 2, "the plan, and a summary in the background");
+    let (asked, planned): (Vec<_>, Vec<_>) =
+        requests.iter().partition(|r| r.body["messages"].to_string().contains("Summarize it."));
+    let asked = asked[0].body["messages"].to_string();
+    assert!(asked.contains("The file app/payments/gateway.py"), "{asked}");
+    let prompt = planned[0].body["messages"][1]["content"].as_str().unwrap_or_default().to_string();
     assert!(prompt.starts_with("The project's rules:\n--- AGENTS.md ---\n# Rules for agents"), "{prompt}");
     assert!(prompt.contains("The project's README.md (its opening):\n# Shop"), "{prompt}");
     assert!(prompt.contains("### app/payments/gateway.py"), "{prompt}");
-    assert!(prompt.contains(&format!("(its summary; 611 lines)\n{summary}")), "{prompt}");
+    assert!(
+        prompt.contains("(its outline, line: definition; 611 lines"),
+        "the first prompt did not wait: {prompt}"
+    );
+    assert!(!prompt.contains(summary), "{prompt}");
     assert!(prompt.contains("Goal: 결제 게이트웨이 환불에 로그 추가해줘"), "{prompt}");
     assert!(
         !prompt.contains("packages/admin"),
         "the admin package's rules are not about this goal: {prompt}"
     );
 
-    // the next run reuses the summary: one request, the plan's
+    // the next run shows the summary from the cache: one request, the plan's
     let model = ModelServer::start(vec![openai_chat("1. Log refunds in Gateway.refund\n")]);
     let output = plan(&model);
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
     let requests = model.requests();
     assert_eq!(requests.len(), 1, "the summary came from the cache");
     let prompt = requests[0].body["messages"][1]["content"].as_str().unwrap_or_default().to_string();
-    assert!(prompt.contains(summary), "{prompt}");
+    assert!(prompt.contains(&format!("(its summary; 611 lines)\n{summary}")), "{prompt}");
 }
 
 /// With a model, the ranking can be helped (both optional): the model's English words for a

@@ -89,8 +89,8 @@ pub async fn plan_goal(
 ) -> Result<(Plan, Tokens), PlanFailure> {
     let model = context.model.clone().map_err(PlanFailure::Model)?;
     let active = selection.as_ref().map(|s| context.executor.confinement.root().join(&s.path));
-    let (workspace, spent, _) =
-        workspace_context(&context.executor, Some(model.as_ref()), goal, active.as_deref(), cancel).await;
+    let view = workspace_context(&context.executor, Some(&model), goal, active.as_deref(), cancel).await;
+    let (workspace, spent) = (view.text, view.spent);
     let request = PlanRequest {
         goal,
         workspace: &workspace,
@@ -453,7 +453,7 @@ impl Runner<'_> {
             None => {
                 self.enter_planning(&request.goal);
                 self.report("planning".to_string()).await;
-                let workspace = self.workspace(model.as_ref(), &request.goal).await;
+                let workspace = self.workspace(&request.goal).await;
                 let plan_request = PlanRequest {
                     goal: &request.goal,
                     workspace: &workspace,
@@ -641,25 +641,34 @@ impl Runner<'_> {
 
     /// The workspace as the prompts show it for `question` (summaries cost tokens too), and
     /// a line in the audit log saying what it held.
-    async fn workspace(&mut self, model: &dyn Model, question: &str) -> String {
-        let (text, spent, read) = workspace_context(
+    async fn workspace(&mut self, question: &str) -> String {
+        // the run's model helps with the view (the question's words, summaries), whichever
+        // role's model the step asks
+        let main = self.context.model.as_ref().ok().cloned();
+        let view = workspace_context(
             self.executor.context(),
-            Some(model),
+            main.as_ref(),
             question,
             self.active.as_deref(),
             &self.cancel,
         )
         .await;
-        self.add_tokens(spent);
+        self.add_tokens(view.spent);
         // what the prompt shows whole the model has read: a change to it before an edit is drift
-        for (path, shown) in &read {
+        for (path, shown) in &view.read {
             self.executor.shown(path, shown);
         }
+        let text = view.text;
         // a follow-up sees what came before it in the session
         let text = if self.conversation.is_empty() { text } else { format!("{}\n{text}", self.conversation) };
         self.executor.record(
             "context",
-            serde_json::json!({"question": question, "tokens": crate::model::estimate_tokens(&text), "summary_tokens": spent.total()}),
+            serde_json::json!({
+                "question": question,
+                "tokens": crate::model::estimate_tokens(&text),
+                "summary_tokens": view.spent.total(),
+                "summaries": {"used": view.summarized, "asked": view.unsummarized},
+            }),
         );
         text
     }
@@ -678,7 +687,7 @@ impl Runner<'_> {
         outline: &str,
         round: usize,
     ) -> Result<(), Stop> {
-        let workspace = self.workspace(model, &request.goal).await;
+        let workspace = self.workspace(&request.goal).await;
         let plan_request = PlanRequest {
             goal: &request.goal,
             workspace: &workspace,
@@ -778,7 +787,7 @@ impl Runner<'_> {
         };
         let model: &dyn Model = own.as_deref().unwrap_or(model);
         let overall = lock(&self.plan).as_ref().map(|p| p.goal.clone()).unwrap_or_default();
-        let workspace = self.workspace(model, &format!("{goal}\n{overall}")).await;
+        let workspace = self.workspace(&format!("{goal}\n{overall}")).await;
         // the skills this step's work or role calls for, in full (the others are one line each
         // in the workspace view)
         let skill_text = {
