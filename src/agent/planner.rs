@@ -144,9 +144,16 @@ fn prompt(request: &PlanRequest<'_>, view: &str) -> String {
             "\nAn earlier plan for this goal did not work out:\n{history}\nPlan what is left to do.\n"
         ));
     }
+    // seed 000's migration mode: planned in stages, each checked before the next
+    if crate::modes::intent(request.goal).is_some_and(|(mode, _)| mode == crate::modes::Mode::Migration) {
+        out.push_str(&format!("\n{MIGRATION}\n"));
+    }
     out.push_str(&format!("\nGoal: {}", request.goal));
     out
 }
+
+/// What a migration's planner is told.
+const MIGRATION: &str = "This goal is a migration: plan it in stages, each a step that moves one part to the new API or version and leaves the code working (the checkers and the whole test suite run after each stage); the old way is removed only in the last stage.";
 
 /// The workspace's files (those `.gitignore` keeps), up to a limit, saying how many were left
 /// out: what a prompt shows when there is no index.

@@ -401,7 +401,7 @@ impl Executor {
         let listed = settings.trusted
             && (policy::allowed(argv, &settings.commands.allow, settings.test_command.as_deref())
                 || (origin == Origin::Run
-                    && policy::allowed_profiled(
+                    && policy::allowed_measured(
                         argv,
                         &settings.commands.allow,
                         settings.test_command.as_deref(),

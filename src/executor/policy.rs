@@ -209,17 +209,59 @@ impl Approver for RefuseUnlisted {
 /// them, and with them what tells the project's code from the rest).
 pub const PROFILE_PYTEST: &str = "import cProfile, os, pstats, re, sys\nimport pytest\nprofile = cProfile.Profile()\nprofile.enable()\ncode = pytest.main(sys.argv[1:])\nprofile.disable()\npstats.Stats(profile).sort_stats('cumulative').print_stats(re.escape(os.getcwd()), 60)\nsys.exit(code)\n";
 
-/// Whether `argv` is an allowed pytest command run under the profiler ([`PROFILE_PYTEST`] for
-/// `python -m pytest ARGS`): what profiling runs of the test command.
-pub fn allowed_profiled(argv: &[String], allow: &[Vec<String>], test_command: Option<&[String]>) -> bool {
-    match argv {
-        [python, c, script, rest @ ..] if c == "-c" && script == PROFILE_PYTEST => {
-            let mut plain = vec![python.clone(), "-m".to_string(), "pytest".to_string()];
-            plain.extend(rest.iter().cloned());
-            allowed(&plain, allow, test_command)
-        }
-        _ => false,
+/// The program coverage runs pytest with (`python -c COVER_PYTEST FILES ARGS…`): pytest with
+/// a line tracer on the listed files only (comma-separated, relative to the folder it runs
+/// in) — Python's own `sys.settrace`, so it needs nothing installed —, their executed lines
+/// printed last as `TOKAMAK-COVERAGE {"path": [line, …]}`.
+pub const COVER_PYTEST: &str = "import json, os, sys, threading
+wanted = {os.path.abspath(p) for p in sys.argv[1].split(',') if p}
+hits = {}
+def local(frame, event, arg):
+    if event == 'line':
+        hits.setdefault(frame.f_code.co_filename, set()).add(frame.f_lineno)
+    return local
+def trace(frame, event, arg):
+    if frame.f_code.co_filename not in wanted:
+        return None
+    hits.setdefault(frame.f_code.co_filename, set()).add(frame.f_lineno)
+    return local
+sys.settrace(trace)
+threading.settrace(trace)
+import pytest
+code = pytest.main(sys.argv[2:])
+sys.settrace(None)
+root = os.getcwd()
+print('\\nTOKAMAK-COVERAGE ' + json.dumps({os.path.relpath(k, root): sorted(v) for k, v in hits.items()}))
+sys.exit(code)
+";
+
+/// The program profiling runs a Node test command with (`node -e PROFILE_NODE COMMAND…`):
+/// the command with V8's CPU profiler on in every Node process it starts (a preload given in
+/// `NODE_OPTIONS=--require`, which Node 20 allows where it refuses `--cpu-prof`, starting the
+/// inspector's profiler and writing its profile into a temporary folder at exit), then the
+/// project's functions — outside
+/// `node_modules` — as cProfile's table prints them (own and cumulative seconds, sampled, so
+/// no call counts), for the same reading.
+pub const PROFILE_NODE: &str = "const { spawnSync } = require('child_process');\nconst fs = require('fs'), os = require('os'), path = require('path');\nconst dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tokamak-prof-'));\nconst preload = path.join(dir, 'preload.js');\nfs.writeFileSync(preload, \"try {\\n  const inspector = require('inspector'), fs = require('fs');\\n  const session = new inspector.Session();\\n  session.connect();\\n  session.post('Profiler.enable');\\n  session.post('Profiler.start');\\n  process.on('exit', () => session.post('Profiler.stop', (error, result) => {\\n    if (!error) fs.writeFileSync(\" + JSON.stringify(dir) + \" + '/' + process.pid + '.cpuprofile', JSON.stringify(result.profile));\\n  }));\\n} catch (e) {}\\n\");\nconst [command, ...args] = process.argv.slice(1);\nconst env = { ...process.env, NODE_OPTIONS: ((process.env.NODE_OPTIONS || '') + ' --require \"' + preload + '\"').trim() };\nconst run = spawnSync(command, args, { stdio: 'inherit', env });\nconst root = 'file://' + process.cwd() + '/';\nconst own = new Map(), cumulative = new Map();\nfor (const name of fs.readdirSync(dir).filter(n => n.endsWith('.cpuprofile'))) {\n  let profile;\n  try { profile = JSON.parse(fs.readFileSync(path.join(dir, name), 'utf8')); } catch (e) { continue; }\n  const span = (profile.endTime - profile.startTime) / 1e6 / Math.max(1, profile.samples.length);\n  const byId = new Map(profile.nodes.map(n => [n.id, n]));\n  const total = n => {\n    if (n.total === undefined) n.total = (n.hitCount || 0) * span + (n.children || []).reduce((s, c) => s + total(byId.get(c)), 0);\n    return n.total;\n  };\n  for (const n of profile.nodes) {\n    const url = n.callFrame.url;\n    if (!url.startsWith(root) || url.includes('/node_modules/')) continue;\n    const key = url.slice(root.length) + ':' + (n.callFrame.lineNumber + 1) + '(' + (n.callFrame.functionName || '<anonymous>') + ')';\n    own.set(key, (own.get(key) || 0) + (n.hitCount || 0) * span);\n    cumulative.set(key, (cumulative.get(key) || 0) + total(n));\n  }\n}\nconsole.log('\\n   ncalls  tottime  percall  cumtime  percall filename:lineno(function)');\nfor (const [key, time] of [...cumulative].sort((a, b) => b[1] - a[1]).slice(0, 60)) {\n  console.log('        - ' + own.get(key).toFixed(3) + '    0.000 ' + time.toFixed(3) + '    0.000 ' + key);\n}\nfs.rmSync(dir, { recursive: true, force: true });\nprocess.exit(run.status === null ? 1 : run.status);\n";
+
+/// Whether `argv` is an allowed test command run under a profiler ([`PROFILE_PYTEST`] for
+/// `python -m pytest ARGS`, [`PROFILE_NODE`] for any) or the line tracer ([`COVER_PYTEST`]):
+/// what profiling and coverage run of the test command.
+pub fn allowed_measured(argv: &[String], allow: &[Vec<String>], test_command: Option<&[String]>) -> bool {
+    if let [node, e, script, test @ ..] = argv
+        && e == "-e"
+        && script == PROFILE_NODE
+    {
+        return node == "node" && allowed(test, allow, test_command);
     }
+    let rest = match argv {
+        [_, c, script, rest @ ..] if c == "-c" && script == PROFILE_PYTEST => rest,
+        [_, c, script, _files, rest @ ..] if c == "-c" && script == COVER_PYTEST => rest,
+        _ => return false,
+    };
+    let mut plain = vec![argv[0].clone(), "-m".to_string(), "pytest".to_string()];
+    plain.extend(rest.iter().cloned());
+    allowed(&plain, allow, test_command)
 }
 
 /// Whether `argv` starts with one of the allowed argument lists (the test command counts as

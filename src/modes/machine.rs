@@ -27,6 +27,15 @@ pub struct ModeContext {
     pub auto_test: bool,
     /// A finished run is committed (`auto_commit`).
     pub auto_commit: bool,
+    /// The coverage of the run's new code by the last test run, when it was measured.
+    pub coverage_data: Option<CoverageData>,
+}
+
+/// Seed 000's `coverage_data`: the statements the run added, and those the tests ran.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct CoverageData {
+    pub added: usize,
+    pub covered: usize,
 }
 
 impl ModeContext {

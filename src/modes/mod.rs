@@ -8,7 +8,7 @@ mod mode;
 mod profiles;
 mod routing;
 
-pub use machine::{Condition, ModeContext, ModeError, ModeMachine, RULES, Rule, Transition};
+pub use machine::{Condition, CoverageData, ModeContext, ModeError, ModeMachine, RULES, Rule, Transition};
 pub use mode::{Allowed, Mode, Phase};
 pub use profiles::{Profile, Profiles, built_in};
-pub use routing::{Role, Routed, intent, route};
+pub use routing::{Role, Routed, intent, route, wants_coverage};

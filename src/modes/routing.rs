@@ -136,6 +136,19 @@ pub fn route(text: &str, explicit: Option<Role>) -> Routed {
 /// Seed 000's intents: the mode a task's words start the machine in, the first match in this
 /// order winning (implementation when none does).
 const INTENTS: &[(Mode, &[&str], &[&str])] = &[
+    (
+        Mode::Verification,
+        &["전체 검증", "전부 검증", "검증 실행", "전체 검사", "전부 검사"],
+        &[
+            "verify everything",
+            "verify the project",
+            "verify the whole",
+            "full verification",
+            "run every check",
+            "run all checks",
+        ],
+    ),
+    (Mode::Migration, &["마이그레이션", "마이그레이트"], &["migrate", "migration", "port to", "upgrade to"]),
     (Mode::Test, &["테스트"], &["test"]),
     (Mode::Qa, &["리뷰"], &["review"]),
     (
@@ -156,6 +169,12 @@ pub fn intent(text: &str) -> Option<(Mode, Vec<String>)> {
         let found = text.find(korean, words);
         (!found.is_empty()).then_some((*mode, found))
     })
+}
+
+/// Whether `text` asks for the coverage of the code it changes ("커버리지", "coverage"):
+/// then the tests run under a line tracer and new code no test runs is sent back.
+pub fn wants_coverage(text: &str) -> bool {
+    !Words::of(text).find(&["커버리지"], &["coverage"]).is_empty()
 }
 
 /// A task's text, lowercased, and its English words.
@@ -257,6 +276,11 @@ mod tests {
             ("결제 설계", Some(Mode::Design)),
             ("User 클래스가 어디 있는지 찾아줘", Some(Mode::ContextNav)),
             ("Where is the config read?", Some(Mode::ContextNav)),
+            ("프로젝트 전체 검증해줘", Some(Mode::Verification)),
+            ("Verify everything before the release", Some(Mode::Verification)),
+            ("비밀번호 검증 함수 추가", None),
+            ("optparse에서 argparse로 마이그레이션", Some(Mode::Migration)),
+            ("Migrate the settings from ini to toml", Some(Mode::Migration)),
             ("User 클래스에 validate_email 메서드 추가해줘", None),
             ("Implement retry with backoff", None),
         ];
@@ -264,5 +288,10 @@ mod tests {
             assert_eq!(intent(text).map(|(m, _)| m), *mode, "{text}");
         }
         assert_eq!(intent("결제 모듈을 리팩토링해줘").unwrap().1, ["리팩토링"]);
+        assert!(
+            wants_coverage("mean 테스트 커버리지 올려줘")
+                && wants_coverage("Raise the test coverage of mean")
+        );
+        assert!(!wants_coverage("validate_email 테스트 작성"));
     }
 }

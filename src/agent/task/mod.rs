@@ -12,6 +12,7 @@
 //! for the server (`tokamak.run`, `tokamak.implement`) and the command line (`tokamak run`).
 
 mod conversation;
+mod coverage;
 mod measure;
 mod modes;
 mod observe;
@@ -173,6 +174,9 @@ pub async fn run_task(context: &TaskContext, request: TaskRequest, run: RunHandl
         left: Default::default(),
         conversation: conversation::render(&request.conversation),
         question: false,
+        coverage: crate::modes::wants_coverage(&request.goal),
+        coverage_hits: Default::default(),
+        whole_suite: false,
     };
     let stop = match engine.roles_ready(&request).await {
         Ok(()) => engine.drive(&request).await,
@@ -380,6 +384,12 @@ struct Runner<'a> {
     conversation: String,
     /// The request is a question: answered by looking, without a plan or tests.
     question: bool,
+    /// The goal asks for coverage: the tests run under a line tracer on the changed files.
+    coverage: bool,
+    /// The lines the last traced test run ran.
+    coverage_hits: Mutex<Option<coverage::Hits>>,
+    /// The step's tests are the whole suite (a migration's stage), not those that reach it.
+    whole_suite: bool,
 }
 
 impl Runner<'_> {
@@ -767,6 +777,7 @@ impl Runner<'_> {
         self.report(name.clone()).await;
         // what the mode does itself before the model acts (profiling's hot spots)
         let measured = self.enter_mode(&name, &goal, mode).await;
+        let entered = mode;
         // the system message is the same for every step and role, so steps share the prompt
         // prefix a server caches (the system message and the tools); the role goes with the
         // step's own text
@@ -807,6 +818,8 @@ impl Runner<'_> {
         let mut left_warnings = 0;
         // files the step's change reached and broke, fixed within the step
         let mut reach_fixed: Vec<String> = Vec::new();
+        // coverage sends the step back once; what is still uncovered after that is said
+        let mut covered_again = false;
         loop {
             let mut context_text = format!(
                 "The plan for the goal \"{}\" (○ pending, ⚡ this step, ✓ done, ✗ failed):\n{plan_text}\nYou are carrying out step {} only.",
@@ -968,14 +981,46 @@ impl Runner<'_> {
                 );
                 continue;
             }
+            // the coverage of the new code, when the goal asks for it: measured by the traced
+            // test run; new code no test runs sends the step back once
+            let measured_coverage = match &observation.tests {
+                Some(TestOutcome { passed: true, ran: true, .. }) if self.coverage => {
+                    self.new_code_coverage(&name).await
+                }
+                _ => None,
+            };
+            if let Some(found) = measured_coverage.as_ref().filter(|c| !c.uncovered.is_empty())
+                && !covered_again
+                && self.iterations < self.context.limits.iterations
+            {
+                covered_again = true;
+                self.iterations += 1;
+                feedback = format!(
+                    "The step's checks and tests pass, but no test runs these statements the run added ({}):\n{}\nAdd tests that run them (their results checked), changing no other code.",
+                    found.describe(),
+                    found.uncovered.join("\n")
+                );
+                continue;
+            }
+            let uncovered_left = measured_coverage.as_ref().map(|c| c.uncovered.len()).unwrap_or(0);
             match &observation.tests {
                 Some(TestOutcome { passed: true, ran: true, .. }) => {
-                    self.outcome(&name, "tests_passed", |c| c.tests_passed = Some(true)).await?;
+                    let coverage = measured_coverage
+                        .as_ref()
+                        .map(|c| crate::modes::CoverageData { added: c.added, covered: c.covered });
+                    self.outcome(&name, "tests_passed", |c| {
+                        c.tests_passed = Some(true);
+                        c.coverage_data = coverage;
+                    })
+                    .await?;
                 }
                 // refused or missing: reviewed without them (the note says why)
                 Some(TestOutcome { ran: false, .. }) => self.outcome(&name, "tests_skipped", |_| {}).await?,
                 _ => {}
             }
+            // the mode the step entered leaves what it does (a migration's stage, verified)
+            let passed = matches!(&observation.tests, Some(TestOutcome { passed: true, ran: true, .. }));
+            self.exit_mode(&name, entered, passed).await?;
             // the review (QA): what the step introduced that a reviewer would send back — the
             // checkers' warnings in the files it changed (an unused import, a shadowed name)
             let found = self.review(&observation);
@@ -1043,6 +1088,12 @@ impl Runner<'_> {
                             "{} (the change broke {}, which it reaches; fixed there too)",
                             step.note.trim_end_matches('.'),
                             reach_fixed.join(", ")
+                        );
+                    }
+                    if uncovered_left > 0 {
+                        step.note = format!(
+                            "{} ({uncovered_left} new statement(s) are run by no test)",
+                            step.note.trim_end_matches('.')
                         );
                     }
                     if let Some(committed) = &committed {

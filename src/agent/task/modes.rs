@@ -75,10 +75,13 @@ impl Runner<'_> {
         // (from looking, its first change goes on to implementation: `target_found`; from
         // profiling, its hot spots to refactoring: `hotspot_found`). Reviewing,
         // testing and design go to their own roles.
+        // Verifying and migrating are what the step does whichever role takes it ("검증" is the
+        // tester's word).
         let intent = crate::modes::intent(text).filter(|(mode, _)| {
             explicit.is_none()
-                && role_mode == Mode::Implementation
-                && matches!(mode, Mode::Refactor | Mode::Debug | Mode::ContextNav | Mode::Profiling)
+                && (matches!(mode, Mode::Verification | Mode::Migration)
+                    || (role_mode == Mode::Implementation
+                        && matches!(mode, Mode::Refactor | Mode::Debug | Mode::ContextNav | Mode::Profiling)))
         });
         // a question only looks (context navigation), whatever its role
         let mode = if self.question {

@@ -118,6 +118,7 @@ impl Runner<'_> {
         let root = self.executor.context().confinement.root();
         let mut focused = None;
         if settings.test_impact_first
+            && !self.whole_suite
             && let Some(impact) = self.executor.run_impact(None).await
         {
             self.executor.record(
@@ -132,7 +133,8 @@ impl Runner<'_> {
             focused = crate::context::focused_test_command(&command, root, &impact.tests);
         }
         let mut output = String::new();
-        if let Some(focused) = focused {
+        let command = self.traced(command);
+        if let Some(focused) = focused.map(|f| self.traced(f)) {
             let count = focused.len() - command.len();
             self.report(format!("running the {count} test(s) that reach the change")).await;
             let (passed, ran, text) = self.run_command(focused).await;
@@ -161,7 +163,7 @@ impl Runner<'_> {
         let (passed, ran, text, summary) = match self.executor.execute(&action).await {
             Ok(result) => {
                 let passed = result.exit_status == Some(0);
-                let text = crate::text::cut(&result.text, 4 * 1024);
+                let text = crate::text::cut(&self.took_hits(&argv, result.text.clone()), 4 * 1024);
                 let not_run = (!passed && result.ok)
                     .then(|| crate::executor::not_run_reason(&argv, result.exit_status, &result.text, ""))
                     .flatten();
