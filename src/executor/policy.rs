@@ -245,9 +245,16 @@ sys.exit(code)
 pub const PROFILE_NODE: &str = "const { spawnSync } = require('child_process');\nconst fs = require('fs'), os = require('os'), path = require('path');\nconst dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tokamak-prof-'));\nconst preload = path.join(dir, 'preload.js');\nfs.writeFileSync(preload, \"try {\\n  const inspector = require('inspector'), fs = require('fs');\\n  const session = new inspector.Session();\\n  session.connect();\\n  session.post('Profiler.enable');\\n  session.post('Profiler.start');\\n  process.on('exit', () => session.post('Profiler.stop', (error, result) => {\\n    if (!error) fs.writeFileSync(\" + JSON.stringify(dir) + \" + '/' + process.pid + '.cpuprofile', JSON.stringify(result.profile));\\n  }));\\n} catch (e) {}\\n\");\nconst [command, ...args] = process.argv.slice(1);\nconst env = { ...process.env, NODE_OPTIONS: ((process.env.NODE_OPTIONS || '') + ' --require \"' + preload + '\"').trim() };\nconst run = spawnSync(command, args, { stdio: 'inherit', env });\nconst root = 'file://' + process.cwd() + '/';\nconst own = new Map(), cumulative = new Map();\nfor (const name of fs.readdirSync(dir).filter(n => n.endsWith('.cpuprofile'))) {\n  let profile;\n  try { profile = JSON.parse(fs.readFileSync(path.join(dir, name), 'utf8')); } catch (e) { continue; }\n  const span = (profile.endTime - profile.startTime) / 1e6 / Math.max(1, profile.samples.length);\n  const byId = new Map(profile.nodes.map(n => [n.id, n]));\n  const total = n => {\n    if (n.total === undefined) n.total = (n.hitCount || 0) * span + (n.children || []).reduce((s, c) => s + total(byId.get(c)), 0);\n    return n.total;\n  };\n  for (const n of profile.nodes) {\n    const url = n.callFrame.url;\n    if (!url.startsWith(root) || url.includes('/node_modules/')) continue;\n    const key = url.slice(root.length) + ':' + (n.callFrame.lineNumber + 1) + '(' + (n.callFrame.functionName || '<anonymous>') + ')';\n    own.set(key, (own.get(key) || 0) + (n.hitCount || 0) * span);\n    cumulative.set(key, (cumulative.get(key) || 0) + total(n));\n  }\n}\nconsole.log('\\n   ncalls  tottime  percall  cumtime  percall filename:lineno(function)');\nfor (const [key, time] of [...cumulative].sort((a, b) => b[1] - a[1]).slice(0, 60)) {\n  console.log('        - ' + own.get(key).toFixed(3) + '    0.000 ' + time.toFixed(3) + '    0.000 ' + key);\n}\nfs.rmSync(dir, { recursive: true, force: true });\nprocess.exit(run.status === null ? 1 : run.status);\n";
 
 /// Whether `argv` is an allowed test command run under a profiler ([`PROFILE_PYTEST`] for
-/// `python -m pytest ARGS`, [`PROFILE_NODE`] for any) or the line tracer ([`COVER_PYTEST`]):
-/// what profiling and coverage run of the test command.
+/// `python -m pytest ARGS`, [`PROFILE_NODE`] for any), the line tracer ([`COVER_PYTEST`]) or
+/// with Node's `--experimental-test-coverage`: what profiling and coverage run of the test
+/// command.
 pub fn allowed_measured(argv: &[String], allow: &[Vec<String>], test_command: Option<&[String]>) -> bool {
+    // Node's test runner with its own coverage report: the test command with the flag added
+    let flag = "--experimental-test-coverage";
+    if argv.iter().filter(|a| *a == flag).count() == 1 {
+        let plain: Vec<String> = argv.iter().filter(|a| *a != flag).cloned().collect();
+        return allowed(&plain, allow, test_command);
+    }
     if let [node, e, script, test @ ..] = argv
         && e == "-e"
         && script == PROFILE_NODE

@@ -639,3 +639,47 @@ fn profiling_a_typescript_project_reports_its_hot_spot_from_v8() {
     assert!(trail.contains(&"profiling -hotspot_found-> refactor".to_string()), "{trail:?}");
     assert_eq!(output.status.code(), Some(0), "{}", said(&output));
 }
+
+/// Coverage in a JavaScript project: Node's test runner reports the lines no test ran
+/// (`--experimental-test-coverage` on the test command as it is), and the branch the step
+/// added that no test runs sends it back once, as for Python.
+#[test]
+fn coverage_of_javascript_comes_from_nodes_own_test_runner() {
+    if !support::require_tools(&["node"]) {
+        return;
+    }
+    let stats = "function mean(xs) {\n  return xs.reduce((a, b) => a + b, 0) / xs.length;\n}\nmodule.exports = { mean };\n";
+    let test = "const { test } = require(\"node:test\");\nconst assert = require(\"node:assert\");\nconst { mean } = require(\"./stats.js\");\n\ntest(\"mean\", () => {\n  assert.strictEqual(mean([1, 2, 3]), 2);\n});\n";
+    let dir = tempfile::tempdir().unwrap();
+    let toml = "[checkers]\nenable = []\n\n[test]\ncommand = [\"node\", \"--test\"]\n";
+    for (name, text) in [("stats.js", stats), ("stats.test.js", test), ("tokamak.toml", toml)] {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    let goal = "Make mean return 0 for an empty list, with full test coverage";
+    let (output, user, model) = run_goal(
+        dir.path(),
+        goal,
+        vec![
+            openai_chat("1. Make mean in stats.js return 0 for an empty list\n"),
+            edit(
+                "stats.js",
+                "  return xs.reduce((a, b) => a + b, 0) / xs.length;",
+                "  if (xs.length === 0) {\n    return 0;\n  }\n  return xs.reduce((a, b) => a + b, 0) / xs.length;",
+            ),
+            done("mean returns 0 for an empty list"),
+            edit(
+                "stats.test.js",
+                "  assert.strictEqual(mean([1, 2, 3]), 2);\n});\n",
+                "  assert.strictEqual(mean([1, 2, 3]), 2);\n});\n\ntest(\"mean of nothing\", () => {\n  assert.strictEqual(mean([]), 0);\n});\n",
+            ),
+            done("the empty list is tested"),
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", said(&output));
+    let told = model.requests()[3].body["messages"].to_string();
+    assert!(told.contains("stats.js:3 `return 0;`"), "{told}");
+    let measured = support::audit_events(user.cache.path(), "coverage");
+    let rates: Vec<(u64, u64)> =
+        measured.iter().map(|m| (m["added"].as_u64().unwrap(), m["covered"].as_u64().unwrap())).collect();
+    assert_eq!(rates, [(2, 1), (2, 2)], "{measured:#?}");
+}

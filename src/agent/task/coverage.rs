@@ -1,8 +1,10 @@
 //! The coverage of a run's new code (seed 000's `coverage_data`; seed 004's tester: "커버리지
-//! 확인"): when the goal asks for coverage, the tests run under a line tracer on the source
+//! 확인"): when the goal asks for coverage, pytest runs under a line tracer on the source
 //! files the run changed (`executor::policy::COVER_PYTEST`: Python's own tracer, nothing to
-//! install), and the statements the run added that no test runs send the step back once to
-//! test them; what is still uncovered after that is named in the step's note.
+//! install) and Node's test runner with its own coverage (`--experimental-test-coverage`,
+//! which names the lines no test ran); the statements the run added that no test runs send
+//! the step back once to test them; what is still uncovered after that is named in the
+//! step's note.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -16,8 +18,30 @@ const MARKER: &str = "TOKAMAK-COVERAGE ";
 /// Uncovered statements named at most.
 const NAMED: usize = 12;
 
-/// The lines each traced file ran (one-based), by path relative to the root.
-pub type Hits = BTreeMap<String, BTreeSet<usize>>;
+/// What a measured test run says of each file's lines (one-based), by path relative to the
+/// root.
+pub type Hits = BTreeMap<String, Lines>;
+
+/// A file's lines as a coverage tool reports them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lines {
+    /// The lines that ran (a tracer's report: a line not named did not run).
+    Ran(BTreeSet<usize>),
+    /// The lines that did not run (Node's report: a line not named ran, or is no code).
+    Missed(BTreeSet<usize>),
+}
+
+impl Lines {
+    fn ran(&self, line: usize) -> bool {
+        match self {
+            Lines::Ran(ran) => ran.contains(&line),
+            Lines::Missed(missed) => !missed.contains(&line),
+        }
+    }
+}
+
+/// Node's test runner's coverage flag.
+const NODE_COVERAGE: &str = "--experimental-test-coverage";
 
 /// The coverage of a run's new code.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -52,14 +76,18 @@ impl Runner<'_> {
         covered_command(&command, &self.executor.changed_files()).unwrap_or(command)
     }
 
-    /// A test run's output without the tracer's line, which is kept as the run's last hits.
+    /// A test run's output without the tracer's line; what a measured run says of the lines
+    /// is kept as the run's last hits.
     pub(super) fn took_hits(&self, argv: &[String], output: String) -> String {
-        if argv.get(2).is_none_or(|script| script != crate::executor::policy::COVER_PYTEST) {
-            return output;
+        if argv.get(2).is_some_and(|script| script == crate::executor::policy::COVER_PYTEST) {
+            let (rest, hits) = read_hits(&output);
+            *lock(&self.coverage_hits) = hits;
+            return rest;
         }
-        let (rest, hits) = read_hits(&output);
-        *lock(&self.coverage_hits) = hits;
-        rest
+        if argv.iter().any(|a| a == NODE_COVERAGE) {
+            *lock(&self.coverage_hits) = read_node_report(&output);
+        }
+        output
     }
 
     /// The coverage of the run's new code by the last traced test run, audited and told;
@@ -71,7 +99,7 @@ impl Runner<'_> {
             .executor
             .changed_files()
             .into_iter()
-            .filter(|f| Language::from_path(Path::new(f)) == Language::Python)
+            .filter(|f| measured_language(f))
             .filter(|f| !crate::context::is_test_file(Path::new(f)))
             .filter_map(|f| {
                 let now = self.executor.context().current_text(&root.join(&f))?;
@@ -86,10 +114,22 @@ impl Runner<'_> {
     }
 }
 
-/// The test command under the line tracer for `files` (relative paths of Python files): when
-/// the tests are pytest run by a Python (`python -m pytest ARGS`, or `pytest ARGS` with the
-/// machine's python3). `None`: another runner, or no Python file to trace.
+/// Whether coverage is measured for `path`'s language: Python, and JavaScript (TypeScript run
+/// through a transpiler is reported on lines that are not its own, so it is not judged).
+fn measured_language(path: &str) -> bool {
+    matches!(Language::from_path(Path::new(path)), Language::Python | Language::JavaScript | Language::Jsx)
+}
+
+/// The test command measuring coverage: pytest run by a Python (`python -m pytest ARGS`, or
+/// `pytest ARGS` with the machine's python3) under the line tracer for the Python files among
+/// `files` (relative paths); Node's test runner (`… --test …`) with its coverage on. `None`:
+/// another runner, or no Python file to trace.
 pub fn covered_command(test: &[String], files: &[String]) -> Option<Vec<String>> {
+    if let Some(at) = test.iter().position(|a| a == "--test") {
+        let mut command = test.to_vec();
+        command.insert(at + 1, NODE_COVERAGE.to_string());
+        return Some(command);
+    }
     let traced: Vec<&str> = files
         .iter()
         .filter(|f| Language::from_path(Path::new(f)) == Language::Python && !f.contains(','))
@@ -117,14 +157,44 @@ pub fn covered_command(test: &[String], files: &[String]) -> Option<Vec<String>>
 pub fn read_hits(output: &str) -> (String, Option<Hits>) {
     let Some(at) = output.rfind(MARKER) else { return (output.to_string(), None) };
     let line_end = output[at..].find('\n').map_or(output.len(), |n| at + n);
-    let hits: Option<Hits> = serde_json::from_str(output[at + MARKER.len()..line_end].trim()).ok();
+    let ran: Option<BTreeMap<String, BTreeSet<usize>>> =
+        serde_json::from_str(output[at + MARKER.len()..line_end].trim()).ok();
     let rest = format!("{}{}", &output[..at], &output[line_end..]);
+    let hits = ran.map(|ran| ran.into_iter().map(|(file, lines)| (file, Lines::Ran(lines))).collect());
     (rest.trim_end().to_string(), hits)
 }
 
-/// The statements `after` added to `before` (`None`: a new file) that a tracer sees run:
-/// their first lines, one-based. Docstrings, `pass`, `else:` and the like are not counted.
-pub fn added_statements(before: Option<&str>, after: &str) -> Vec<usize> {
+/// The lines Node's coverage report says no test ran (`# file | line % | branch % | funcs % |
+/// uncovered lines` rows, the last column as `3-4 9`); `None`: no report.
+pub fn read_node_report(output: &str) -> Option<Hits> {
+    let start = output.find("# start of coverage report")?;
+    let mut hits = Hits::new();
+    for line in output[start..].lines() {
+        if line.contains("end of coverage report") {
+            break;
+        }
+        let columns: Vec<&str> = line.trim_start_matches('#').split('|').map(str::trim).collect();
+        let [file, _, _, _, uncovered] = columns.as_slice() else { continue };
+        if file.is_empty() || *file == "file" || *file == "all files" || file.starts_with('-') {
+            continue;
+        }
+        let mut missed = BTreeSet::new();
+        for range in uncovered.split_whitespace() {
+            let (from, to) = range.split_once('-').unwrap_or((range, range));
+            if let (Ok(from), Ok(to)) = (from.parse::<usize>(), to.parse::<usize>()) {
+                missed.extend(from..=to.min(from + 10_000));
+            }
+        }
+        hits.insert((*file).to_string(), Lines::Missed(missed));
+    }
+    Some(hits)
+}
+
+/// The statements `after` (the file `path`) added to `before` (`None`: a new file) that a
+/// coverage tool sees run: their first lines, one-based. Docstrings, `pass`, `else:`, braces
+/// and the like are not counted.
+pub fn added_statements(path: &str, before: Option<&str>, after: &str) -> Vec<usize> {
+    let language = Language::from_path(Path::new(path));
     let added: BTreeSet<usize> = {
         let diff = similar::TextDiff::from_lines(before.unwrap_or_default(), after);
         diff.iter_all_changes()
@@ -136,7 +206,7 @@ pub fn added_statements(before: Option<&str>, after: &str) -> Vec<usize> {
         return Vec::new();
     }
     let mut parser = tree_sitter::Parser::new();
-    let Some(grammar) = crate::syntax::grammar(Language::Python) else { return Vec::new() };
+    let Some(grammar) = crate::syntax::grammar(language) else { return Vec::new() };
     if parser.set_language(&grammar).is_err() {
         return Vec::new();
     }
@@ -159,6 +229,12 @@ pub fn added_statements(before: Option<&str>, after: &str) -> Vec<usize> {
                 | "with_statement"
                 | "import_statement"
                 | "import_from_statement"
+                | "throw_statement"
+                | "for_in_statement"
+                | "do_statement"
+                | "switch_statement"
+                | "lexical_declaration"
+                | "variable_declaration"
         );
         // a docstring is no statement that runs
         let docstring = node.kind() == "expression_statement"
@@ -190,9 +266,9 @@ pub fn new_code(files: &[(String, Option<String>, String)], hits: &Hits) -> NewC
     for (path, before, after) in files {
         let ran = hits.get(path);
         let text: Vec<&str> = after.lines().collect();
-        for line in added_statements(before.as_deref(), after) {
+        for line in added_statements(path, before.as_deref(), after) {
             out.added += 1;
-            if ran.is_some_and(|r| r.contains(&line)) {
+            if ran.is_some_and(|r| r.ran(line)) {
                 out.covered += 1;
             } else {
                 let shown = text.get(line - 1).map(|l| l.trim()).unwrap_or_default();
@@ -213,19 +289,22 @@ mod tests {
     #[test]
     fn the_statements_a_change_added_are_those_a_tracer_sees() {
         // the docstring, `else:` and `pass` are not counted
-        assert_eq!(added_statements(Some(BEFORE), AFTER), [3, 4]);
+        assert_eq!(added_statements("calc.py", Some(BEFORE), AFTER), [3, 4]);
+        assert_eq!(added_statements("calc.py", None, BEFORE), [2], "a new file: its statements");
+        assert!(added_statements("calc.py", Some(AFTER), AFTER).is_empty());
+        let js =
+            "function mean(xs) {\n  if (xs.length === 0) {\n    return 0;\n  }\n  return xs.length;\n}\n";
         assert_eq!(
-            added_statements(None, BEFORE),
-            [2],
-            "a new file: every statement (the def line too is no statement here)"
+            added_statements("stats.js", Some("function mean(xs) {\n  return xs.length;\n}\n"), js),
+            [2, 3]
         );
-        assert!(added_statements(Some(AFTER), AFTER).is_empty());
     }
 
     #[test]
     fn new_code_is_measured_by_the_lines_that_ran() {
         let files = vec![("calc.py".to_string(), Some(BEFORE.to_string()), AFTER.to_string())];
-        let hits: Hits = [("calc.py".to_string(), [1, 3, 7].into_iter().collect())].into_iter().collect();
+        let hits: Hits =
+            [("calc.py".to_string(), Lines::Ran([1, 3, 7].into_iter().collect()))].into_iter().collect();
         let measured = new_code(&files, &hits);
         assert_eq!((measured.added, measured.covered), (2, 1));
         assert_eq!(measured.uncovered, ["calc.py:4 `return 0.0`"]);
@@ -253,7 +332,19 @@ mod tests {
         let output = "..\n2 passed in 0.01s\n\nTOKAMAK-COVERAGE {\"calc.py\": [1, 2]}\n";
         let (rest, hits) = read_hits(output);
         assert_eq!(rest, "..\n2 passed in 0.01s");
-        assert_eq!(hits.unwrap()["calc.py"], [1, 2].into_iter().collect());
+        assert_eq!(hits.unwrap()["calc.py"], Lines::Ran([1, 2].into_iter().collect()));
         assert_eq!(read_hits("no marker").1, None);
+
+        // Node's test runner: its own coverage, on the test command as it is
+        let node: Vec<String> = ["node", "--test", "test/"].iter().map(|s| s.to_string()).collect();
+        let command = covered_command(&node, &[]).unwrap();
+        assert_eq!(command, ["node", "--test", NODE_COVERAGE, "test/"]);
+        assert!(crate::executor::policy::allowed_measured(&command, &[], Some(&node)));
+        let report = "# pass 1\n# start of coverage report\n# ---\n# file          | line % | branch % | funcs % | uncovered lines\n# ---\n# stats.js      |  71.43 |    75.00 |  100.00 | 3-4 9\n# stats.test.js | 100.00 |   100.00 |  100.00 | \n# all files     |  81.82 |    83.33 |  100.00 |\n# end of coverage report\n";
+        let hits = read_node_report(report).unwrap();
+        assert_eq!(hits["stats.js"], Lines::Missed([3, 4, 9].into_iter().collect()));
+        assert!(hits["stats.js"].ran(2) && !hits["stats.js"].ran(4));
+        assert!(!hits.contains_key("all files"));
+        assert_eq!(read_node_report("# pass 1"), None);
     }
 }
