@@ -166,7 +166,7 @@ async fn fix_inner(
         Some(budget) => {
             let (asked, usage) = super::wrap_up::wrap_up(
                 context.model.as_ref(),
-                &format!("fix the problems in {name}"),
+                (&format!("fix the problems in {name}"), stop.reason),
                 &summary,
                 &fix_facts(&tally),
                 budget,

@@ -14,6 +14,8 @@ use crate::run::{ExitReason, WrapUp};
 
 /// How long the wrap-up may take: the run is over, the user waits for its ending.
 const WRAP_UP_TIMEOUT: Duration = Duration::from_secs(30);
+/// The same for a run the user cancelled: they asked it to stop now.
+const CANCELLED_TIMEOUT: Duration = Duration::from_secs(5);
 /// Characters of the run's facts the wrap-up's prompt shows at most.
 const MAX_FACTS: usize = 6_000;
 
@@ -35,16 +37,18 @@ pub fn wanted(reason: ExitReason) -> bool {
     )
 }
 
-/// Asks `model` once for its wrap-up of the run toward `goal` that stopped with `stopped`
-/// (Tokamak's sentence); `facts` are what the run did (its plan and what became of each step,
-/// the files it changed). `budget`: the tokens kept for it.
+/// Asks `model` once for its wrap-up of the run toward `goal` that stopped for `reason` with
+/// `stopped` (Tokamak's sentence); `facts` are what the run did (its plan and what became of
+/// each step, the files it changed). `budget`: the tokens kept for it. A cancelled run waits
+/// for it [`CANCELLED_TIMEOUT`] at most, any other [`WRAP_UP_TIMEOUT`].
 pub async fn wrap_up(
     model: Result<&Arc<dyn Model>, &ModelError>,
-    goal: &str,
+    (goal, reason): (&str, ExitReason),
     stopped: &str,
     facts: &str,
     budget: u32,
 ) -> (WrapUp, Option<Usage>) {
+    let patience = if reason == ExitReason::Cancelled { CANCELLED_TIMEOUT } else { WRAP_UP_TIMEOUT };
     let none = |why: String| (WrapUp::None { why }, None);
     if budget == 0 {
         return none("limits.wrap_up_tokens is 0".to_string());
@@ -70,8 +74,8 @@ pub async fn wrap_up(
     request.temperature = Some(0.2);
     // the run's own cancel has fired when it was cancelled: the wrap-up has a timeout instead
     let options = CallOptions { deltas: None, cancel: CancellationToken::new() };
-    match tokio::time::timeout(WRAP_UP_TIMEOUT, model.send(&request, &options)).await {
-        Err(_) => none(format!("the model gave none within {} s", WRAP_UP_TIMEOUT.as_secs())),
+    match tokio::time::timeout(patience, model.send(&request, &options)).await {
+        Err(_) => none(format!("the model gave none within {} s", patience.as_secs())),
         Ok(Err(err)) => none(format!("the model could not be asked: {err}")),
         Ok(Ok(reply)) => {
             let text = reply.text.split_whitespace().collect::<Vec<_>>().join(" ");

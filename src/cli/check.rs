@@ -20,9 +20,12 @@ use crate::workspace::{DocumentSnapshot, read_text, source_files};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
-    /// `path:line:col: severity [source/code] message`, one a line.
+    /// For people: what the command found or did in lines (`check`: `path:line:col: severity
+    /// [source/code] message`, one a line; `run` and `fix`: the progress on stderr, the diff
+    /// and the ending on stdout).
     Text,
-    /// One JSON array of objects.
+    /// For programs: one JSON value on stdout (`check`: an array of diagnostics; `run`, `fix`:
+    /// the reports).
     Json,
 }
 

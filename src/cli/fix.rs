@@ -119,7 +119,13 @@ pub async fn fix(paths: &[PathBuf], options: &FixOptions) -> anyhow::Result<Vec<
         let started = std::time::Instant::now();
         observer.open(uri.clone(), "", 0, &text).await;
         let handle = runs.start(&uri)?;
-        let report = agent::fix(&context, &FixRequest { uri: uri.clone(), scope: Scope::File }, handle).await;
+        let mut report =
+            agent::fix(&context, &FixRequest { uri: uri.clone(), scope: Scope::File }, handle).await;
+        if options.dry_run {
+            // nothing was kept: the edits went nowhere
+            let summary = report.summary.replace("; the edits already made are kept", "");
+            report.summary = format!("{} (a dry run: nothing was written).", summary.trim_end_matches('.'));
+        }
         let final_text = observer.snapshot(&uri).map(|s| s.rope.to_string()).unwrap_or_else(|| text.clone());
         observer.close(&uri).await;
         let shown = agent::display_path(Some(&root), &uri);
@@ -147,6 +153,10 @@ pub async fn fix(paths: &[PathBuf], options: &FixOptions) -> anyhow::Result<Vec<
             wall: started.elapsed(),
             final_text,
         });
+    }
+    // the old runs' pruning is not cut off by the exit
+    if let Some(history) = &session.history {
+        history.settle(std::time::Duration::from_secs(60)).await;
     }
     Ok(results)
 }

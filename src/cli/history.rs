@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use super::session::{self, Approval};
-use crate::executor::RollbackReport;
+use crate::executor::{RollbackError, RollbackReport};
 use crate::history::CheckpointInfo;
 
 /// The checkpoints of the workspace at `root`, newest first.
@@ -20,7 +20,14 @@ pub async fn checkpoints(root: &Path) -> anyhow::Result<Vec<CheckpointInfo>> {
 pub async fn rollback(root: &Path, id: &str, force: bool) -> anyhow::Result<RollbackReport> {
     let session = session::open(root, serde_json::Value::Null, Approval::Unattended, false, true)?;
     let run_id = format!("tokamak-rollback-{:06x}", fastrand::u32(..0x100_0000));
-    Ok(crate::executor::rollback(session::executor(&session)?, id, force, &run_id).await?)
+    match crate::executor::rollback(session::executor(&session)?, id, force, &run_id).await {
+        Ok(report) => Ok(report),
+        // the flag that does it, by name
+        Err(err @ (RollbackError::ChangedSince(_) | RollbackError::CannotRestore(_))) => {
+            Err(anyhow::anyhow!("{err}: tokamak rollback {id} --force"))
+        }
+        Err(err) => Err(err.into()),
+    }
 }
 
 /// Trusts (or, with `remove`, stops trusting) `folder`; returns the message to print.

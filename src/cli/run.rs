@@ -53,7 +53,8 @@ fn overrides(options: &RunOptions) -> serde_json::Value {
     overrides
 }
 
-/// How long a command waits at its end for the summaries its prompts asked for.
+/// How long a command waits at its end for the summaries its prompts asked for, and for the
+/// pruning of old runs.
 const SUMMARIES_SETTLE: std::time::Duration = std::time::Duration::from_secs(60);
 
 fn task_context(session: &Session) -> anyhow::Result<TaskContext> {
@@ -118,7 +119,11 @@ async fn carry_out(
         conversation: Vec::new(),
     };
     let report = run_task(&context, request, handle).await;
+    // what goes on after the run is kept: the summaries asked for, the old runs pruned
     context.executor.summaries.settle(SUMMARIES_SETTLE).await;
+    if let Some(history) = &session.history {
+        history.settle(SUMMARIES_SETTLE).await;
+    }
     let changed = report
         .files_changed
         .iter()
@@ -158,7 +163,12 @@ async fn dry_run(root: &Path, goal: &str, options: &RunOptions) -> anyhow::Resul
     }
     report.files_changed =
         changed.iter().filter_map(|f| url::Url::from_file_path(root.join(f)).ok()).collect();
-    report.summary = format!("{} (a dry run: nothing was written)", report.summary.trim_end_matches('.'));
+    // the copy's checkpoint is gone with the copy: there is nothing to undo
+    let summary = match report.summary.find(" Undo with tokamak rollback") {
+        Some(at) => report.summary[..at].to_string(),
+        None => report.summary.clone(),
+    };
+    report.summary = format!("{} (a dry run: nothing was written)", summary.trim_end_matches('.'));
     Ok(RunResult { report, diff, checkpoint: None, dry_run: true })
 }
 

@@ -35,6 +35,8 @@ pub struct History {
     checkpoints: tokio::sync::OnceCell<Result<Arc<Checkpoints>, String>>,
     /// The user has been told that checkpoints are off.
     told: AtomicBool,
+    /// The pruning started after the last run, which a command waits for before it exits.
+    pruning: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 impl History {
@@ -49,6 +51,7 @@ impl History {
             key_variables,
             checkpoints: tokio::sync::OnceCell::new(),
             told: AtomicBool::new(false),
+            pruning: std::sync::Mutex::new(None),
         })
     }
 
@@ -142,6 +145,18 @@ impl History {
     }
 
     /// Prunes checkpoints and audit logs past `keep_runs` / `keep_days`.
+    /// Waits up to `within` for the pruning the last run started (a command about to exit:
+    /// killed half way, the old checkpoints would stay).
+    pub async fn settle(&self, within: std::time::Duration) {
+        let pruning = crate::sync::lock(&self.pruning).take();
+        if let Some(pruning) = pruning {
+            let abort = pruning.abort_handle();
+            if tokio::time::timeout(within, pruning).await.is_err() {
+                abort.abort();
+            }
+        }
+    }
+
     pub async fn prune(&self) {
         if let Ok(checkpoints) = self.checkpoints().await {
             match checkpoints.prune(self.settings.keep_runs, self.settings.keep_days).await {
@@ -267,6 +282,7 @@ impl Journal {
             }),
         );
         let history = Arc::clone(&self.history);
-        tokio::spawn(async move { history.prune().await });
+        let pruning = tokio::spawn(async move { history.prune().await });
+        *crate::sync::lock(&self.history.pruning) = Some(pruning);
     }
 }

@@ -358,6 +358,11 @@ fn checkpoints_roll_a_run_back_byte_for_byte_and_leave_the_projects_git_alone() 
     let refused = user.command(&["rollback", &id]).current_dir(root).output().unwrap();
     assert_eq!(refused.status.code(), Some(1));
     assert!(text(&refused.stderr).contains("new.py changed after the run"), "{}", text(&refused.stderr));
+    assert!(
+        text(&refused.stderr).contains(&format!("tokamak rollback {id} --force")),
+        "the flag that does it, by name: {}",
+        text(&refused.stderr)
+    );
     assert_eq!(std::fs::read_to_string(root.join("new.py")).unwrap(), "NEW = 'mine'\n", "nothing restored");
 
     let forced = user.command(&["rollback", &id, "--force"]).current_dir(root).output().unwrap();

@@ -103,6 +103,16 @@ fn dry_run_changes_nothing_on_disk() {
     let output = tokamak(&["fix", "--dry-run", "a.ts"], dir.path(), None);
     assert_eq!(output.status.code(), Some(0));
     assert!(text(&output.stdout).contains("+const list = [1, 2];\n"));
+    assert!(text(&output.stdout).contains("(a dry run: nothing was written)."), "{}", text(&output.stdout));
+
+    // a dry run that stops before it is clean does not say its edits are kept
+    let wrong = "<<<<<<< SEARCH\nnothing like this\n=======\nx\n>>>>>>> REPLACE\n";
+    let model = ModelServer::start(vec![openai_chat(wrong), openai_chat("I could not match the file.")]);
+    let two = project(&[("m.py", "def f(a):\n    return g(a, 2))\n\n\nx = [1, 2\n")], SYNTAX_ONLY);
+    let output = tokamak(&["fix", "--dry-run", "--max-attempts", "1", "m.py"], two.path(), Some(&model));
+    let stdout = text(&output.stdout);
+    assert!(!stdout.contains("the edits already made are kept"), "{stdout}");
+    assert!(stdout.contains("(a dry run: nothing was written)."), "{stdout}");
     assert_eq!(std::fs::read_to_string(dir.path().join("a.ts")).unwrap(), broken);
 }
 

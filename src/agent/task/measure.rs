@@ -49,15 +49,10 @@ impl Runner<'_> {
 
     /// What a mode leaves behind as the step ends (seed 000's `ModeHandler.exit`): a
     /// migration's stage that passed its checks and the whole suite is applied and verified.
-    pub(super) async fn exit_mode(
-        &mut self,
-        name: &str,
-        mode: Mode,
-        tests_passed: bool,
-    ) -> Result<(), super::Stop> {
+    pub(super) async fn exit_mode(&mut self, mode: Mode, tests_passed: bool) -> Result<(), super::Stop> {
         if mode == Mode::Migration && tests_passed {
-            self.outcome(name, "migration_applied", |_| {}).await?;
-            self.outcome(name, "verified", |c| c.tests_passed = Some(true)).await?;
+            self.outcome("migration_applied", |_| {}).await?;
+            self.outcome("verified", |c| c.tests_passed = Some(true)).await?;
         }
         self.whole_suite = false;
         Ok(())
@@ -165,7 +160,7 @@ impl Runner<'_> {
         .await;
         let trigger = if verified { "verified" } else { "verification_failed" };
         let _ = self
-            .outcome(name, trigger, |c| {
+            .outcome(trigger, |c| {
                 c.has_errors = !errors.is_empty();
                 c.tests_passed = tests.as_ref().filter(|(_, ran, _)| *ran).map(|(passed, _, _)| *passed);
                 c.last_error = errors.first().cloned();
@@ -255,7 +250,7 @@ impl Runner<'_> {
         ))
         .await;
         // found: on to making it faster (seed 000: profiling → refactor)
-        let _ = self.outcome(name, "hotspot_found", |_| {}).await;
+        let _ = self.outcome("hotspot_found", |_| {}).await;
         text.push_str(
             "Make the hot spots faster without changing what they return; the tests must still pass.",
         );

@@ -257,7 +257,7 @@ pub async fn run_task(context: &TaskContext, request: TaskRequest, run: RunHandl
         };
         let (asked, usage) = super::wrap_up::wrap_up(
             context.model.as_ref(),
-            &request.goal,
+            (&request.goal, stop.reason),
             &summary,
             &facts,
             context.limits.wrap_up_tokens,
@@ -888,7 +888,7 @@ impl Runner<'_> {
                 self.endings.early += 1;
             }
             if let Some(error) = first_error(&observation) {
-                self.outcome(&name, "error_occurred", |c| {
+                self.outcome("error_occurred", |c| {
                     c.has_errors = true;
                     c.last_error = Some(error);
                 })
@@ -923,13 +923,11 @@ impl Runner<'_> {
                     ))
                     .await;
                     if self.executor.authority().is_some_and(|(_, mode)| mode == Mode::Debug) {
-                        self.outcome(&name, "impact_check_needed", |_| {}).await?;
+                        self.outcome("impact_check_needed", |_| {}).await?;
                     }
                     if self.executor.authority().is_some_and(|(_, mode)| mode == Mode::Impact) {
-                        self.outcome(&name, "additional_fixes", |c| {
-                            c.pending_changes = Some(elsewhere.len())
-                        })
-                        .await?;
+                        self.outcome("additional_fixes", |c| c.pending_changes = Some(elsewhere.len()))
+                            .await?;
                     }
                     for file in elsewhere {
                         if !reach_fixed.contains(&file) {
@@ -964,7 +962,7 @@ impl Runner<'_> {
             }
             if let Some(TestOutcome { passed: false, ran: true, output }) = &observation.tests {
                 let failure = output.lines().find(|l| !l.trim().is_empty()).map(str::to_string);
-                self.outcome(&name, "test_failed", |c| {
+                self.outcome("test_failed", |c| {
                     c.tests_passed = Some(false);
                     c.last_error = failure;
                 })
@@ -1008,19 +1006,19 @@ impl Runner<'_> {
                     let coverage = measured_coverage
                         .as_ref()
                         .map(|c| crate::modes::CoverageData { added: c.added, covered: c.covered });
-                    self.outcome(&name, "tests_passed", |c| {
+                    self.outcome("tests_passed", |c| {
                         c.tests_passed = Some(true);
                         c.coverage_data = coverage;
                     })
                     .await?;
                 }
                 // refused or missing: reviewed without them (the note says why)
-                Some(TestOutcome { ran: false, .. }) => self.outcome(&name, "tests_skipped", |_| {}).await?,
+                Some(TestOutcome { ran: false, .. }) => self.outcome("tests_skipped", |_| {}).await?,
                 _ => {}
             }
             // the mode the step entered leaves what it does (a migration's stage, verified)
             let passed = matches!(&observation.tests, Some(TestOutcome { passed: true, ran: true, .. }));
-            self.exit_mode(&name, entered, passed).await?;
+            self.exit_mode(entered, passed).await?;
             // the review (QA): what the step introduced that a reviewer would send back — the
             // checkers' warnings in the files it changed (an unused import, a shadowed name)
             let found = self.review(&observation);
@@ -1030,7 +1028,7 @@ impl Runner<'_> {
                     self.iterations += 1;
                     first_summary = Some(outcome.summary.trim_end_matches('.').to_string());
                     let first = found.first().cloned();
-                    self.outcome(&name, "issues_found", |c| c.last_error = first).await?;
+                    self.outcome("issues_found", |c| c.last_error = first).await?;
                     feedback = format!(
                         "The step's checks and tests pass, but the review found what it introduced:\n{}\nClean these up, changing nothing else.",
                         found.iter().take(20).cloned().collect::<Vec<_>>().join("\n")
@@ -1041,9 +1039,9 @@ impl Runner<'_> {
             }
             // reviewed: committed in the git mode when `auto_commit` is on and the step changed
             // something, else done
-            self.outcome(&name, "approved", |c| c.auto_commit &= !step_files.is_empty()).await?;
+            self.outcome("approved", |c| c.auto_commit &= !step_files.is_empty()).await?;
             let committed = if self.executor.authority().is_some_and(|(_, mode)| mode == Mode::Git) {
-                Some(self.commit_step(&name, &step, step_files.clone()).await?)
+                Some(self.commit_step(&step, step_files.clone()).await?)
             } else {
                 None
             };

@@ -108,7 +108,6 @@ impl Runner<'_> {
     /// (`repeated_state`), naming them.
     pub(super) async fn outcome(
         &mut self,
-        name: &str,
         trigger: &str,
         state: impl FnOnce(&mut crate::modes::ModeContext),
     ) -> Result<(), Stop> {
@@ -116,7 +115,8 @@ impl Runner<'_> {
         state(&mut context);
         if let Some(moved) = self.executor.fire_mode(trigger, &context) {
             let why = moved.trigger.replace('_', " ");
-            self.report(format!("{name}: {} → {} ({why})", moved.from, moved.to)).await;
+            // a line of its own: the step it belongs to was said when it started
+            self.report(format!("mode: {} → {} ({why})", moved.from, moved.to)).await;
             // the step's new mode in the plan window and tree view
             self.publish().await;
         }
@@ -159,7 +159,7 @@ impl Runner<'_> {
                 Some(Mode::Documentation) => "doc_complete",
                 _ => return Ok(()),
             };
-            self.outcome(name, trigger, |c| c.pending_changes = Some(files.len())).await?;
+            self.outcome(trigger, |c| c.pending_changes = Some(files.len())).await?;
             if mode(self) == before {
                 return Ok(());
             }
@@ -213,7 +213,6 @@ impl Runner<'_> {
     /// stay either way. Returns what happened, for the step's note; a limit of the run's stops it.
     pub(super) async fn commit_step(
         &mut self,
-        name: &str,
         step: &crate::run::plan::PlanStep,
         files: Vec<String>,
     ) -> Result<String, Stop> {
@@ -228,7 +227,7 @@ impl Runner<'_> {
         };
         let said = if ok { said } else { format!("not committed: {said}") };
         self.own_result(&id, ok, said.clone(), None).await;
-        self.outcome(name, if ok { "committed" } else { "commit_failed" }, |_| {}).await?;
+        self.outcome(if ok { "committed" } else { "commit_failed" }, |_| {}).await?;
         Ok(said)
     }
 }
