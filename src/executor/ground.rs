@@ -84,46 +84,20 @@ impl Executor {
             let same_text = matches!((&seen, &current), (Some(was), Some(is)) if was.sha256 == is.sha256);
             if drift != Drift::None && same_text {
                 // only its time changed: nothing to tell the model, who has this very text
-                self.record(
-                    "drift",
-                    json!({"file": confined.relative, "severity": drift.as_str(), "what": what}),
-                );
-                lock(&self.state)
-                    .drift
-                    .push(format!("{}: minor drift ({what}); absorbed", confined.relative));
-                self.doubt_path(
-                    path,
-                    &confined.relative,
-                    drift.cost(),
-                    &format!("changed under the run: {what}"),
-                );
+                self.note_drift(confined, drift, &what, "absorbed");
                 lock(&self.state).seen.insert(path.clone(), current.clone());
             } else if drift != Drift::None {
                 // audited, charged and asked about once per text the file drifted to
                 let key = current.as_ref().map_or_else(|| "-".to_string(), |f| f.sha256.clone());
                 let first = lock(&self.state).drift_seen.insert(path.clone(), key.clone()) != Some(key);
                 if first {
-                    self.record(
-                        "drift",
-                        json!({"file": confined.relative, "severity": drift.as_str(), "what": what}),
-                    );
                     let how = match (drift, whole) {
                         (_, Some(_)) => "the change was refused until it is read again",
                         (Drift::Minor, _) => "absorbed",
                         (Drift::Moderate, _) => "changes made only where they still apply exactly",
                         _ => "the user was asked whether to go on",
                     };
-                    lock(&self.state).drift.push(format!(
-                        "{}: {} drift ({what}); {how}",
-                        confined.relative,
-                        drift.as_str()
-                    ));
-                    self.doubt_path(
-                        path,
-                        &confined.relative,
-                        drift.cost(),
-                        &format!("changed under the run: {what}"),
-                    );
+                    self.note_drift(confined, drift, &what, how);
                 }
                 if let Some(verb) = whole {
                     return Err(Stop::Refused(format!(
@@ -284,6 +258,23 @@ impl Executor {
             Block::SearchReplace { search, .. } => !search.is_empty() && base.contains(search.as_str()),
             Block::WholeFile { .. } => false,
         })
+    }
+
+    /// A drift met: audited, kept for the ending with what became of it (`how`), and charged
+    /// to the run's confidence in the file.
+    fn note_drift(&self, confined: &Confined, drift: Drift, what: &str, how: &str) {
+        self.record("drift", json!({"file": confined.relative, "severity": drift.as_str(), "what": what}));
+        lock(&self.state).drift.push(format!(
+            "{}: {} drift ({what}); {how}",
+            confined.relative,
+            drift.as_str()
+        ));
+        self.doubt_path(
+            &confined.path,
+            &confined.relative,
+            drift.cost(),
+            &format!("changed under the run: {what}"),
+        );
     }
 
     /// The places that use `names` of `path` (calls, and imports of the file), as `file:line`,

@@ -28,13 +28,17 @@ fn project(settings: &str) -> tempfile::TempDir {
 
 /// `tokamak run GOAL` in `root`, started (`yes`: changes approved).
 fn start(user: &UserDirs, root: &Path, model: &ModelServer, yes: bool) -> Child {
-    let mut args = vec!["run", "make mean safe for an empty list", "--root"];
     let root_arg = root.display().to_string();
-    args.push(&root_arg);
+    let mut args = vec!["run", "make mean safe for an empty list", "--root", &root_arg];
     if yes {
         args.push("--yes");
     }
-    user.command(&args)
+    spawn(user, root, model, &args)
+}
+
+/// `tokamak ARGS` in `root` with the scripted model, started.
+fn spawn(user: &UserDirs, root: &Path, model: &ModelServer, args: &[&str]) -> Child {
+    user.command(args)
         .current_dir(root)
         .env("TOKAMAK_LLM_URL", model.url())
         .env("TOKAMAK_MODEL", "scripted")
@@ -263,18 +267,7 @@ const BROKEN: &str = "def f(a):\n    return g(a, 2))\n\n\ndef h():\n    return 1
 fn start_fix(user: &UserDirs, root: &Path, model: &ModelServer, extra: &[&str]) -> Child {
     let mut args = vec!["fix", "m.py"];
     args.extend_from_slice(extra);
-    user.command(&args)
-        .current_dir(root)
-        .env("TOKAMAK_LLM_URL", model.url())
-        .env("TOKAMAK_MODEL", "scripted")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("ANTHROPIC_API_KEY")
-        .envs(support::tool_env())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start tokamak")
+    spawn(user, root, model, &args)
 }
 
 fn fix_project() -> tempfile::TempDir {

@@ -57,6 +57,21 @@ fn run_goal(root: &Path, goal: &str, script: Vec<Scripted>) -> (Output, UserDirs
     (output, user, model)
 }
 
+/// Each coverage measure of the run, as (new statements, those the tests ran).
+fn coverage_measures(user: &UserDirs) -> Vec<(u64, u64)> {
+    let measured = support::audit_events(user.cache.path(), "coverage");
+    measured.iter().map(|m| (m["added"].as_u64().unwrap_or(0), m["covered"].as_u64().unwrap_or(0))).collect()
+}
+
+/// A trusted project of `files` beside a `tokamak.toml` of `settings` (no Python test command).
+fn project_with(files: &[(&str, &str)], settings: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in files.iter().copied().chain([("tokamak.toml", settings)]) {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    dir
+}
+
 fn said(output: &Output) -> String {
     format!("{}\n{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
 }
@@ -494,10 +509,7 @@ fn coverage_sends_a_step_back_for_the_branch_no_test_runs() {
         "{told}"
     );
     assert!(told.contains("stats.py:3 `return 0.0`"), "{told}");
-    let measured = support::audit_events(user.cache.path(), "coverage");
-    let rates: Vec<(u64, u64)> =
-        measured.iter().map(|m| (m["added"].as_u64().unwrap(), m["covered"].as_u64().unwrap())).collect();
-    assert_eq!(rates, [(2, 1), (2, 2)], "{measured:#?}");
+    assert_eq!(coverage_measures(&user), [(2, 1), (2, 2)]);
     assert!(
         said(&output).contains("coverage of the new code: 2 of 2 new statement(s) run by the tests"),
         "{}",
@@ -609,14 +621,11 @@ fn profiling_a_typescript_project_reports_its_hot_spot_from_v8() {
     let stats = "export function mean(xs: number[]): number {\n  let total = 0;\n  for (let i = 0; i < xs.length; i++) {\n    for (let j = 0; j < 200; j++) {\n      total += xs[i] / 200;\n    }\n  }\n  return total / xs.length;\n}\n";
     let test = "import { test } from \"node:test\";\nimport assert from \"node:assert\";\nimport { mean } from \"./stats.ts\";\n\ntest(\"mean\", () => {\n  const xs = Array.from({ length: 200000 }, (_, i) => i);\n  assert.ok(Math.abs(mean(xs) - 99999.5) < 1e-3);\n});\n";
     let tsx = support::tools_dir().join("node/node_modules/.bin/tsx");
-    let dir = tempfile::tempdir().unwrap();
     let toml = format!(
         "[checkers]\nenable = []\n\n[test]\ncommand = [{:?}, \"--test\", \"stats.test.ts\"]\n",
         tsx.display().to_string()
     );
-    for (name, text) in [("stats.ts", stats), ("stats.test.ts", test), ("tokamak.toml", toml.as_str())] {
-        std::fs::write(dir.path().join(name), text).unwrap();
-    }
+    let dir = project_with(&[("stats.ts", stats), ("stats.test.ts", test)], &toml);
     let goal = "mean 함수 성능 프로파일링해줘";
     let (output, user, model) = run_goal(
         dir.path(),
@@ -650,11 +659,8 @@ fn coverage_of_javascript_comes_from_nodes_own_test_runner() {
     }
     let stats = "function mean(xs) {\n  return xs.reduce((a, b) => a + b, 0) / xs.length;\n}\nmodule.exports = { mean };\n";
     let test = "const { test } = require(\"node:test\");\nconst assert = require(\"node:assert\");\nconst { mean } = require(\"./stats.js\");\n\ntest(\"mean\", () => {\n  assert.strictEqual(mean([1, 2, 3]), 2);\n});\n";
-    let dir = tempfile::tempdir().unwrap();
     let toml = "[checkers]\nenable = []\n\n[test]\ncommand = [\"node\", \"--test\"]\n";
-    for (name, text) in [("stats.js", stats), ("stats.test.js", test), ("tokamak.toml", toml)] {
-        std::fs::write(dir.path().join(name), text).unwrap();
-    }
+    let dir = project_with(&[("stats.js", stats), ("stats.test.js", test)], toml);
     let goal = "Make mean return 0 for an empty list, with full test coverage";
     let (output, user, model) = run_goal(
         dir.path(),
@@ -678,8 +684,5 @@ fn coverage_of_javascript_comes_from_nodes_own_test_runner() {
     assert_eq!(output.status.code(), Some(0), "{}", said(&output));
     let told = model.requests()[3].body["messages"].to_string();
     assert!(told.contains("stats.js:3 `return 0;`"), "{told}");
-    let measured = support::audit_events(user.cache.path(), "coverage");
-    let rates: Vec<(u64, u64)> =
-        measured.iter().map(|m| (m["added"].as_u64().unwrap(), m["covered"].as_u64().unwrap())).collect();
-    assert_eq!(rates, [(2, 1), (2, 2)], "{measured:#?}");
+    assert_eq!(coverage_measures(&user), [(2, 1), (2, 2)]);
 }

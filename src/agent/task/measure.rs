@@ -82,7 +82,8 @@ impl Runner<'_> {
             let Some((diagnostics, missing)) = self.diagnostics_answered(&uri).await else { continue };
             unanswered += usize::from(!missing.is_empty());
             let relative = path.strip_prefix(&root).unwrap_or(path).display().to_string();
-            let text = crate::workspace::read_text(path).unwrap_or_default();
+            // lines as the checkers saw them: the open document's text, else the disk's
+            let text = context.current_text(path).unwrap_or_default();
             let rope = ropey::Rope::from_str(&text);
             for diagnostic in diagnostics.iter().filter(|d| d.severity == crate::observer::Severity::Error) {
                 let at = crate::text::offset_to_line_col(
