@@ -536,6 +536,16 @@ pub enum ApprovalLevel {
 }
 
 impl ApprovalLevel {
+    /// The level an approval picker's value asks for (ACP's picker, the VS Code panel's):
+    /// `accept_edits` low, `ask_everything` high; `default` (and anything else) the settings'.
+    pub fn picked(value: &str) -> Option<ApprovalLevel> {
+        match value {
+            "accept_edits" => Some(ApprovalLevel::Low),
+            "ask_everything" => Some(ApprovalLevel::High),
+            _ => None,
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             ApprovalLevel::Low => "low",

@@ -177,25 +177,7 @@ pub trait Editor: Send + Sync {
     /// as progress lines); a front end that shows tool calls of their own (ACP's) renders
     /// them here.
     async fn run_event(&self, run_id: &str, event: &RunEvent) {
-        match event {
-            RunEvent::Plan(plan) => self.plan_updated(run_id, plan).await,
-            RunEvent::Progress(progress) => self.progress(run_id, progress.clone()).await,
-            // the language server and the terminal show the plan and progress, not the model's words
-            RunEvent::ToolCall { .. }
-            | RunEvent::Thought(_)
-            | RunEvent::Said(_)
-            | RunEvent::ContextUsed(_) => {}
-            RunEvent::ToolResult { summary, .. } => {
-                let message = summary.clone();
-                self.progress(run_id, Progress::Report { message, percentage: None }).await;
-            }
-            RunEvent::Checked(check) => {
-                let step = check.step.as_deref().map(|id| format!("step {id} checked: ")).unwrap_or_default();
-                let message = format!("{step}{}", check.describe());
-                self.progress(run_id, Progress::Report { message, percentage: None }).await;
-            }
-            RunEvent::Finished(report) => self.run_finished(report).await,
-        }
+        render(self, run_id, event).await;
     }
 
     /// Shows how run `run_id` is going.
@@ -218,6 +200,27 @@ pub trait Editor: Send + Sync {
     /// A run ended: its exit reason and summary.
     async fn run_finished(&self, report: &RunReport) {
         let _ = report;
+    }
+}
+
+/// What [`Editor::run_event`] does by default: each event to the method that renders it. A
+/// front end that overrides `run_event` to show more calls it for the rest.
+pub async fn render<E: Editor + ?Sized>(editor: &E, run_id: &str, event: &RunEvent) {
+    match event {
+        RunEvent::Plan(plan) => editor.plan_updated(run_id, plan).await,
+        RunEvent::Progress(progress) => editor.progress(run_id, progress.clone()).await,
+        // the language server and the terminal show the plan and progress, not the model's words
+        RunEvent::ToolCall { .. } | RunEvent::Thought(_) | RunEvent::Said(_) | RunEvent::ContextUsed(_) => {}
+        RunEvent::ToolResult { summary, .. } => {
+            let message = summary.clone();
+            editor.progress(run_id, Progress::Report { message, percentage: None }).await;
+        }
+        RunEvent::Checked(check) => {
+            let step = check.step.as_deref().map(|id| format!("step {id} checked: ")).unwrap_or_default();
+            let message = format!("{step}{}", check.describe());
+            editor.progress(run_id, Progress::Report { message, percentage: None }).await;
+        }
+        RunEvent::Finished(report) => editor.run_finished(report).await,
     }
 }
 

@@ -30,8 +30,6 @@ use crate::sync::lock;
 const BUSY: i32 = -32001;
 /// Bytes of text one prompt may carry (its embedded resources included).
 const MAX_PROMPT_BYTES: usize = 512 * 1024;
-/// Earlier prompts a session keeps whole; beyond, the oldest are compacted into one.
-const MAX_TURNS: usize = 30;
 
 /// The agent side of one connection: what the client can do, and its sessions.
 pub struct Agent {
@@ -468,23 +466,8 @@ impl Agent {
         // remembered for the next prompt: what was asked, and how it ended in Tokamak's words and
         // the model's
         {
-            let mut answered = report.summary.clone();
-            for step in &report.step_endings {
-                answered.push_str(&format!("\nStep {} ({}): {}", step.id, step.title, step.note));
-            }
             let mut turns = lock(&session.conversation);
-            turns.push(crate::agent::Turn {
-                asked: crate::text::cut(&goal, 4_000),
-                answered: crate::text::cut(&answered, 4_000),
-            });
-            // the store keeps a bounded number; older ones are compacted into the first
-            if turns.len() > MAX_TURNS {
-                let excess = turns.len() - MAX_TURNS + 1;
-                let old: Vec<_> = turns.drain(..excess).collect();
-                let mut kept = crate::agent::compact_conversation(&old);
-                kept.append(&mut turns);
-                *turns = kept;
-            }
+            crate::agent::remember_turn(&mut turns, crate::agent::turn_of(&goal, &report));
             self.store.keep_turns(&session.id, &turns);
         }
         // the buffers taken in for this prompt are the editor's again: the next prompt asks anew

@@ -50,12 +50,7 @@ pub struct Picked {
 impl Picked {
     /// The approval level a run takes from the picker (`None`: the settings').
     pub fn approval_level(&self) -> Option<crate::config::ApprovalLevel> {
-        use crate::config::ApprovalLevel;
-        match self.approval.as_deref() {
-            Some("accept_edits") => Some(ApprovalLevel::Low),
-            Some("ask_everything") => Some(ApprovalLevel::High),
-            _ => None,
-        }
+        self.approval.as_deref().and_then(crate::config::ApprovalLevel::picked)
     }
 
     /// Prompts are planned only.

@@ -39,5 +39,6 @@ pub use crate::run::{Endings, ExitReason, RunReport, Tokens, plan};
 pub use runs::{Busy, RunHandle, Runs};
 pub use targets::{Scope, Signature};
 pub use task::{
-    SYSTEM as TASK_SYSTEM_PROMPT, TaskContext, TaskRequest, Turn, compact_conversation, plan_goal, run_task,
+    SYSTEM as TASK_SYSTEM_PROMPT, TaskContext, TaskRequest, Turn, compact_conversation, plan_goal,
+    remember_turn, run_task, turn_of,
 };

@@ -12,7 +12,7 @@ use tower_lsp_server::ls_types::*;
 
 use super::convert;
 use crate::agent::RunReport;
-use crate::editor::{DocumentEdit, EditOutcome, Editor, FileOperation, MessageLevel, Progress};
+use crate::editor::{DocumentEdit, EditOutcome, Editor, FileOperation, MessageLevel, Progress, RunEvent};
 use crate::observer::Diagnostic;
 use crate::text::{PositionEncoding, TextRange};
 use crate::workspace::DocumentSnapshot;
@@ -53,6 +53,9 @@ pub struct ClientSupport {
     /// `workspace.workspaceEdit.resourceOperations`: which file operations a workspace edit
     /// may carry.
     pub resource_operations: ResourceOperations,
+    /// `experimental.tokamak.runEvents`: the client shows a run's conversation
+    /// (`tokamak/runEvent`, `stream.rs`).
+    pub run_events: bool,
 }
 
 /// The file operations the client makes itself.
@@ -82,6 +85,15 @@ pub struct LspEditor {
 
 #[async_trait]
 impl Editor for LspEditor {
+    async fn run_event(&self, run_id: &str, event: &RunEvent) {
+        if self.support.run_events
+            && let Some(params) = super::stream::params(run_id, event)
+        {
+            self.client.send_notification::<super::stream::RunEventNotification>(params).await;
+        }
+        crate::editor::render(self, run_id, event).await;
+    }
+
     async fn publish_diagnostics(&self, snapshot: &DocumentSnapshot, diagnostics: Vec<Diagnostic>) {
         let Some(uri) = convert::uri(&snapshot.uri) else { return };
         let lsp_diagnostics =

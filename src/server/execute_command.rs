@@ -28,6 +28,9 @@ pub const COMMANDS: &[&str] = &[
     "tokamak.context",
     "tokamak.checkpoints",
     "tokamak.rollback",
+    "tokamak.conversation",
+    "tokamak.compact",
+    "tokamak.models",
 ];
 
 /// `tokamak.checkModel` waits no longer than this, whatever the model's own timeout.
@@ -66,6 +69,8 @@ pub async fn execute_command(backend: &Backend, params: ExecuteCommandParams) ->
                 backend.approvals.answer(args.id.as_deref(), crate::executor::Decision::Reject(reason));
             answered.map(Some).map_err(Error::invalid_params)
         }
+        "tokamak.conversation" => Ok(Some(super::tasks::conversation(backend))),
+        "tokamak.compact" => super::tasks::compact(backend, argument(params.arguments)?).map(Some),
         "tokamak.checkpoints" => {
             super::checkpoints::checkpoints(backend, argument(params.arguments)?).await.map(Some)
         }
@@ -123,6 +128,7 @@ fn deferred_work(
     match command {
         "tokamak.diagnostics" => diagnostics(backend, argument(arguments)?).map(|f| Box::pin(f) as _),
         "tokamak.checkModel" => Ok(Box::pin(check_model(backend, argument(arguments)?))),
+        "tokamak.models" => Ok(Box::pin(models(backend))),
         "tokamak.plan" => super::tasks::plan(backend, goal("tokamak.plan", arguments)?),
         "tokamak.context" => super::context::context(backend, argument(arguments)?),
         other => Err(Error::invalid_params(format!("unknown command {other:?}"))),
@@ -283,6 +289,24 @@ async fn check_model_with(choice: super::ModelChoice, args: CheckModelArgs) -> R
             json!({"ok": false, "error": err.to_string()})
         }
     })
+}
+
+/// `tokamak.models`: the model in use and those its server says it serves (`/v1/models`,
+/// Ollama's tags), for a model picker: `{model, served: [name]}`.
+fn models(backend: &Backend) -> impl std::future::Future<Output = Result<Value>> + Send + 'static {
+    let models = Arc::clone(&backend.models);
+    let reading = Arc::clone(&backend.reading_configuration);
+    async move {
+        let choice = super::configuration::settled_models(models, reading).await;
+        let model = choice.config(None).map(|config| config.model).unwrap_or_default();
+        let served = match choice.connect(None) {
+            Ok(connected) => {
+                tokio::time::timeout(CHECK_MODEL_TIMEOUT, connected.served()).await.unwrap_or_default()
+            }
+            Err(_) => Vec::new(),
+        };
+        Ok(json!({"model": model, "served": served}))
+    }
 }
 
 fn debug_commands_enabled() -> bool {

@@ -74,6 +74,13 @@ pub async fn initialize(backend: &Backend, params: InitializeParams) -> Result<I
                 .and_then(|e| e.resource_operations.as_deref())
                 .unwrap_or_default(),
         ),
+        run_events: params
+            .capabilities
+            .experimental
+            .as_ref()
+            .and_then(|e| e.pointer("/tokamak/runEvents"))
+            .and_then(serde_json::Value::as_bool)
+            .unwrap_or(false),
     };
     let _ = backend.support.set(support);
     backend.approvals.set_support(super::approvals::ApprovalSupport::from_capabilities(&params.capabilities));

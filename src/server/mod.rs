@@ -28,6 +28,7 @@ mod log_message;
 pub mod memory;
 mod pipe;
 mod runs;
+mod stream;
 mod tasks;
 mod text_sync;
 mod transport;
@@ -107,6 +108,11 @@ impl Backend {
     /// else.
     fn session(&self) -> Option<&Session> {
         self.session.get()
+    }
+
+    /// The workspace's conversation, which each task run continues.
+    fn conversation(&self) -> Option<Arc<crate::session::Conversation>> {
+        self.session().and_then(|s| s.conversation.clone())
     }
 
     fn encoding(&self) -> PositionEncoding {

@@ -61,20 +61,37 @@ pub struct GoalArgs {
     /// The role to act in (`architect`, `coder`, `tester`, `reviewer`, `documenter`, or one
     /// the workspace adds); without one, each step is routed by its words.
     role: Option<String>,
+    /// What the run asks before it acts: `accept_edits`, `ask_everything`, or `default` (the
+    /// settings' `approval`), as the panel's picker says.
+    approval: Option<String>,
+    /// Whether the workspace's conversation so far goes with the goal (the default), so that
+    /// "now also …" means what came before.
+    conversation: bool,
 }
 
 #[derive(Deserialize)]
 #[serde(untagged)]
 enum GoalForm {
     Goal(String),
-    Full { goal: String, uri: Option<Url>, range: Option<lsp::Range>, role: Option<String> },
+    Full {
+        goal: String,
+        uri: Option<Url>,
+        range: Option<lsp::Range>,
+        role: Option<String>,
+        approval: Option<String>,
+        conversation: Option<bool>,
+    },
 }
 
 impl From<GoalForm> for GoalArgs {
     fn from(form: GoalForm) -> Self {
         match form {
-            GoalForm::Goal(goal) => GoalArgs { goal, uri: None, range: None, role: None },
-            GoalForm::Full { goal, uri, range, role } => GoalArgs { goal, uri, range, role },
+            GoalForm::Goal(goal) => {
+                GoalArgs { goal, uri: None, range: None, role: None, approval: None, conversation: true }
+            }
+            GoalForm::Full { goal, uri, range, role, approval, conversation } => {
+                GoalArgs { goal, uri, range, role, approval, conversation: conversation.unwrap_or(true) }
+            }
         }
     }
 }
@@ -181,12 +198,14 @@ pub async fn implement(backend: &Backend, args: ImplementArgs) -> Result<Value> 
         plan: Some(plan),
         selection: None,
         role: None,
-        conversation: Vec::new(),
+        conversation: backend.conversation().map(|c| c.turns()).unwrap_or_default(),
     };
-    start(backend, request).await
+    start(backend, request, None).await
 }
 
-/// `tokamak.run {goal, uri?, range?}`: plans and carries out the plan; `{run_id}`.
+/// `tokamak.run {goal, uri?, range?, role?, approval?, conversation?}`: plans and carries out
+/// the plan (a question is answered, read-only), the workspace's conversation so far with it;
+/// `{run_id}`.
 pub async fn run(backend: &Backend, args: GoalArgs) -> Result<Value> {
     let goal = args.goal.trim().to_string();
     if goal.is_empty() {
@@ -199,13 +218,25 @@ pub async fn run(backend: &Backend, args: GoalArgs) -> Result<Value> {
         selection,
         plan_id: crate::session::new_plan_id(),
         role: args.role,
-        conversation: Vec::new(),
+        conversation: match backend.conversation() {
+            Some(conversation) if args.conversation => conversation.turns(),
+            _ => Vec::new(),
+        },
     };
-    start(backend, request).await
+    let approval = args.approval.as_deref().and_then(crate::config::ApprovalLevel::picked);
+    start(backend, request, approval).await
 }
 
-async fn start(backend: &Backend, request: TaskRequest) -> Result<Value> {
-    let context = backend.task_context()?;
+/// Starts the task run; its goal and ending join the workspace's conversation.
+async fn start(
+    backend: &Backend,
+    request: TaskRequest,
+    approval: Option<crate::config::ApprovalLevel>,
+) -> Result<Value> {
+    let mut context = backend.task_context()?;
+    if approval.is_some() {
+        context.approval = approval;
+    }
     let root = Url::from_directory_path(context.executor.confinement.root())
         .map_err(|()| Error::invalid_params("the workspace root is not a path"))?;
     let handle = super::runs::start(backend, &root).await?;
@@ -214,8 +245,47 @@ async fn start(backend: &Backend, request: TaskRequest) -> Result<Value> {
     let editor = Arc::clone(&context.executor.editor);
     let plan_id = request.plan_id.clone();
     let summary = "Tokamak stopped on an internal error (see the log).";
+    let conversation = backend.conversation();
     crate::session::spawn_run(editor, run_id.clone(), root, summary, async move {
-        agent::run_task(&context, request, handle).await;
+        let goal = request.goal.clone();
+        let report = agent::run_task(&context, request, handle).await;
+        if let Some(conversation) = conversation {
+            conversation.remember(&goal, &report);
+        }
     });
     Ok(json!({"run_id": run_id, "plan_id": plan_id}))
+}
+
+/// `tokamak.conversation`: the workspace's conversation, `{turns: [{asked, answered}]}`.
+pub fn conversation(backend: &Backend) -> Value {
+    let turns = backend.conversation().map(|c| c.turns()).unwrap_or_default();
+    json!({"turns": turns})
+}
+
+/// `tokamak.compact {clear?}`: the workspace's conversation compacted into one turn, or
+/// forgotten (`clear: true`, a new conversation); `{turns, message}`.
+pub fn compact(backend: &Backend, args: Option<CompactArgs>) -> Result<Value> {
+    let clear = args.is_some_and(|a| a.clear);
+    let conversation = backend
+        .conversation()
+        .ok_or_else(|| Error::invalid_params("this session has no workspace folder, so no conversation"))?;
+    let message = if clear {
+        match conversation.clear() {
+            0 => "A new conversation: there was nothing to forget.".to_string(),
+            n => format!("A new conversation: {n} earlier request(s) forgotten."),
+        }
+    } else {
+        match conversation.compact() {
+            0 => "There is no conversation to compact yet.".to_string(),
+            1 => "The conversation is one request; nothing to compact.".to_string(),
+            n => format!("The conversation's {n} requests are compacted into one."),
+        }
+    };
+    Ok(json!({"turns": conversation.turns().len(), "message": message}))
+}
+
+#[derive(Deserialize, Default)]
+pub struct CompactArgs {
+    #[serde(default)]
+    clear: bool,
 }

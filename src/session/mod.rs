@@ -22,7 +22,10 @@ use crate::run::{Progress, RunEvent, RunReport};
 use crate::trust::Trust;
 use crate::workspace::Workspace;
 
+mod conversation;
 mod watch;
+
+pub use conversation::Conversation;
 
 pub use watch::DiskWatcher;
 
@@ -69,6 +72,9 @@ pub struct Session {
     pub watcher: Option<DiskWatcher>,
     /// The MCP servers started for the session's runs (none set up: `None`).
     pub mcp: Option<Arc<crate::mcp::McpHub>>,
+    /// The workspace's own conversation (a front end with one session per workspace, the
+    /// language server, carries it into each run); none without a root.
+    pub conversation: Option<Arc<Conversation>>,
 }
 
 /// Something a session could not use as its settings say; it goes on without it.
@@ -210,6 +216,7 @@ impl Session {
             }
             _ => None,
         };
+        let conversation = root.as_deref().map(|root| Arc::new(Conversation::open(root)));
         Session {
             root,
             settings,
@@ -222,6 +229,7 @@ impl Session {
             problems,
             watcher,
             mcp,
+            conversation,
         }
     }
 

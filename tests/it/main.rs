@@ -23,6 +23,7 @@ mod editor_vscode;
 mod endings;
 mod fix_loop;
 mod fixbench;
+mod lsp_conversation;
 mod lsp_documents;
 mod lsp_lifecycle;
 mod lsp_reliability;

@@ -69,6 +69,31 @@ pub fn compact(turns: &[Turn]) -> Vec<Turn> {
     vec![Turn { asked: format!("({} earlier requests, compacted)", turns.len()), answered }]
 }
 
+/// Turns a conversation keeps whole or compacted; past them the oldest are compacted into one.
+pub const MAX_TURNS: usize = 30;
+
+/// The turn a run makes of `goal`: what was asked, and how it ended in Tokamak's words and the
+/// model's (each step's note).
+pub fn turn_of(goal: &str, report: &crate::run::RunReport) -> Turn {
+    let mut answered = report.summary.clone();
+    for step in &report.step_endings {
+        answered.push_str(&format!("\nStep {} ({}): {}", step.id, step.title, step.note));
+    }
+    Turn { asked: crate::text::cut(goal, 4_000), answered: crate::text::cut(&answered, 4_000) }
+}
+
+/// Adds `turn` to `turns`, compacting the oldest into the first past [`MAX_TURNS`].
+pub fn remember(turns: &mut Vec<Turn>, turn: Turn) {
+    turns.push(turn);
+    if turns.len() > MAX_TURNS {
+        let excess = turns.len() - MAX_TURNS + 1;
+        let old: Vec<_> = turns.drain(..excess).collect();
+        let mut kept = compact(&old);
+        kept.append(turns);
+        *turns = kept;
+    }
+}
+
 fn first_line(text: &str) -> String {
     let line = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or_default();
     crate::text::cut(line, LINE)
@@ -100,6 +125,13 @@ mod tests {
         assert!(shown.contains("request 40\nwith details"), "the latest whole");
         assert!(shown.contains("- The user asked: request 30\n"), "an older one by its first line");
         assert!(shown.contains("earlier request(s) left out"), "{shown}");
+        let mut kept = Vec::new();
+        for n in 1..=MAX_TURNS + 5 {
+            remember(&mut kept, turn(n));
+        }
+        assert_eq!(kept.len(), MAX_TURNS, "the oldest compacted into one");
+        assert!(kept[0].asked.contains("earlier requests, compacted"), "{:?}", kept[0]);
+        assert_eq!(kept[MAX_TURNS - 1], turn(MAX_TURNS + 5));
         let compacted = compact(&many);
         assert_eq!(compacted.len(), 1);
         assert!(compacted[0].answered.starts_with("request 1 → ended 1"));

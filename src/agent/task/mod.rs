@@ -61,7 +61,7 @@ pub struct TaskContext {
     pub approval: Option<crate::config::ApprovalLevel>,
 }
 
-pub use conversation::{Turn, compact as compact_conversation};
+pub use conversation::{Turn, compact as compact_conversation, remember as remember_turn, turn_of};
 
 /// What to do.
 #[derive(Debug, Clone, Default)]
