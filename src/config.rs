@@ -520,6 +520,23 @@ impl SandboxMode {
     }
 }
 
+/// An approval picker's values (ACP's, the VS Code panel's): `(id, name, description)`, the
+/// settings' level first; [`ApprovalLevel::picked`] reads them.
+pub const APPROVAL_PICKER: &[(&str, &str, &str)] = &[
+    (
+        "default",
+        "As the settings say",
+        "Ask before edits and unlisted commands (approval in the settings, medium unless set)",
+    ),
+    (
+        "accept_edits",
+        "Accept edits",
+        "Edits are made without asking; unlisted commands and commits are still asked",
+    ),
+    ("ask_everything", "Ask before everything", "Every action is asked, reads included"),
+    ("plan", "Plan only", "Each prompt is planned and the plan shown; nothing is carried out"),
+];
+
 /// `approval` (SPEC M4): when the agent asks a person before it acts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]

@@ -1,4 +1,5 @@
-//! Logging: `tracing` to stderr (never stdout, which carries LSP), filtered by `TOKAMAK_LOG`.
+//! Logging: `tracing` to stderr (never stdout, which carries LSP), filtered by `TOKAMAK_LOG`;
+//! `TOKAMAK_LOG_STDERR=0` leaves stderr out where the language server forwards its log.
 
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
@@ -30,7 +31,11 @@ where
     L: Layer<Registry> + Send + Sync + 'static,
 {
     let filter = EnvFilter::try_from_env("TOKAMAK_LOG").unwrap_or_else(|_| EnvFilter::new(default));
-    let stderr =
-        tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_target(false).with_ansi(false);
+    // an editor that shows both stderr and `window/logMessage` in one place (VS Code's output
+    // channel) would show every line twice: it says so with TOKAMAK_LOG_STDERR=0
+    let quiet = extra.is_some() && std::env::var("TOKAMAK_LOG_STDERR").is_ok_and(|v| v == "0" || v == "off");
+    let stderr = (!quiet).then(|| {
+        tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_target(false).with_ansi(false)
+    });
     let _ = tracing_subscriber::registry().with(extra).with(stderr).with(filter).try_init();
 }

@@ -18,21 +18,7 @@ pub const SERVED: &str = "served:";
 const MODE: &str = "mode";
 const MODEL: &str = "model";
 const APPROVAL: &str = "approval";
-/// The approval picker's values: `(id, name, description)`, the settings' level first.
-const APPROVALS: &[(&str, &str, &str)] = &[
-    (
-        DEFAULT,
-        "As the settings say",
-        "Ask before edits and unlisted commands (approval in the settings, medium unless set)",
-    ),
-    (
-        "accept_edits",
-        "Accept edits",
-        "Edits are made without asking; unlisted commands and commits are still asked",
-    ),
-    ("ask_everything", "Ask before everything", "Every action is asked, reads included"),
-    ("plan", "Plan only", "Each prompt is planned and the plan shown; nothing is carried out"),
-];
+use crate::config::APPROVAL_PICKER as APPROVALS;
 
 /// What the user picked in a session.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -64,16 +50,8 @@ fn profiles(session: &Session) -> Profiles {
     Profiles::load(&root, session.trust.trusted)
 }
 
-/// The roles to pick from: `(id, name, description)`, `auto` first.
 fn roles(session: &Session) -> Vec<(String, String, String)> {
-    let profiles = profiles(session);
-    let mut roles =
-        vec![(AUTO.to_string(), "Auto".to_string(), "The role the prompt's words ask for".to_string())];
-    for name in profiles.names() {
-        let description = profiles.get(&name).map(|p| p.description.clone()).unwrap_or_default();
-        roles.push((name.clone(), name, description));
-    }
-    roles
+    session.roles()
 }
 
 /// The session's pickers as `configOptions`; `served`: the models the server said it serves.

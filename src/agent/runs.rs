@@ -33,6 +33,21 @@ struct Entry {
 struct Inner {
     next: u64,
     running: BTreeMap<String, Entry>,
+    /// The latest runs that ended, newest last (at most [`RECENT`]).
+    ended: std::collections::VecDeque<Ended>,
+}
+
+/// How many ended runs `tokamak.status` remembers.
+const RECENT: usize = 10;
+
+/// A run that ended, as a status shows it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Ended {
+    pub run_id: String,
+    pub exit_reason: String,
+    pub summary: String,
+    /// When it ended (RFC 3339).
+    pub at: String,
 }
 
 /// Every run of one server or command.
@@ -151,6 +166,25 @@ impl Runs {
         if let Some(entry) = lock(&self.inner).running.get_mut(run_id) {
             entry.audit = Some(path.to_path_buf());
         }
+    }
+
+    /// Notes how a run ended, for [`Runs::recent`].
+    pub fn ended(&self, report: &crate::run::RunReport) {
+        let mut inner = lock(&self.inner);
+        inner.ended.push_back(Ended {
+            run_id: report.run_id.clone(),
+            exit_reason: report.exit_reason.as_str().to_string(),
+            summary: report.summary.clone(),
+            at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+        });
+        while inner.ended.len() > RECENT {
+            inner.ended.pop_front();
+        }
+    }
+
+    /// The latest runs that ended, newest first.
+    pub fn recent(&self) -> Vec<Ended> {
+        lock(&self.inner).ended.iter().rev().cloned().collect()
     }
 }
 

@@ -140,7 +140,7 @@ impl Observer {
             if present {
                 self.tell_once(&format!("untrusted:{}", checker.name), MessageLevel::Info, message);
             } else {
-                tracing::info!("{message}");
+                log_once(&message);
             }
             return None;
         }
@@ -154,7 +154,7 @@ impl Observer {
             if checker.explicit {
                 self.tell_once(&format!("missing:{}", checker.name), MessageLevel::Warning, message);
             } else {
-                tracing::info!("{message}");
+                log_once(&message);
             }
         }
         program
@@ -429,5 +429,15 @@ impl Observer {
         }
         let editor = Arc::clone(&self.editor);
         tokio::spawn(async move { editor.show_message(level, message).await });
+    }
+}
+
+/// Logs `message` once in the process: every Observer (a run's private ones too) looks its
+/// checkers up, and the log would say the same absence at each.
+fn log_once(message: &str) {
+    static SAID: std::sync::OnceLock<std::sync::Mutex<std::collections::HashSet<String>>> =
+        std::sync::OnceLock::new();
+    if lock(SAID.get_or_init(Default::default)).insert(message.to_string()) {
+        tracing::info!("{message}");
     }
 }

@@ -217,7 +217,9 @@ impl Editor for LspEditor {
     }
 
     async fn progress(&self, run_id: &str, progress: Progress) {
-        if !self.support.work_done_progress {
+        // a client that shows the run stream shows the run's progress its own way (the VS Code
+        // panel and its status-bar item): work-done progress would be a second, staler one
+        if !self.support.work_done_progress || self.support.run_events {
             return;
         }
         let token = NumberOrString::String(run_id.to_string());

@@ -30,7 +30,7 @@ pub const COMMANDS: &[&str] = &[
     "tokamak.rollback",
     "tokamak.conversation",
     "tokamak.compact",
-    "tokamak.models",
+    "tokamak.pickers",
 ];
 
 /// `tokamak.checkModel` waits no longer than this, whatever the model's own timeout.
@@ -69,8 +69,8 @@ pub async fn execute_command(backend: &Backend, params: ExecuteCommandParams) ->
                 backend.approvals.answer(args.id.as_deref(), crate::executor::Decision::Reject(reason));
             answered.map(Some).map_err(Error::invalid_params)
         }
-        "tokamak.conversation" => Ok(Some(super::tasks::conversation(backend))),
-        "tokamak.compact" => super::tasks::compact(backend, argument(params.arguments)?).map(Some),
+        "tokamak.conversation" => Ok(Some(super::tasks::conversation(backend).await)),
+        "tokamak.compact" => super::tasks::compact(backend, argument(params.arguments)?).await.map(Some),
         "tokamak.checkpoints" => {
             super::checkpoints::checkpoints(backend, argument(params.arguments)?).await.map(Some)
         }
@@ -128,7 +128,7 @@ fn deferred_work(
     match command {
         "tokamak.diagnostics" => diagnostics(backend, argument(arguments)?).map(|f| Box::pin(f) as _),
         "tokamak.checkModel" => Ok(Box::pin(check_model(backend, argument(arguments)?))),
-        "tokamak.models" => Ok(Box::pin(models(backend))),
+        "tokamak.pickers" => Ok(Box::pin(pickers(backend))),
         "tokamak.plan" => super::tasks::plan(backend, goal("tokamak.plan", arguments)?),
         "tokamak.context" => super::context::context(backend, argument(arguments)?),
         other => Err(Error::invalid_params(format!("unknown command {other:?}"))),
@@ -164,8 +164,18 @@ fn argument<T: serde::de::DeserializeOwned>(arguments: Vec<Value>) -> Result<T> 
 
 fn status(backend: &Backend) -> Value {
     let trust = backend.session().map(|s| &s.trust);
+    let model = match crate::sync::lock(&backend.models).config(None) {
+        Ok(config) => json!({
+            "name": config.model,
+            "provider": format!("{:?}", config.provider).to_lowercase(),
+            "endpoint": config.base_url,
+        }),
+        Err(err) => json!({"error": err.to_string()}),
+    };
     json!({
         "version": env!("CARGO_PKG_VERSION"),
+        "model": model,
+        "recentRuns": backend.runs.recent(),
         "positionEncoding": backend.encoding().lsp_name(),
         "openDocuments": backend.workspace().open_documents(),
         "parses": backend.workspace().parse_counts(),
@@ -291,11 +301,20 @@ async fn check_model_with(choice: super::ModelChoice, args: CheckModelArgs) -> R
     })
 }
 
-/// `tokamak.models`: the model in use and those its server says it serves (`/v1/models`,
-/// Ollama's tags), for a model picker: `{model, served: [name]}`.
-fn models(backend: &Backend) -> impl std::future::Future<Output = Result<Value>> + Send + 'static {
+/// `tokamak.pickers`: what a panel's pickers offer — `{roles: [{id, name, description}],
+/// approvals: [{id, name, description}], model, served: [name]}`: the roles (`auto` first), the
+/// approval levels (the settings' first), the model in use and those its server says it serves
+/// (`/v1/models`, Ollama's tags).
+fn pickers(backend: &Backend) -> impl std::future::Future<Output = Result<Value>> + Send + 'static {
     let models = Arc::clone(&backend.models);
     let reading = Arc::clone(&backend.reading_configuration);
+    let named = |(id, name, description): (String, String, String)| json!({"id": id, "name": name, "description": description});
+    let roles: Vec<Value> =
+        backend.session().map(|s| s.roles()).unwrap_or_default().into_iter().map(named).collect();
+    let approvals: Vec<Value> = crate::config::APPROVAL_PICKER
+        .iter()
+        .map(|(id, name, description)| named((id.to_string(), name.to_string(), description.to_string())))
+        .collect();
     async move {
         let choice = super::configuration::settled_models(models, reading).await;
         let model = choice.config(None).map(|config| config.model).unwrap_or_default();
@@ -305,7 +324,7 @@ fn models(backend: &Backend) -> impl std::future::Future<Output = Result<Value>>
             }
             Err(_) => Vec::new(),
         };
-        Ok(json!({"model": model, "served": served}))
+        Ok(json!({"roles": roles, "approvals": approvals, "model": model, "served": served}))
     }
 }
 

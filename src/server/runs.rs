@@ -54,8 +54,10 @@ pub async fn fix(backend: &Backend, args: FixArgs) -> Result<Value> {
     tracing::info!("{run_id}: fixing {} ({:?})", request.uri, request.scope);
     let (editor, uri) = (Arc::clone(&context.editor), request.uri.clone());
     let summary = "Tokamak stopped on an internal error; nothing more was changed (see the log).";
+    let runs = backend.runs.clone();
     crate::session::spawn_run(editor, run_id.clone(), uri, summary, async move {
-        agent::fix(&context, &request, handle).await;
+        let report = agent::fix(&context, &request, handle).await;
+        runs.ended(&report);
     });
     Ok(json!({"run_id": run_id}))
 }

@@ -7,13 +7,14 @@ use serde_json::{Value, json};
 use tower_lsp_server::ls_types::notification::Notification;
 
 use crate::diagnostic::Diagnostic;
-use crate::editor::RunEvent;
+use crate::editor::{Progress, RunEvent};
 use crate::run::Check;
 
 /// `tokamak/runEvent`: `{run_id, kind, …}` with `kind` one of `said {text}`, `thought {text}`,
 /// `tool_call {id, tool, title, paths}`, `tool_result {id, ok, summary, changed, files: [{path,
 /// diff, before?, after?}], check?, output?}`, `checked {step?, files, introduced, resolved,
-/// warned, tests?, summary}`, `context {tokens}`.
+/// warned, tests?, summary}`, `context {tokens}`, `progress {title?, message}` (what the run
+/// is doing, in place of work-done progress).
 pub enum RunEventNotification {}
 
 impl Notification for RunEventNotification {
@@ -80,7 +81,14 @@ pub fn params(run_id: &str, event: &RunEvent) -> Option<Value> {
             value["kind"] = json!("checked");
             value
         }
-        RunEvent::Plan(_) | RunEvent::Progress(_) | RunEvent::Finished(_) => return None,
+        // the client shows progress its own way (no work-done progress is sent to it)
+        RunEvent::Progress(Progress::Begin { title, message }) => {
+            json!({"kind": "progress", "title": title, "message": message})
+        }
+        RunEvent::Progress(Progress::Report { message, .. } | Progress::End { message }) => {
+            json!({"kind": "progress", "message": message})
+        }
+        RunEvent::Plan(_) | RunEvent::Finished(_) => return None,
     };
     value["run_id"] = json!(run_id);
     Some(value)
@@ -148,9 +156,9 @@ mod tests {
         let said = params("run-1", &RunEvent::Said("Added it.".into())).unwrap();
         assert_eq!(said, json!({"kind": "said", "text": "Added it.", "run_id": "run-1"}));
         assert!(params("run-1", &RunEvent::ContextUsed(12)).is_some());
-        assert!(
-            params("run-1", &RunEvent::Progress(crate::editor::Progress::End { message: String::new() }))
-                .is_none()
-        );
+        let report = Progress::Report { message: "planning".into(), percentage: None };
+        assert_eq!(params("run-1", &RunEvent::Progress(report)).unwrap()["message"], "planning");
+        let plan = crate::run::plan::Plan::read("p", "goal", "1. Do it\n", 1).unwrap();
+        assert!(params("run-1", &RunEvent::Plan(plan)).is_none(), "the plan has its own notification");
     }
 }

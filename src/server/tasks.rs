@@ -198,7 +198,7 @@ pub async fn implement(backend: &Backend, args: ImplementArgs) -> Result<Value> 
         plan: Some(plan),
         selection: None,
         role: None,
-        conversation: backend.conversation().map(|c| c.turns()).unwrap_or_default(),
+        conversation: turns(backend).await,
     };
     start(backend, request, None).await
 }
@@ -218,10 +218,7 @@ pub async fn run(backend: &Backend, args: GoalArgs) -> Result<Value> {
         selection,
         plan_id: crate::session::new_plan_id(),
         role: args.role,
-        conversation: match backend.conversation() {
-            Some(conversation) if args.conversation => conversation.turns(),
-            _ => Vec::new(),
-        },
+        conversation: if args.conversation { turns(backend).await } else { Vec::new() },
     };
     let approval = args.approval.as_deref().and_then(crate::config::ApprovalLevel::picked);
     start(backend, request, approval).await
@@ -245,30 +242,45 @@ async fn start(
     let editor = Arc::clone(&context.executor.editor);
     let plan_id = request.plan_id.clone();
     let summary = "Tokamak stopped on an internal error (see the log).";
-    let conversation = backend.conversation();
+    let (conversation, runs) = (backend.conversation(), backend.runs.clone());
+    // the run's turn is owed from now: a follow-up sent as its ending shows waits for it
+    let pending = conversation.as_ref().map(|c| c.begin());
     crate::session::spawn_run(editor, run_id.clone(), root, summary, async move {
         let goal = request.goal.clone();
         let report = agent::run_task(&context, request, handle).await;
+        runs.ended(&report);
         if let Some(conversation) = conversation {
             conversation.remember(&goal, &report);
         }
+        drop(pending);
     });
     Ok(json!({"run_id": run_id, "plan_id": plan_id}))
 }
 
+/// The workspace's conversation: with the turn of a task run that just ended, which is
+/// remembered a moment after its ending is sent (not waited for while a run is still going:
+/// the message queue must not wait on a run).
+async fn turns(backend: &Backend) -> Vec<agent::Turn> {
+    let Some(conversation) = backend.conversation() else { return Vec::new() };
+    let root = backend.executor_context().and_then(|e| Url::from_directory_path(e.confinement.root()).ok());
+    let running = backend.runs.list().into_iter().any(|(_, uri, _)| Some(&uri) == root.as_ref());
+    if running { conversation.turns() } else { conversation.settled_turns().await }
+}
+
 /// `tokamak.conversation`: the workspace's conversation, `{turns: [{asked, answered}]}`.
-pub fn conversation(backend: &Backend) -> Value {
-    let turns = backend.conversation().map(|c| c.turns()).unwrap_or_default();
+pub async fn conversation(backend: &Backend) -> Value {
+    let turns = turns(backend).await;
     json!({"turns": turns})
 }
 
 /// `tokamak.compact {clear?}`: the workspace's conversation compacted into one turn, or
 /// forgotten (`clear: true`, a new conversation); `{turns, message}`.
-pub fn compact(backend: &Backend, args: Option<CompactArgs>) -> Result<Value> {
+pub async fn compact(backend: &Backend, args: Option<CompactArgs>) -> Result<Value> {
     let clear = args.is_some_and(|a| a.clear);
     let conversation = backend
         .conversation()
         .ok_or_else(|| Error::invalid_params("this session has no workspace folder, so no conversation"))?;
+    turns(backend).await;
     let message = if clear {
         match conversation.clear() {
             0 => "A new conversation: there was nothing to forget.".to_string(),

@@ -14,7 +14,22 @@ use crate::sync::lock;
 pub struct Conversation {
     file: PathBuf,
     turns: Mutex<Vec<Turn>>,
+    /// Runs started whose turn is not remembered yet: a follow-up waits for them.
+    pending: tokio::sync::watch::Sender<usize>,
 }
+
+/// A run's place in the conversation until its turn is remembered (or it ended without one:
+/// dropped, on a panic too).
+pub struct Pending(std::sync::Arc<Conversation>);
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        self.0.pending.send_modify(|n| *n = n.saturating_sub(1));
+    }
+}
+
+/// How long a follow-up waits for the turn of a run that ended just before it.
+const SETTLE: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl Conversation {
     /// The conversation kept for `root` (none kept, or unreadable: an empty one).
@@ -27,12 +42,26 @@ impl Conversation {
             .ok()
             .and_then(|text| serde_json::from_str(&text).ok())
             .unwrap_or_default();
-        Conversation { file, turns: Mutex::new(turns) }
+        Conversation { file, turns: Mutex::new(turns), pending: tokio::sync::watch::Sender::new(0) }
     }
 
     /// The turns so far, oldest first.
     pub fn turns(&self) -> Vec<Turn> {
         lock(&self.turns).clone()
+    }
+
+    /// The turns once every run started has had its turn remembered (a follow-up sent the
+    /// moment the previous run's ending shows must see it), waiting at most 10 s.
+    pub async fn settled_turns(&self) -> Vec<Turn> {
+        let mut pending = self.pending.subscribe();
+        let _ = tokio::time::timeout(SETTLE, pending.wait_for(|n| *n == 0)).await;
+        self.turns()
+    }
+
+    /// A run starts: its turn is owed until [`Conversation::remember`] or the guard's drop.
+    pub fn begin(self: &std::sync::Arc<Self>) -> Pending {
+        self.pending.send_modify(|n| *n += 1);
+        Pending(std::sync::Arc::clone(self))
     }
 
     /// Adds how run `report` answered `goal`, and keeps it.

@@ -233,6 +233,21 @@ impl Session {
         }
     }
 
+    /// The roles a run can be asked to act in, for a picker: `(id, name, description)`,
+    /// `auto` (routed by the request's words) first, then the built-in roles and those a
+    /// trusted workspace adds.
+    pub fn roles(&self) -> Vec<(String, String, String)> {
+        let root = self.root.clone().unwrap_or_default();
+        let profiles = crate::modes::Profiles::load(&root, self.trust.trusted);
+        let mut roles =
+            vec![("auto".to_string(), "Auto".to_string(), "The role the prompt's words ask for".to_string())];
+        for name in profiles.names() {
+            let description = profiles.get(&name).map(|p| p.description.clone()).unwrap_or_default();
+            roles.push((name.clone(), name, description));
+        }
+        roles
+    }
+
     /// The model choice of the session's settings.
     pub fn models(&self) -> ModelChoice {
         ModelChoice { model: self.settings.model.clone(), profiles: self.settings.profiles.clone() }

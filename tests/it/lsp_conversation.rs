@@ -127,9 +127,27 @@ fn a_client_that_does_not_ask_for_the_run_stream_gets_none() {
     let dir = PYTHON.project();
     let root = dir.path();
     let model = ModelServer::start(vec![openai_chat("There is one class, User.")]);
+    model.describe(
+        "/v1/models",
+        json!({"object": "list", "data": [{"id": "qwen2.5-coder-7b"}, {"id": "scripted"}]}),
+    );
     let mut options = PYTHON.options(&model);
     options.as_object_mut().unwrap().remove("test");
     let mut client = LspClient::editor_for_project(root, options);
+    // what a panel's pickers offer
+    let pickers = client.execute("tokamak.pickers", json!({}));
+    let ids = |key: &str| -> Vec<String> {
+        pickers["result"][key]
+            .as_array()
+            .unwrap_or_else(|| panic!("{pickers}"))
+            .iter()
+            .map(|r| r["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(ids("roles")[0], "auto");
+    assert!(ids("roles").contains(&"tester".to_string()), "{pickers}");
+    assert_eq!(ids("approvals"), ["default", "accept_edits", "ask_everything", "plan"]);
+    assert_eq!(pickers["result"]["served"], json!(["qwen2.5-coder-7b", "scripted"]), "{pickers}");
     let run = client.start_run("What classes are there?");
     assert_eq!(client.run_finished(&run)["exit_reason"], "done");
     assert!(client.seen(|m| m["method"] == "tokamak/runEvent").is_empty());

@@ -1,6 +1,7 @@
 // End to end in a real VS Code: code-server serves it on 127.0.0.1, headless Chromium
 // (Debian's, driven by playwright-core) opens a broken file, runs "Tokamak: Fix file" from
-// the command palette and reads the editor's text. Driven by tests/it/editor_vscode.rs, which
+// the command palette and reads the editor's text; then drives the Tokamak panel: a goal typed
+// in, approvals answered in it, a follow-up question, "Undo this run"; screenshots kept. Driven by tests/it/editor_vscode.rs, which
 // passes everything in the environment and reads the JSON report this prints last.
 import { createRequire } from "module";
 
@@ -19,42 +20,49 @@ function done(ok, why) {
   process.exit(ok ? 0 : 1);
 }
 
-// Answers the approval toast `toast` as E2E_ANSWERS says for the `n`-th question: `approve`
-// (its button), `reject:<reason>` (its button, then the reason typed into the input box) or
+// The panel's webview: code-server nests it in two iframes.
+function panelFrame(page) {
+  return page.frameLocator("iframe.webview.ready").frameLocator("#active-frame");
+}
+
+// Answers the approval waiting in the panel as E2E_ANSWERS says for the `n`-th question:
+// `approve` (its button), `reject:<reason>` (its button, the reason typed inline, Enter) or
 // `palette` ("Tokamak: Approve" from the command palette). Records what was shown.
-async function answerApproval(page, toast, n) {
+async function answerInPanel(page, frame, card, n) {
   const answers = (process.env.E2E_ANSWERS ?? "").split(",");
   const answer = answers[n] ?? "approve";
-  const message = await toast.locator(".notification-list-item-message").first().innerText();
+  const message = (await card.locator(".line").first().innerText()).trim();
   const diff = page.locator(".monaco-diff-editor").first();
   let modified = "";
-  if (await diff.isVisible()) {
-    modified = (await diff.locator(".editor.modified .view-lines").first().innerText()).replace(/\u00a0/g, " ");
+  // the diff editor opens beside the question
+  for (let i = 0; i < 20 && !modified; i++) {
+    if (await diff.isVisible()) modified = (await diff.locator(".editor.modified .view-lines").first().innerText()).replace(/\u00a0/g, " ");
+    if (!modified) await page.waitForTimeout(100);
   }
   const tab = await page.locator(".tabs-container .tab.active").first().getAttribute("aria-label");
-  report.approvals.push({ message, diff_editor: modified !== "", modified, tab, answer });
+  report.approvals.push({ message, diff_editor: modified !== "", modified, tab, answer, inline_diff: await card.locator("pre.diff").count() });
   if (answer === "palette") {
     await page.keyboard.press("F1");
     await page.waitForSelector(".quick-input-widget input", { timeout: 20000 });
     await page.keyboard.type("Tokamak: Approve");
     await page.waitForTimeout(1000);
     await page.keyboard.press("Enter");
+  } else if (answer === "approve") {
+    await card.locator("button.approve").click();
   } else {
-    const button = answer === "approve" ? "Approve" : "Reject";
-    await toast.locator(".monaco-button", { hasText: button }).first().click();
-    if (answer.startsWith("reject:")) {
-      await page.waitForSelector(".quick-input-widget input", { timeout: 20000 });
-      await page.waitForTimeout(300);
-      await page.keyboard.type(answer.slice("reject:".length));
-      await page.keyboard.press("Enter");
-    }
+    await card.locator("button.reject").click();
+    const reason = card.locator("input.reason");
+    await reason.waitFor({ timeout: 5000 });
+    await reason.fill(answer.slice("reject:".length));
+    await reason.press("Enter");
   }
 }
 
-// "Tokamak: Run…" from the palette on E2E_PLAN_FILE with the goal typed into the input box;
-// each approval is answered (answerApproval); the *Tokamak Plan* view shows the steps as
-// their statuses change, and the edit lands in the editor.
-async function planAndRun(page, goal) {
+// The seed scenario typed into the Tokamak panel: the goal goes in the panel's input; the
+// plan on top follows the steps; each approval is answered in the panel; the ending says done
+// and the edit is in the editor. Then a follow-up question in the same conversation, and
+// "Undo this run".
+async function panelRun(page, goal) {
   const file = process.env.E2E_PLAN_FILE;
   const entry = page.locator(`.explorer-folders-view .monaco-list-row[aria-label="${file}"]`).first();
   await entry.waitFor({ timeout: 30000 });
@@ -67,51 +75,105 @@ async function planAndRun(page, goal) {
   report.steps.push("plan file");
   await page.keyboard.press("F1");
   await page.waitForSelector(".quick-input-widget input", { timeout: 20000 });
-  await page.keyboard.type("Tokamak: Run…");
+  await page.keyboard.type("Tokamak: Open agent panel");
   await page.waitForTimeout(1000);
   await page.keyboard.press("Enter");
-  // the goal's input box
-  await page.waitForSelector(".quick-input-widget input", { timeout: 20000 });
-  await page.waitForTimeout(500);
-  await page.keyboard.type(goal);
-  await page.keyboard.press("Enter");
+  const frame = panelFrame(page);
+  const input = frame.locator("#input");
+  await input.waitFor({ timeout: 30000 });
+  report.steps.push("panel");
+  await input.click();
+  await input.fill(goal);
+  const typedAt = Date.now();
+  await input.press("Enter");
   report.steps.push("goal");
   const seen = [];
+  const status = [];
   report.approvals = [];
   const answered = new Set();
   const expected = process.env.E2E_PLAN_EXPECTED;
   const deadline = Date.now() + 90000;
   let finished = false;
   let text = "";
+  let shot = false;
   while (Date.now() < deadline) {
-    const toasts = page.locator(".notifications-toasts .notification-toast", { hasText: "Tokamak wants to" });
-    for (let i = 0; i < (await toasts.count()); i++) {
-      const toast = toasts.nth(i);
-      const id = /\((a\d+)\)/.exec(await toast.innerText())?.[1];
+    const cards = frame.locator(".approval.waiting");
+    for (let i = 0; i < (await cards.count()); i++) {
+      const card = cards.nth(i);
+      const id = await card.getAttribute("data-id");
       if (id && !answered.has(id)) {
         answered.add(id);
-        await answerApproval(page, toast, answered.size - 1);
+        if (!shot) {
+          // the panel as a user sees it: the plan running, a question waiting
+          await page.screenshot({ path: process.env.E2E_PANEL_SHOT_APPROVAL });
+          shot = true;
+        }
+        await answerInPanel(page, frame, card, answered.size - 1);
       }
     }
-    const rows = await page.locator('[role="treeitem"]').allInnerTexts();
-    for (const row of rows.map((r) => r.split("\n")[0].trim())) {
-      if (/^[○⚡✓✗] \d+\./u.test(row) && seen[seen.length - 1] !== row && !seen.includes(row)) seen.push(row);
+    const rows = (await frame.locator("#plan .step").allInnerTexts()).map((r) => r.split("\n")[0].replace(/\s+/g, " ").trim());
+    if (rows.length > 0 && report.first_plan_line_ms === undefined) report.first_plan_line_ms = Date.now() - typedAt;
+    for (const row of rows) {
+      if (/^[○⚡✓✗] ?\d+\./u.test(row) && !seen.includes(row)) seen.push(row);
+    }
+    for (const item of await page.locator(".statusbar-item").allInnerTexts()) {
+      const said = item.trim();
+      if (said.includes("Tokamak") && !status.includes(said)) status.push(said);
     }
     text = (await page.locator(".monaco-editor .view-lines").first().innerText()).replace(/\u00a0/g, " ");
-    const done = rows.filter((r) => r.startsWith("✓ ")).length;
-    if (done >= Number(process.env.E2E_PLAN_STEPS) && text.includes(expected)) {
+    const ending = frame.locator(".turn").last().locator(".ending");
+    if ((await ending.count()) > 0 && text.includes(expected)) {
+      report.ending = (await ending.innerText()).trim();
+      report.exit = await ending.getAttribute("data-exit");
       finished = true;
       break;
     }
     await page.waitForTimeout(100);
   }
+  // the plan as the ending left it
+  for (const row of (await frame.locator("#plan .step").allInnerTexts()).map((r) => r.split("\n")[0].replace(/\s+/g, " ").trim())) {
+    if (!seen.includes(row)) seen.push(row);
+  }
   report.plan_rows = seen;
   report.plan_text = text;
+  report.status_bar = status;
+  report.said = (await frame.locator(".turn").last().locator(".said").allInnerTexts()).join("\n");
+  report.tools = await frame.locator(".turn").last().locator(".tool .line").allInnerTexts();
   if (!finished) {
     await page.screenshot({ path: process.env.E2E_SCREENSHOT ?? "e2e.png" });
-    done(false, "the plan view never showed every step done with the edit in the editor");
+    done(false, "the panel never showed the run's ending with the edit in the editor");
   }
   report.steps.push("planned and done");
+  report.toasts_left = await page.locator(".notifications-toasts .notification-toast", { hasText: "wants to" }).count();
+  await page.screenshot({ path: process.env.E2E_PANEL_SHOT });
+
+  // a follow-up in the same conversation: a question, answered without a plan
+  const question = process.env.E2E_FOLLOW_UP;
+  if (question) {
+    await input.click();
+    await input.fill(question);
+    await input.press("Enter");
+    const turn = frame.locator(".turn").nth(2);
+    await turn.locator(".ending").waitFor({ timeout: 60000 });
+    report.follow_up = {
+      asked: (await turn.locator(".asked").innerText()).trim(),
+      said: (await turn.locator(".said").allInnerTexts()).join("\n"),
+      ending: (await turn.locator(".ending").innerText()).trim(),
+    };
+    report.steps.push("follow-up");
+  }
+  // undo the task run from its ending
+  const undo = frame.locator(".turn").nth(1).locator("button.undo");
+  if ((await undo.count()) > 0) {
+    await undo.click();
+    const undone = frame.locator(".turn").nth(1).locator(".undone");
+    await undone.waitFor({ timeout: 30000 });
+    report.undone = (await undone.innerText()).trim();
+    await page.waitForTimeout(500);
+    report.after_undo = (await page.locator(".monaco-editor .view-lines").first().innerText()).replace(/\u00a0/g, " ");
+    report.steps.push("undone");
+  }
+  await page.screenshot({ path: process.env.E2E_PANEL_SHOT_END });
 }
 
 const browser = await chromium.launch({
@@ -167,7 +229,7 @@ try {
     report.fix_message = null;
   }
   const goal = process.env.E2E_GOAL;
-  if (goal) await planAndRun(page, goal);
+  if (goal) await panelRun(page, goal);
   done(true);
 } catch (error) {
   done(false, String(error));

@@ -1,11 +1,12 @@
 // Tokamak for VS Code: starts the `tokamak` language server, forwards the diagnostics of
-// other extensions to it, sends `tokamak.*` settings, adds palette commands (Fix file,
-// Plan…, Run…, Implement plan, Cancel, …) and the *Tokamak Plan* tree view, kept current from
-// `tokamak/planUpdated`. Code actions ("Fix with Tokamak", "Implement with Tokamak") and
-// progress come from the server and appear natively; "Plan with Tokamak…" asks for the goal
-// here (`tokamak.askGoal`). Each approval the agent asks for (`tokamak/approvalRequested`)
-// opens a diff editor — the file now against the proposed text — with Approve and Reject in a
-// notification and in the editor's title bar; a rejection asks for the reason the agent sees.
+// other extensions to it, sends `tokamak.*` settings, and gives the agent a place of its own:
+// the *Tokamak* panel (panel.ts) in the activity bar, where goals and questions are typed, the
+// run is watched and approvals are answered. Palette commands (Fix file, Run…, Plan…,
+// Rollback…, Status, …), the *Tokamak Plan* tree view, a status-bar item that follows the
+// running step and its mode, and the *Tokamak* output channel that says what the agent did.
+// Code actions ("Fix with Tokamak", "Implement with Tokamak") come from the server. Each
+// approval (`tokamak/approvalRequested`) opens a diff editor — the file now against the
+// proposed text — with Approve and Reject in its title bar and in the panel.
 import * as fs from "fs";
 import * as path from "path";
 import * as vscode from "vscode";
@@ -23,12 +24,20 @@ import {
   goalOf,
   stepView,
   PlainDiagnostic,
+  checkpointItems,
+  eventLines,
   initializationOptions,
+  noModelHint,
+  planLines,
+  statusItems,
+  statusView,
   lspSeverity,
   othersOnly,
   serverCommand,
   toServerSettings,
 } from "./logic";
+import { CHANGE_SCHEME, PANEL_VIEW, Panel } from "./panel";
+import { endingTitle } from "./transcript";
 
 let client: LanguageClient | undefined;
 let output: vscode.OutputChannel;
@@ -78,7 +87,7 @@ async function execute(command: string, argument: unknown): Promise<unknown> {
 
 function report(error: unknown): void {
   const message = error instanceof Error ? error.message : String(error);
-  void vscode.window.showErrorMessage(`Tokamak: ${message}`);
+  void vscode.window.showErrorMessage(`Tokamak: ${noModelHint(message)}`);
 }
 
 type PlanNode = { step: PlanStep } | { file: string; step: PlanStep };
@@ -123,11 +132,11 @@ class PlanTree implements vscode.TreeDataProvider<PlanNode> {
   }
 }
 
-/** Tells the server this extension shows approvals itself (no `window/showMessageRequest`). */
+/** Tells the server this extension shows approvals itself (no `window/showMessageRequest`) and wants the run stream for the panel. */
 const approvalFeature = {
   fillClientCapabilities(capabilities: { experimental?: unknown }): void {
     const experimental = (capabilities.experimental ?? {}) as Record<string, unknown>;
-    capabilities.experimental = { ...experimental, tokamak: { approvals: true } };
+    capabilities.experimental = { ...experimental, tokamak: { approvals: true, runEvents: true } };
   },
   initialize(): void {},
   getState(): { kind: "static" } {
@@ -136,9 +145,10 @@ const approvalFeature = {
   clear(): void {},
 };
 
-/** The approvals waiting, shown as diff editors with Approve / Reject. */
+/** The approvals waiting, each shown as a diff editor with Approve / Reject in its title bar and in the panel (no notification: one answered elsewhere would stay up with buttons that do nothing). */
 class Approvals implements vscode.TextDocumentContentProvider {
   readonly book = new ApprovalBook();
+  panel: Panel | undefined;
 
   provideTextDocumentContent(uri: vscode.Uri): string {
     return this.book.text(uri.path) ?? "";
@@ -146,7 +156,9 @@ class Approvals implements vscode.TextDocumentContentProvider {
 
   async ask(approval: Approval): Promise<void> {
     if (!this.book.add(approval)) return;
-    output.appendLine(`approval ${approval.id} (${approval.run_id}): ${approval.summary}`);
+    output.appendLine(`[${approval.run_id}] asks: ${approval.summary} (${approval.id})`);
+    this.panel?.approval(approval);
+    status.waiting(this.book.count());
     const paths = approvalPaths(approval);
     if (paths) {
       const uri = (path: string) => vscode.Uri.from({ scheme: APPROVAL_SCHEME, path });
@@ -154,23 +166,16 @@ class Approvals implements vscode.TextDocumentContentProvider {
         preview: false,
       });
     }
-    const detail = paths ? "" : approval.diff ? `\n${approval.diff}` : "";
-    const choice = await vscode.window.showInformationMessage(
-      `Tokamak wants to ${approval.summary}. (${approval.id})${detail}`,
-      "Approve",
-      "Reject",
-    );
-    if (!this.book.get(approval.id)) return; // answered meanwhile (title bar, palette) or the run ended
-    if (choice === "Approve") await this.answer(approval.id, true);
-    else if (choice === "Reject") await this.answer(approval.id, false);
+    // the panel is where the question is answered (the diff editor's title bar too)
+    await this.panel?.reveal();
   }
 
-  /** Answers `id` (the diff editor's, else the oldest waiting, when none is named). */
-  async answer(id: string | undefined, approve: boolean): Promise<void> {
+  /** Answers `id` (the diff editor's, else the oldest waiting, when none is named); a rejection without a `reason` asks for one. */
+  async answer(id: string | undefined, approve: boolean, given?: string): Promise<void> {
     const approval = id ? this.book.get(id) : this.current() ?? this.book.oldest();
     if (!approval) return void vscode.window.showWarningMessage("Tokamak: no approval is waiting");
-    let reason: string | undefined;
-    if (!approve) {
+    let reason = given;
+    if (!approve && reason === undefined) {
       reason = await vscode.window.showInputBox({
         prompt: `Why not ${approval.summary}? Tokamak's agent reads your reason.`,
         placeHolder: "e.g. put it in docs/ instead",
@@ -180,6 +185,8 @@ class Approvals implements vscode.TextDocumentContentProvider {
     }
     try {
       await execute(approve ? "tokamak.approve" : "tokamak.reject", approve ? { id: approval.id } : { id: approval.id, reason });
+      output.appendLine(`[${approval.run_id}] ${approve ? "approved" : `rejected${reason ? `: ${reason}` : ""}`}: ${approval.summary}`);
+      this.panel?.answered(approval.id, approve, reason);
     } catch (error) {
       report(error);
     }
@@ -196,6 +203,7 @@ class Approvals implements vscode.TextDocumentContentProvider {
   /** Forgets `id` and closes its diff editor. */
   forget(id: string): void {
     this.book.remove(id);
+    status.waiting(this.book.count());
     for (const group of vscode.window.tabGroups.all) {
       for (const tab of group.tabs) {
         const input = tab.input;
@@ -231,16 +239,73 @@ async function askGoal(prompt: string): Promise<string | undefined> {
   );
 }
 
+/** The status-bar item: the running step and its mode, an approval waiting, or how the last run ended. */
+class StatusItem {
+  readonly item = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 50);
+  private plan: Plan | undefined;
+  private approvals = 0;
+  private ended: string | undefined;
+  private clearing: NodeJS.Timeout | undefined;
+
+  constructor() {
+    this.item.command = "tokamak.client.openPanel";
+    this.draw();
+    this.item.show();
+  }
+
+  running(plan: Plan): void {
+    this.plan = plan;
+    this.ended = undefined;
+    this.draw();
+  }
+
+  /** What a run without a plan (a fix) is doing now. */
+  activity(text: string): void {
+    if (this.plan?.steps.some((s) => s.status === "running")) return;
+    this.ended = undefined;
+    this.item.text = `$(sync~spin) Tokamak: ${text.length > 60 ? `${text.slice(0, 59)}…` : text}`;
+    this.item.tooltip = text;
+  }
+
+  waiting(count: number): void {
+    this.approvals = count;
+    this.draw();
+  }
+
+  finished(exitReason: string, summary: string): void {
+    this.plan = undefined;
+    this.ended = `${endingTitle(exitReason)}: ${summary}`;
+    this.draw();
+    if (this.clearing) clearTimeout(this.clearing);
+    this.clearing = setTimeout(() => {
+      this.ended = undefined;
+      this.draw();
+    }, 15000);
+  }
+
+  private draw(): void {
+    const view = statusView(this.plan, this.approvals, this.ended);
+    this.item.text = view.text;
+    this.item.tooltip = view.tooltip;
+  }
+}
+
+let status: StatusItem;
+
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   output = vscode.window.createOutputChannel("Tokamak");
+  // the server's own log, apart from what the agent did
+  const serverLog = vscode.window.createOutputChannel("Tokamak (server log)");
+  status = new StatusItem();
   const configured = vscode.workspace.getConfiguration("tokamak").get<string>("server.path") ?? "";
   const bundled = path.join(context.extensionPath, "bin", process.platform === "win32" ? "tokamak.exe" : "tokamak");
   const command = serverCommand(configured, bundled, fs.existsSync);
-  output.appendLine(`starting ${command} lsp`);
-  const serverOptions: ServerOptions = { command, args: ["lsp"] };
+  serverLog.appendLine(`starting ${command} lsp`);
+  // the server sends its log as window/logMessage: not on stderr too, or each line shows twice
+  const serverOptions: ServerOptions = { command, args: ["lsp"], options: { env: { ...process.env, TOKAMAK_LOG_STDERR: "0" } } };
   const clientOptions: LanguageClientOptions = {
     documentSelector: SELECTOR,
-    outputChannel: output,
+    outputChannel: serverLog,
     // read at every (re)start: trust granted later restarts the server with it
     initializationOptions: () => initializationOptions(settings(), vscode.workspace.isTrusted),
     middleware: {
@@ -254,16 +319,35 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   client = new LanguageClient("tokamak", "Tokamak", serverOptions, clientOptions);
   client.registerFeature(approvalFeature);
   const approvals = new Approvals();
-  client.onNotification("tokamak/approvalRequested", (approval: Approval) => void approvals.ask(approval));
-  client.onNotification("tokamak/runFinished", (result: { run_id: string; exit_reason: string; summary: string }) => {
-    output.appendLine(`run finished: ${result.exit_reason}: ${result.summary}`);
-    for (const approval of approvals.book.ofRun(result.run_id)) approvals.forget(approval.id);
+  const panel = new Panel(context, {
+    execute,
+    answer: (id, approve, reason) => approvals.answer(id, approve, reason ?? ""),
+    log: (line) => output.appendLine(line),
   });
+  approvals.panel = panel;
   const planTree = new PlanTree();
   const planView = vscode.window.createTreeView("tokamakPlan", { treeDataProvider: planTree });
+  const modes = new Map<string, string>();
+  client.onNotification("tokamak/approvalRequested", (approval: Approval) => void approvals.ask(approval));
   client.onNotification("tokamak/planUpdated", (plan: Plan) => {
     planTree.update(plan);
     planView.message = plan.goal;
+    panel.plan(plan);
+    status.running(plan);
+    for (const line of planLines(plan, modes)) output.appendLine(line);
+  });
+  client.onNotification("tokamak/runEvent", (event: Record<string, unknown>) => {
+    panel.event(event);
+    for (const line of eventLines(event)) output.appendLine(line);
+    if (event.kind === "tool_call" || event.kind === "progress") status.activity(String(event.title ?? event.message ?? ""));
+  });
+  client.onNotification("tokamak/runFinished", (result: Record<string, unknown>) => {
+    const runId = String(result.run_id ?? "");
+    const exit = String(result.exit_reason ?? "");
+    output.appendLine(`[${runId}] ${endingTitle(exit)}: ${String(result.summary ?? "")}`);
+    for (const approval of approvals.book.ofRun(runId)) approvals.forget(approval.id);
+    if (!panel.rollbackFinished(result)) panel.finished(result);
+    status.finished(exit, String(result.summary ?? ""));
   });
   const showPlan = () => void vscode.commands.executeCommand("tokamakPlan.focus");
   const makePlan = async (where: { uri?: string; range?: unknown }) => {
@@ -289,7 +373,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const debouncer = new Debouncer(200, forward);
   context.subscriptions.push(
     output,
+    serverLog,
+    status.item,
     { dispose: () => debouncer.dispose() },
+    vscode.window.registerWebviewViewProvider(PANEL_VIEW, panel, { webviewOptions: { retainContextWhenHidden: true } }),
+    vscode.workspace.registerTextDocumentContentProvider(CHANGE_SCHEME, panel),
     vscode.languages.onDidChangeDiagnostics((event) => {
       if (!vscode.workspace.getConfiguration("tokamak").get<boolean>("forwardDiagnostics", true)) return;
       for (const uri of event.uris) debouncer.schedule(uri.toString());
@@ -300,6 +388,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (event.affectsConfiguration("tokamak")) {
+        if (!vscode.workspace.isTrusted && restrictedChanged(event)) {
+          void vscode.window.showWarningMessage(
+            "Tokamak: this folder is in Restricted Mode, so tokamak.server.path, tokamak.model.baseUrl and tokamak.model.provider are taken from your User settings only, and a Workspace value is ignored until you trust the folder.",
+          );
+        }
         void client?.sendNotification("workspace/didChangeConfiguration", { settings: { tokamak: settings() } });
       }
     }),
@@ -321,16 +414,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand("tokamak.askGoal", (where?: { uri?: string; range?: unknown }) =>
       makePlan(where ?? here()),
     ),
+    vscode.commands.registerCommand("tokamak.client.openPanel", () => panel.reveal(true)),
     vscode.commands.registerCommand("tokamak.client.run", async () => {
       const goal = await askGoal("What should Tokamak do?");
       if (!goal) return;
-      try {
-        const started = (await execute("tokamak.run", { goal, ...here() })) as { run_id: string };
-        output.appendLine(`run ${started.run_id}: ${goal}`);
-        showPlan();
-      } catch (error) {
-        report(error);
-      }
+      // the panel carries the run: the conversation, the plan, the approvals
+      await panel.reveal();
+      await panel.send(goal, { selection: !(vscode.window.activeTextEditor?.selection.isEmpty ?? true) });
     }),
     vscode.commands.registerCommand("tokamak.client.implement", async () => {
       const plan = planTree.book.current();
@@ -345,16 +435,39 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand("tokamak.client.cancel", async () => {
       try {
         const result = (await execute("tokamak.cancel", {})) as { cancelled: string[] };
-        void vscode.window.showInformationMessage(`Tokamak: cancelled ${result.cancelled.length} run(s)`);
+        void vscode.window.showInformationMessage(
+          result.cancelled.length > 0 ? `Tokamak: cancelling ${result.cancelled.join(", ")}` : "Tokamak: no run is going on",
+        );
       } catch (error) {
         report(error);
       }
     }),
     vscode.commands.registerCommand("tokamak.client.status", async () => {
       try {
-        const status = await execute("tokamak.status", {});
-        output.appendLine(JSON.stringify(status, null, 2));
-        void vscode.window.showInformationMessage(`Tokamak: ${JSON.stringify(status)}`);
+        const answer = (await execute("tokamak.status", {})) as Record<string, unknown>;
+        const items = statusItems(answer);
+        const picked = await vscode.window.showQuickPick(
+          items.map((item) => ({ label: item.label, description: item.description, detail: item.detail })),
+          { title: "Tokamak status", placeHolder: "Pick Model or Show logs for more" },
+        );
+        if (picked?.label.startsWith("$(server)")) void vscode.commands.executeCommand("tokamak.client.checkModel");
+        else if (picked) output.show(true);
+      } catch (error) {
+        report(error);
+      }
+    }),
+    vscode.commands.registerCommand("tokamak.client.rollback", async () => {
+      try {
+        const checkpoints = (await execute("tokamak.checkpoints", {})) as Record<string, unknown>[];
+        if (!Array.isArray(checkpoints) || checkpoints.length === 0) {
+          return void vscode.window.showInformationMessage("Tokamak: no run has left a checkpoint in this workspace yet");
+        }
+        const picked = await vscode.window.showQuickPick(checkpointItems(checkpoints), {
+          title: "Roll back a Tokamak run",
+          placeHolder: "The run to undo: its files go back to how they were before it",
+        });
+        if (!picked) return;
+        await execute("tokamak.rollback", { checkpoint: picked.id });
       } catch (error) {
         report(error);
       }
@@ -364,7 +477,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         const result = (await execute("tokamak.checkModel", {})) as Record<string, unknown>;
         const text = result.ok
           ? `model ${result.model} at ${result.endpoint} answered in ${result.latency_ms} ms`
-          : `model not reachable: ${result.error}`;
+          : `model not reachable: ${noModelHint(String(result.error))}`;
         void (result.ok ? vscode.window.showInformationMessage : vscode.window.showWarningMessage)(`Tokamak: ${text}`);
       } catch (error) {
         report(error);
@@ -374,12 +487,22 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   );
   try {
     await client.start();
+    void panel.load();
   } catch (error) {
     output.appendLine(`cannot start ${command}: ${error}`);
     void vscode.window.showErrorMessage(
       `Tokamak could not start \`${command}\`: set tokamak.server.path, or put tokamak on PATH (Tokamak: Show logs)`,
     );
   }
+}
+
+/** Whether a setting that Restricted Mode takes from the User settings only changed. */
+function restrictedChanged(event: vscode.ConfigurationChangeEvent): boolean {
+  return ["tokamak.server.path", "tokamak.model.baseUrl", "tokamak.model.provider"].some((key) => {
+    if (!event.affectsConfiguration(key)) return false;
+    const inspected = vscode.workspace.getConfiguration().inspect(key);
+    return inspected?.workspaceValue !== undefined || inspected?.workspaceFolderValue !== undefined;
+  });
 }
 
 export async function deactivate(): Promise<void> {

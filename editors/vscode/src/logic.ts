@@ -227,6 +227,10 @@ export class ApprovalBook {
     return this.items.values().next().value;
   }
 
+  count(): number {
+    return this.items.size;
+  }
+
   /** The questions of a run (to forget when it ends). */
   ofRun(runId: string): Approval[] {
     return [...this.items.values()].filter((a) => a.run_id === runId);
@@ -251,4 +255,113 @@ export function approvalPaths(approval: Approval): { before: string; after: stri
 /** The diff editor's title. */
 export function approvalTitle(approval: Approval): string {
   return `Tokamak wants to ${approval.summary} (${approval.id}) ↔ proposed`;
+}
+
+/** What the status-bar item says: the running step and its mode, an approval waiting, or the last ending. */
+export function statusView(plan: Plan | undefined, approvals: number, ended: string | undefined): { text: string; tooltip: string } {
+  if (approvals > 0) {
+    return { text: `$(question) Tokamak: ${approvals} approval(s) waiting`, tooltip: "Answer in the Tokamak panel or the diff editor's title bar" };
+  }
+  const steps = plan?.steps ?? [];
+  const running = steps.find((s) => s.status === "running");
+  if (plan && running) {
+    const n = steps.indexOf(running) + 1;
+    const mode = running.mode ? ` · ${running.mode}` : "";
+    const title = running.title.length > 40 ? `${running.title.slice(0, 39)}…` : running.title;
+    return { text: `$(sync~spin) Tokamak: step ${n}/${steps.length} ${title}${mode}`, tooltip: `${plan.goal}\n\nStep ${running.id}: ${running.title}${mode}` };
+  }
+  if (ended) {
+    const short = ended.length > 60 ? `${ended.slice(0, 59)}…` : ended;
+    return { text: `$(hubot) ${short}`, tooltip: ended };
+  }
+  return { text: "$(hubot) Tokamak", tooltip: "Open the Tokamak panel" };
+}
+
+/** `tokamak.status` as quick-pick rows: the model, trust, approval, the runs going on and those that ended. */
+export function statusItems(status: Record<string, unknown>): { label: string; description?: string; detail?: string }[] {
+  const items: { label: string; description?: string; detail?: string }[] = [];
+  const model = (status.model ?? {}) as Record<string, unknown>;
+  items.push(
+    model.error
+      ? { label: "$(server) Model", description: "not set up", detail: noModelHint(String(model.error)) }
+      : { label: "$(server) Model", description: String(model.name ?? ""), detail: `${model.provider ?? ""} at ${model.endpoint ?? ""}` },
+  );
+  items.push({ label: "$(shield) Trust", description: status.trusted ? "trusted" : "restricted", detail: String(status.trust ?? "") });
+  if (status.approval) items.push({ label: "$(question) Approval", description: String(status.approval) });
+  const runs = Array.isArray(status.runs) ? (status.runs as Record<string, unknown>[]) : [];
+  for (const run of runs) {
+    const confidence = Array.isArray(run.confidence) && run.confidence.length > 0
+      ? ` · confidence ${(run.confidence as Record<string, unknown>[]).map((c) => `${c.file} ${c.confidence}`).join(", ")}`
+      : "";
+    items.push({ label: `$(sync~spin) ${run.run_id}`, description: `running${run.mode ? ` · ${run.mode}` : ""}${confidence}`, detail: String(run.uri ?? "") });
+  }
+  const recent = Array.isArray(status.recentRuns) ? (status.recentRuns as Record<string, unknown>[]) : [];
+  for (const run of recent) {
+    items.push({ label: `$(history) ${run.run_id}`, description: String(run.exit_reason ?? "").replace(/_/g, " "), detail: `${run.summary ?? ""} (${run.at ?? ""})` });
+  }
+  if (runs.length === 0 && recent.length === 0) items.push({ label: "$(circle-outline) No run yet in this session" });
+  const waiting = Array.isArray(status.approvals) ? status.approvals.length : 0;
+  if (waiting > 0) items.push({ label: `$(bell) ${waiting} approval(s) waiting` });
+  return items;
+}
+
+/** `tokamak.checkpoints` as quick-pick rows, newest first; `id` is what `tokamak.rollback` takes. */
+export function checkpointItems(checkpoints: Record<string, unknown>[]): { label: string; description: string; detail: string; id: string }[] {
+  return checkpoints.map((c) => {
+    const files = Array.isArray(c.files) ? c.files.map(String) : [];
+    return {
+      label: String(c.goal || c.run_id),
+      description: `${c.run_id} · ${String(c.time ?? "").replace("T", " ").replace(/Z$/, " UTC")}${c.complete ? "" : " · incomplete"}`,
+      detail: files.length > 0 ? `${files.length} file(s): ${files.slice(0, 6).join(", ")}${files.length > 6 ? ", …" : ""}` : "no files recorded",
+      id: String(c.run_id),
+    };
+  });
+}
+
+/** What the *Tokamak* output channel says of a `tokamak/runEvent`: actions and their results (a command's output below it), each step's checks; nothing for the model's words or context counts. */
+export function eventLines(event: Record<string, unknown>): string[] {
+  const run = `[${event.run_id}]`;
+  switch (event.kind) {
+    case "tool_call":
+      return [`${run} ${event.title}`];
+    case "tool_result": {
+      const lines = [`${run}   ${event.ok ? "→" : "✗"} ${event.summary}`];
+      if (typeof event.output === "string" && event.output.trim()) {
+        lines.push(...event.output.trimEnd().split("\n").map((line) => `${run}     ${line}`));
+      }
+      return lines;
+    }
+    case "checked": {
+      const step = event.step ? `step ${event.step} checked: ` : "checked: ";
+      return [`${run} ${step}${event.summary}`];
+    }
+    default:
+      return [];
+  }
+}
+
+/** The output channel's lines for a plan update: a step that starts, changes mode or ends (`modes`: each step's last mode, kept between updates). */
+export function planLines(plan: Plan, modes: Map<string, string>): string[] {
+  const run = `[${plan.run_id ?? plan.plan_id}]`;
+  const lines: string[] = [];
+  for (const step of plan.steps ?? []) {
+    const key = `${plan.plan_id}/${step.id}`;
+    const was = modes.get(key);
+    const now = step.status === "running" ? `running:${step.mode ?? ""}` : step.status;
+    if (was === now) continue;
+    modes.set(key, now);
+    if (step.status === "pending") continue;
+    if (step.status === "running") {
+      lines.push(was?.startsWith("running:") ? `${run} step ${step.id} mode: ${was.slice(8) || "?"} → ${step.mode ?? "?"}` : `${run} step ${step.id} started: ${step.title}${step.mode ? ` (${step.mode})` : ""}`);
+    } else {
+      lines.push(`${run} step ${step.id} ${step.status.replace(/_/g, " ")}${step.note ? `: ${step.note}` : ""}`);
+    }
+  }
+  return lines;
+}
+
+/** A model error as the extension says it: pointing at its own `tokamak.model.*` settings first. */
+export function noModelHint(message: string): string {
+  if (!/TOKAMAK_LLM_URL|no model|not reachable|connection refused|could not connect|cannot reach|error sending request/i.test(message)) return message;
+  return `${message} — set the model in VS Code's settings (Tokamak › Model: Base Url, Model: Model, Model: Provider), or in tokamak.toml`;
 }

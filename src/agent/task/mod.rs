@@ -427,6 +427,10 @@ impl Runner<'_> {
     }
 
     async fn publish(&self) {
+        // a question's one step is no plan to show: its answer is what the user sees
+        if self.question {
+            return;
+        }
         let plan = lock(&self.plan).clone();
         if let Some(plan) = plan {
             self.executor.context().editor.run_event(&self.run.run_id, &RunEvent::Plan(plan)).await;
@@ -577,12 +581,17 @@ impl Runner<'_> {
         verdict::changes_left(&self.executor.changes_since(0), &mut left);
         left.drift = self.executor.drift_notes();
         let (reason, mut summary) = verdict::run_ending(&plan, &left);
-        // a run that changed nothing answered a question: its steps' answers are the point
+        // a run that changed nothing answered a question: its steps' answers are the point (a
+        // question's ending is its answer alone)
         if reason == ExitReason::Done && self.executor.changed_files().is_empty() {
             let answers: Vec<&str> =
                 plan.steps.iter().map(|s| s.note.trim()).filter(|note| !note.is_empty()).collect();
             if !answers.is_empty() {
-                summary = format!("{summary}. {}", answers.join(" "));
+                summary = if self.question {
+                    answers.join(" ")
+                } else {
+                    format!("{summary}. {}", answers.join(" "))
+                };
             }
         }
         *lock(&self.left) = Some(left);

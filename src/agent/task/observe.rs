@@ -79,7 +79,14 @@ impl Runner<'_> {
             warned,
             tests,
         };
-        self.executor.context().editor.run_event(&self.run.run_id, &RunEvent::Checked(check.clone())).await;
+        // a question that changed nothing and ran no tests has no checks to tell
+        if !(self.question && check.files.is_empty() && check.tests.is_none()) {
+            self.executor
+                .context()
+                .editor
+                .run_event(&self.run.run_id, &RunEvent::Checked(check.clone()))
+                .await;
+        }
         check
     }
 
