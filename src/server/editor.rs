@@ -56,6 +56,9 @@ pub struct ClientSupport {
     /// `experimental.tokamak.runEvents`: the client shows a run's conversation
     /// (`tokamak/runEvent`, `stream.rs`).
     pub run_events: bool,
+    /// `experimental.tokamak.endings`: the client tells the user how a run ended from
+    /// `tokamak/runFinished` itself, so no `window/showMessage` says it a second time.
+    pub endings: bool,
 }
 
 /// The file operations the client makes itself.
@@ -315,6 +318,9 @@ impl Editor for LspEditor {
             params["wrap_up"] = json!(wrap_up);
         }
         self.client.send_notification::<RunFinished>(params).await;
+        if self.support.endings {
+            return;
+        }
         let level = match report.exit_reason {
             crate::agent::ExitReason::Clean | crate::agent::ExitReason::Done => MessageLevel::Info,
             crate::agent::ExitReason::Cancelled => MessageLevel::Info,

@@ -176,6 +176,30 @@ fn status(backend: &Backend) -> Value {
         "version": env!("CARGO_PKG_VERSION"),
         "model": model,
         "recentRuns": backend.runs.recent(),
+        // which checkers run on each open document, and which apply but are not installed
+        "checkers": backend.observer().map(|observer| {
+            let snapshots = backend.workspace().snapshots();
+            snapshots
+                .into_iter()
+                .map(|snapshot| {
+                    let coverage = observer.coverage(&snapshot);
+                    let name = snapshot.path().and_then(|p| p.file_name().map(|n| n.to_string_lossy().to_string()));
+                    let mut line = format!("{}: {}", name.unwrap_or_default(), coverage.checkers.join(", "));
+                    if coverage.checkers.is_empty() {
+                        line.push_str("syntax only");
+                    }
+                    if !coverage.not_found.is_empty() {
+                        line.push_str(&format!(" (not installed: {})", coverage.not_found.join(", ")));
+                    }
+                    line
+                })
+                .collect::<Vec<_>>()
+        }),
+        // where the model's commands run, as `tokamak sandbox` says it
+        "sandbox": backend.executor_context().map(|e| match crate::executor::placement(&e.settings.sandbox) {
+            Ok(placement) => placement.describe().to_string(),
+            Err(err) => err.to_string(),
+        }),
         "positionEncoding": backend.encoding().lsp_name(),
         "openDocuments": backend.workspace().open_documents(),
         "parses": backend.workspace().parse_counts(),

@@ -51,6 +51,16 @@ pub async fn initialize(backend: &Backend, params: InitializeParams) -> Result<I
     }
     tracing::info!("workspace trust: {} ({})", trust.trusted, trust.source);
     let configuration = params.capabilities.workspace.as_ref().and_then(|w| w.configuration).unwrap_or(false);
+    let experimental = |name: &str| {
+        let pointer = format!("/tokamak/{name}");
+        params
+            .capabilities
+            .experimental
+            .as_ref()
+            .and_then(|e| e.pointer(&pointer))
+            .and_then(serde_json::Value::as_bool)
+            == Some(true)
+    };
     let support = super::editor::ClientSupport {
         work_done_progress: params
             .capabilities
@@ -74,13 +84,8 @@ pub async fn initialize(backend: &Backend, params: InitializeParams) -> Result<I
                 .and_then(|e| e.resource_operations.as_deref())
                 .unwrap_or_default(),
         ),
-        run_events: params
-            .capabilities
-            .experimental
-            .as_ref()
-            .and_then(|e| e.pointer("/tokamak/runEvents"))
-            .and_then(serde_json::Value::as_bool)
-            .unwrap_or(false),
+        run_events: experimental("runEvents"),
+        endings: experimental("endings"),
     };
     let _ = backend.support.set(support);
     backend.approvals.set_support(super::approvals::ApprovalSupport::from_capabilities(&params.capabilities));

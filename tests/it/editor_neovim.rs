@@ -8,6 +8,8 @@
 
 use crate::support;
 
+use std::time::Duration;
+
 use std::path::Path;
 use std::process::Command;
 
@@ -173,6 +175,70 @@ fn diagnostics_of_another_server_reach_tokamak() {
     assert!(ruff.iter().any(|d| d["message"].as_str().unwrap().contains("os")), "{report:#}");
     assert_eq!(ruff[0]["range"]["start"]["line"], 0, "{report:#}");
     assert_eq!(report["trusted"], false, "no word from the plugin and no trusted folder: {report:#}");
+}
+
+/// Neovim as polished as the best plugins (issue 41): a fix's progress in a float and the
+/// statusline, its ending said once on one line (no hit-enter prompt, nothing from the server
+/// beside it), `:TokamakRollback` picking the run and restoring the unsaved buffer,
+/// `:TokamakStatus` as a float that names the model and the run that ended,
+/// `:TokamakPlanWindow` going there, and `:checkhealth` asking the running server.
+#[test]
+fn progress_one_message_rollback_status_and_health_from_the_running_server() {
+    if !support::require_tools(&["nvim"]) {
+        return;
+    }
+    let broken = "def mean(values):\n    total = sum(values))\n    return total / len(values)\n";
+    let reply = "mean.py\n<<<<<<< SEARCH\n    total = sum(values))\n=======\n    total = sum(values)\n>>>>>>> REPLACE\n";
+    let model = ModelServer::start(vec![
+        // slow enough for the progress to be seen
+        support::model_server::Scripted::Delayed(Duration::from_millis(2000), Box::new(openai_chat(reply))),
+        // :checkhealth's model check, through the running server
+        openai_chat("OK"),
+    ]);
+    let dir = project(&[("mean.py", broken)]);
+    let report = run("polish", dir.path(), "mean.py", &model);
+    assert_eq!(report["run"]["exit_reason"], "clean", "{report:#}");
+    assert!(report["progress_float"].as_str().unwrap_or_default().starts_with("⚡ "), "{report:#}");
+    assert!(report["statusline"].as_str().unwrap().starts_with("⚡ Tokamak: "), "{report:#}");
+    assert_eq!(report["float_after"], false, "the progress float closes at the end: {report:#}");
+    assert_eq!(report["fixed"], broken.replace("values))", "values)"), "{report:#}");
+    assert_eq!(report["modified"], true, "the fix sits unsaved in the buffer");
+    // every message one line that fits, so no hit-enter prompt; the fix's ending said once
+    let echoed: Vec<&str> =
+        report["echoed"].as_array().unwrap().iter().map(|m| m.as_str().unwrap()).collect();
+    let room = report["columns"].as_u64().unwrap() as usize;
+    for message in &echoed {
+        assert!(
+            !message.contains('\n') && message.chars().count() < room,
+            "{message:?} would stop the screen"
+        );
+        assert!(
+            !message.contains("LSP[tokamak]"),
+            "the server's own message beside the plugin's: {echoed:?}"
+        );
+    }
+    let endings = echoed.iter().filter(|m| m.starts_with("Tokamak clean: mean.py")).count();
+    assert_eq!(endings, 1, "{echoed:?}");
+    // the rollback: picked from the checkpoints, the buffer restored though it was unsaved
+    let picker = &report["picker"];
+    assert_eq!(picker["prompt"], "Roll back which Tokamak run?", "{report:#}");
+    let run_id = report["run"]["run_id"].as_str().unwrap();
+    assert!(picker["items"][0].as_str().unwrap().contains(run_id), "{report:#}");
+    assert!(report["rollback"]["summary"].as_str().unwrap().contains("restored"), "{report:#}");
+    assert_eq!(report["restored"], true);
+    assert_eq!(std::fs::read_to_string(dir.path().join("mean.py")).unwrap(), broken, "nothing was saved");
+    // the status float names the model and the runs that ended
+    let status = report["status"].to_string();
+    assert!(status.contains("Model:    scripted (openai at"), "{report:#}");
+    assert!(status.contains("Ended:") && status.contains(run_id), "{report:#}");
+    assert_eq!(report["plan_window_focused"], true, "{report:#}");
+    // :checkhealth says what the running session has
+    let health = report["health"].as_str().unwrap();
+    assert!(health.contains("model reachable: scripted at"), "{health}");
+    assert!(health.contains("folder trusted"), "{health}");
+    assert!(health.contains("sandbox: "), "{health}");
+    assert!(health.contains("checker mean.py: "), "{health}");
+    assert_eq!(model.requests().len(), 2, "the fix, and the health check's question");
 }
 
 #[test]

@@ -61,6 +61,22 @@ local function float_lines()
   end
 end
 
+-- every message Neovim's own vim.notify shows (it echoes), recorded as shown
+local echoed = {}
+if check == "polish" then
+  local echo, err_writeln = vim.api.nvim_echo, vim.api.nvim_err_writeln
+  vim.api.nvim_echo = function(chunks, history, opts)
+    local text = ""
+    for _, chunk in ipairs(chunks) do text = text .. chunk[1] end
+    table.insert(echoed, text)
+    return echo(chunks, history, opts)
+  end
+  vim.api.nvim_err_writeln = function(message)
+    table.insert(echoed, message)
+    return err_writeln(message)
+  end
+end
+
 local ok, err = pcall(function()
   if check == "health" then
     vim.cmd("checkhealth tokamak")
@@ -98,6 +114,64 @@ local ok, err = pcall(function()
       return false
     end)
     step("observed", seen)
+    return finish(true)
+  end
+
+  if check == "polish" then
+    local ui = require("tokamak.ui")
+    local broken = table.concat(vim.api.nvim_buf_get_lines(bufnr, 0, -1, false), "\n") .. "\n"
+    vim.cmd("TokamakFix")
+    -- while it runs: the progress float and the statusline say so
+    local float_text
+    wait(20000, "the progress float", function()
+      local lines = float_lines()
+      if lines and lines[1] and lines[1]:find("⚡", 1, true) then float_text = lines[1] return true end
+      return tokamak.last_run ~= nil
+    end)
+    step("progress_float", float_text or vim.NIL)
+    step("statusline", ui.statusline())
+    wait(60000, "the fix's end", function() return tokamak.last_run ~= nil end)
+    local fix = tokamak.last_run
+    step("run", fix)
+    vim.wait(500)
+    step("float_after", float_lines() ~= nil)
+    step("fixed", table.concat(vim.api.nvim_buf_get_lines(bufnr, 0, -1, false), "\n") .. "\n")
+    step("modified", vim.bo[bufnr].modified)
+    -- :TokamakRollback: the checkpoint picked from the list, restored through the unsaved buffer
+    vim.ui.select = function(items, opts, on_choice)
+      local shown = {}
+      for _, item in ipairs(items) do table.insert(shown, opts.format_item(item)) end
+      report.picker = { prompt = opts.prompt, items = shown }
+      on_choice(items[1])
+    end
+    tokamak.last_run = nil
+    vim.cmd("TokamakRollback")
+    wait(30000, "the rollback's end", function() return tokamak.last_run ~= nil end)
+    step("rollback", tokamak.last_run)
+    wait(10000, "the buffer restored", function()
+      return table.concat(vim.api.nvim_buf_get_lines(bufnr, 0, -1, false), "\n") .. "\n" == broken
+    end)
+    step("restored", true)
+    -- :TokamakStatus, a float
+    vim.cmd("TokamakStatus")
+    local status_lines
+    wait(10000, "the status float", function()
+      local lines = float_lines()
+      if lines and lines[1] and lines[1]:find("Model:", 1, true) then status_lines = lines return true end
+      return false
+    end)
+    step("status", status_lines)
+    vim.cmd("close")
+    -- :TokamakPlanWindow goes there
+    vim.cmd("TokamakPlanWindow")
+    step("plan_window_focused", vim.api.nvim_buf_get_name(0):find("tokamak://plan", 1, true) ~= nil)
+    vim.cmd("wincmd p")
+    step("echoed", echoed)
+    step("echospace", vim.v.echospace)
+    step("columns", vim.o.columns)
+    -- :checkhealth asks the running server
+    vim.cmd("checkhealth tokamak")
+    step("health", table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n"))
     return finish(true)
   end
 

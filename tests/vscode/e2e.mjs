@@ -20,6 +20,23 @@ function done(ok, why) {
   process.exit(ok ? 0 : 1);
 }
 
+// Runs `title` from the command palette, once the palette's focused row is that command (a
+// loaded machine filters late, and Enter would run whatever was on top).
+async function palette(page, title) {
+  await page.keyboard.press("F1");
+  await page.waitForSelector(".quick-input-widget input", { timeout: 20000 });
+  await page.keyboard.type(title);
+  await page.waitForFunction(
+    (wanted) => {
+      const row = document.querySelector(".quick-input-list .monaco-list-row.focused");
+      return row !== null && (row.getAttribute("aria-label") ?? row.textContent ?? "").includes(wanted);
+    },
+    title,
+    { timeout: 20000 },
+  );
+  await page.keyboard.press("Enter");
+}
+
 // The panel's webview: code-server nests it in two iframes.
 function panelFrame(page) {
   return page.frameLocator("iframe.webview.ready").frameLocator("#active-frame");
@@ -42,11 +59,7 @@ async function answerInPanel(page, frame, card, n) {
   const tab = await page.locator(".tabs-container .tab.active").first().getAttribute("aria-label");
   report.approvals.push({ message, diff_editor: modified !== "", modified, tab, answer, inline_diff: await card.locator("pre.diff").count() });
   if (answer === "palette") {
-    await page.keyboard.press("F1");
-    await page.waitForSelector(".quick-input-widget input", { timeout: 20000 });
-    await page.keyboard.type("Tokamak: Approve");
-    await page.waitForTimeout(1000);
-    await page.keyboard.press("Enter");
+    await palette(page, "Tokamak: Approve");
   } else if (answer === "approve") {
     await card.locator("button.approve").click();
   } else {
@@ -73,11 +86,7 @@ async function panelRun(page, goal) {
     { timeout: 20000 },
   );
   report.steps.push("plan file");
-  await page.keyboard.press("F1");
-  await page.waitForSelector(".quick-input-widget input", { timeout: 20000 });
-  await page.keyboard.type("Tokamak: Open agent panel");
-  await page.waitForTimeout(1000);
-  await page.keyboard.press("Enter");
+  await palette(page, "Tokamak: Open agent panel");
   const frame = panelFrame(page);
   const input = frame.locator("#input");
   await input.waitFor({ timeout: 30000 });
@@ -202,11 +211,7 @@ try {
   await page.waitForSelector(".monaco-editor .squiggly-error", { timeout: 60000 });
   report.steps.push("diagnostic");
   // the command palette
-  await page.keyboard.press("F1");
-  await page.waitForSelector(".quick-input-widget input", { timeout: 20000 });
-  await page.keyboard.type("Tokamak: Fix file");
-  await page.waitForTimeout(1000);
-  await page.keyboard.press("Enter");
+  await palette(page, "Tokamak: Fix file");
   report.steps.push("command");
   const deadline = Date.now() + 60000;
   let last = "";

@@ -47,7 +47,7 @@ end
 function M.answer(id, answer, reason)
   id = chosen(id)
   if not id then
-    return vim.notify("Tokamak: no approval is waiting", vim.log.levels.WARN)
+    return require("tokamak.ui").say("Tokamak: no approval is waiting", vim.log.levels.WARN)
   end
   local command = answer == "approve" and "tokamak.approve" or "tokamak.reject"
   local args = { id = id }
@@ -56,7 +56,7 @@ function M.answer(id, answer, reason)
   end
   tokamak().command(command, args, nil, function(err, _)
     if err then
-      vim.notify("Tokamak: " .. (err.message or vim.inspect(err)), vim.log.levels.WARN)
+      require("tokamak.ui").say("Tokamak: " .. (err.message or vim.inspect(err)), vim.log.levels.WARN)
       -- a question the server no longer has (its run ended, the server restarted) is gone
       if not (err.message or ""):find("no approval " .. id .. " is waiting", 1, true) then
         return

@@ -1,11 +1,13 @@
 --- Tokamak for Neovim: starts the `tokamak` language server on Python, TypeScript and
 --- JavaScript buffers, forwards other sources' diagnostics to it, and adds :TokamakFix,
---- :TokamakPlan, :TokamakRun, :TokamakImplement, :TokamakPlanWindow, :TokamakCancel and
---- :TokamakStatus (the task agent's side lives in tokamak/plan.lua), and :TokamakApprove /
---- :TokamakReject with a floating diff for each approval (tokamak/approval.lua). Progress uses
---- Neovim's own LSP progress; the end of a run is shown with vim.notify.
+--- :TokamakPlan, :TokamakRun, :TokamakImplement, :TokamakPlanWindow, :TokamakCancel,
+--- :TokamakRollback and :TokamakStatus (the task agent's side lives in tokamak/plan.lua), and
+--- :TokamakApprove / :TokamakReject with a floating diff for each approval
+--- (tokamak/approval.lua). A run's progress shows in a one-line float and `statusline()`;
+--- each ending is said once with vim.notify, one line with Neovim's own (tokamak/ui.lua).
 local plan = require("tokamak.plan")
 local approval = require("tokamak.approval")
+local ui = require("tokamak.ui")
 
 local M = {}
 
@@ -24,6 +26,8 @@ local defaults = {
   -- forward other sources' diagnostics (vim.diagnostic) to Tokamak
   forward_diagnostics = true,
   debounce_ms = 200,
+  -- a run's progress in a one-line float at the bottom right (false: only `statusline()`)
+  progress = true,
 }
 
 M.config = vim.deepcopy(defaults)
@@ -62,17 +66,40 @@ function M.client(bufnr)
   return clients[1]
 end
 
+--- The runs that ended in this session, newest last (for :TokamakStatus).
+M.finished = {}
+
 local function on_run_finished(_, result)
   if type(result) ~= "table" then
     return
   end
   M.last_run = result
+  table.insert(M.finished, result)
+  if #M.finished > 10 then
+    table.remove(M.finished, 1)
+  end
   if result.run_id then
     approval.on_run_finished(result.run_id)
+    ui.on_run_finished(result.run_id)
   end
   local fine = result.exit_reason == "clean" or result.exit_reason == "done" or result.exit_reason == "cancelled"
   local level = fine and vim.log.levels.INFO or vim.log.levels.WARN
-  vim.notify(string.format("Tokamak [%s] %s", result.exit_reason, result.summary or ""), level)
+  -- the one message of an ending (the server says none of its own to this client), the
+  -- reason first so a cut line still has it
+  ui.say(string.format("Tokamak %s: %s", result.exit_reason:gsub("_", " "), result.summary or ""), level)
+end
+
+--- `window/showMessage` from Tokamak: one line, said once, never a hit-enter prompt.
+local function on_show_message(_, result)
+  if type(result) ~= "table" or type(result.message) ~= "string" then
+    return
+  end
+  local levels = { vim.log.levels.ERROR, vim.log.levels.WARN, vim.log.levels.INFO, vim.log.levels.DEBUG }
+  local message = result.message
+  if not vim.startswith(message, "Tokamak") then
+    message = "Tokamak: " .. message
+  end
+  ui.say(message, levels[result.type] or vim.log.levels.INFO)
 end
 
 --- Runs a tokamak.* command; `on_result(err, result)` is called with the answer.
@@ -86,14 +113,14 @@ function M.command(command, arguments, bufnr, on_result)
     bufnr = client and next(client.attached_buffers) or bufnr
   end
   if not client then
-    vim.notify("Tokamak is not attached to this buffer (see :checkhealth tokamak)", vim.log.levels.ERROR)
+    ui.say("Tokamak is not attached to this buffer (see :checkhealth tokamak)", vim.log.levels.ERROR)
     return
   end
   request(client, "workspace/executeCommand", { command = command, arguments = { arguments } }, function(err, result)
     if on_result then
       on_result(err, result)
     elseif err then
-      vim.notify("Tokamak: " .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
+      ui.say("Tokamak: " .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
     end
   end, bufnr)
 end
@@ -111,9 +138,9 @@ function M.fix(opts)
   end
   M.command("tokamak.fix", args, bufnr, function(err, result)
     if err then
-      vim.notify("Tokamak: " .. (err.message or vim.inspect(err)), vim.log.levels.WARN)
+      ui.say("Tokamak: " .. (err.message or vim.inspect(err)), vim.log.levels.WARN)
     elseif result and result.run_id then
-      vim.notify("Tokamak: fixing (" .. result.run_id .. ")", vim.log.levels.INFO)
+      ui.say("Tokamak: fixing (" .. result.run_id .. ")", vim.log.levels.INFO)
     end
   end)
 end
@@ -133,20 +160,20 @@ local function where(opts)
 end
 
 local function report_error(err)
-  vim.notify("Tokamak: " .. (err.message or vim.inspect(err)), vim.log.levels.WARN)
+  ui.say("Tokamak: " .. (err.message or vim.inspect(err)), vim.log.levels.WARN)
 end
 
 --- Asks the server for a plan for `goal` (at `args`' place) and shows it in the plan window.
 local function make_plan(goal, args, bufnr)
   args.goal = goal
-  vim.notify("Tokamak: planning…", vim.log.levels.INFO)
+  ui.say("Tokamak: planning…", vim.log.levels.INFO)
   M.command("tokamak.plan", args, bufnr, function(err, result)
     if err then
       return report_error(err)
     end
     plan.on_plan_updated(nil, result)
     plan.open_window()
-    vim.notify("Tokamak: plan " .. result.plan_id .. " made; :TokamakImplement carries it out", vim.log.levels.INFO)
+    ui.say("Tokamak: plan " .. result.plan_id .. " made; :TokamakImplement carries it out", vim.log.levels.INFO)
   end)
 end
 
@@ -168,7 +195,7 @@ function M.run(opts)
         return report_error(err)
       end
       plan.open_window()
-      vim.notify("Tokamak: running (" .. result.run_id .. ")", vim.log.levels.INFO)
+      ui.say("Tokamak: running (" .. result.run_id .. ")", vim.log.levels.INFO)
     end)
   end)
 end
@@ -177,14 +204,14 @@ end
 function M.implement(opts)
   local id = opts and opts.args ~= "" and opts.args or plan.last_plan_id
   if not id then
-    return vim.notify("Tokamak: no plan yet; make one with :TokamakPlan", vim.log.levels.WARN)
+    return ui.say("Tokamak: no plan yet; make one with :TokamakPlan", vim.log.levels.WARN)
   end
   M.command("tokamak.implement", { plan_id = id }, nil, function(err, result)
     if err then
       return report_error(err)
     end
     plan.open_window()
-    vim.notify("Tokamak: implementing " .. id .. " (" .. result.run_id .. ")", vim.log.levels.INFO)
+    ui.say("Tokamak: implementing " .. id .. " (" .. result.run_id .. ")", vim.log.levels.INFO)
   end)
 end
 
@@ -199,20 +226,109 @@ end
 function M.cancel()
   M.command("tokamak.cancel", vim.empty_dict(), nil, function(err, result)
     if err then
-      vim.notify("Tokamak: " .. err.message, vim.log.levels.ERROR)
-    else
-      vim.notify("Tokamak: cancelled " .. #(result.cancelled or {}) .. " run(s)", vim.log.levels.INFO)
+      return report_error(err)
     end
+    local cancelled = result.cancelled or {}
+    ui.say(#cancelled > 0 and ("Tokamak: cancelling " .. table.concat(cancelled, ", ")) or "Tokamak: no run is going on")
   end)
 end
 
+--- The lines :TokamakStatus shows: the model, trust, approval and sandbox, the runs going on
+--- and those that ended, and the last messages.
+function M.status_lines(status)
+  local lines = {}
+  local model = status.model or {}
+  if model.error then
+    table.insert(lines, "Model:    not set up: " .. model.error)
+  else
+    table.insert(lines, string.format("Model:    %s (%s at %s)", model.name or "?", model.provider or "?", model.endpoint or "?"))
+  end
+  table.insert(lines, "Trust:    " .. (status.trusted and "trusted" or "not trusted") .. (status.trust and (" (" .. status.trust .. ")") or ""))
+  table.insert(lines, "Approval: " .. (status.approval or "?"))
+  if status.sandbox then
+    table.insert(lines, "Sandbox:  " .. status.sandbox)
+  end
+  table.insert(lines, "")
+  local runs = status.runs or {}
+  if #runs == 0 then
+    table.insert(lines, "No run is going on.")
+  end
+  for _, run in ipairs(runs) do
+    local line = "⚡ " .. run.run_id .. (run.mode and (" — " .. run.mode) or "")
+    local doing = ui.running[run.run_id]
+    if doing and doing.message then
+      line = line .. ": " .. doing.message
+    end
+    table.insert(lines, line)
+    for _, c in ipairs(run.confidence or {}) do
+      table.insert(lines, string.format("   confidence in %s: %d (%s)", c.file, c.confidence, c.why))
+    end
+  end
+  local recent = status.recentRuns or {}
+  if #recent > 0 then
+    table.insert(lines, "")
+    table.insert(lines, "Ended:")
+    for _, run in ipairs(recent) do
+      table.insert(lines, string.format("  %s %s: %s", run.run_id, (run.exit_reason or ""):gsub("_", " "), run.summary or ""))
+    end
+  end
+  if #(status.approvals or {}) > 0 then
+    table.insert(lines, "")
+    table.insert(lines, #status.approvals .. " approval(s) waiting (:TokamakApprove / :TokamakReject)")
+  end
+  if #ui.history > 0 then
+    table.insert(lines, "")
+    table.insert(lines, "Last messages:")
+    for i = math.max(1, #ui.history - 4), #ui.history do
+      table.insert(lines, "  " .. ui.history[i]:gsub("\n", " "))
+    end
+  end
+  return lines
+end
+
+--- :TokamakStatus — a float saying the model, the runs going on and those that ended.
 function M.status()
   M.command("tokamak.status", vim.empty_dict(), nil, function(err, result)
     if err then
-      vim.notify("Tokamak: " .. err.message, vim.log.levels.ERROR)
-    else
-      vim.notify("Tokamak " .. vim.inspect(result), vim.log.levels.INFO)
+      return report_error(err)
     end
+    M.last_status = result
+    ui.float(M.status_lines(result), "Tokamak status")
+  end)
+end
+
+--- :TokamakRollback [checkpoint] — undo a run: the latest, the one named, or one picked from
+--- the workspace's checkpoints. Its files go back through the buffers, unsaved ones included.
+function M.rollback(opts)
+  local function roll(checkpoint)
+    M.command("tokamak.rollback", { checkpoint = checkpoint }, nil, function(err, result)
+      if err then
+        return report_error(err)
+      end
+      ui.say("Tokamak: rolling back " .. checkpoint .. " (" .. result.run_id .. ")")
+    end)
+  end
+  if opts and opts.args and opts.args ~= "" then
+    return roll(opts.args)
+  end
+  M.command("tokamak.checkpoints", vim.empty_dict(), nil, function(err, list)
+    if err then
+      return report_error(err)
+    end
+    if type(list) ~= "table" or #list == 0 then
+      return ui.say("Tokamak: no run has left a checkpoint in this workspace yet")
+    end
+    vim.ui.select(list, {
+      prompt = "Roll back which Tokamak run?",
+      format_item = function(c)
+        local files = c.files or {}
+        return string.format("%s  %s  %s (%d file(s)%s)", (c.time or ""):gsub("T", " "), c.run_id, c.goal or "", #files, c.complete and "" or ", incomplete")
+      end,
+    }, function(choice)
+      if choice then
+        roll(choice.run_id)
+      end
+    end)
   end)
 end
 
@@ -337,13 +453,15 @@ local function lsp_config()
       params.initializationOptions = init_options(config.root_dir)
     end,
     settings = { tokamak = M.config.settings },
-    -- approvals are shown here (tokamak/approval.lua), not as window/showMessageRequest
+    -- approvals are shown here (tokamak/approval.lua), not as window/showMessageRequest;
+    -- an ending is said here once, from tokamak/runFinished
     capabilities = vim.tbl_deep_extend("force", vim.lsp.protocol.make_client_capabilities(), {
-      experimental = { tokamak = { approvals = true } },
+      experimental = { tokamak = { approvals = true, endings = true } },
     }),
     handlers = {
       ["tokamak/approvalRequested"] = approval.on_approval_requested,
       ["tokamak/runFinished"] = on_run_finished,
+      ["window/showMessage"] = on_show_message,
       ["tokamak/planUpdated"] = plan.on_plan_updated,
       ["workspace/applyEdit"] = M.apply_edit_handler,
     },
@@ -381,12 +499,26 @@ function M.setup(opts)
       end,
     })
   end
+  -- a run's progress: Tokamak's $/progress, shown in the float and the plan window
+  vim.api.nvim_create_autocmd("LspProgress", {
+    group = vim.api.nvim_create_augroup("tokamak-progress", { clear = true }),
+    callback = function(args)
+      local client = vim.lsp.get_client_by_id(args.data and args.data.client_id or -1)
+      local params = args.data and args.data.params
+      if client and client.name == M.name and params and params.token then
+        ui.on_progress(tostring(params.token), params.value)
+      end
+    end,
+  })
   vim.api.nvim_create_user_command("TokamakFix", M.fix, { range = true, desc = "Fix the file (or the lines) with Tokamak" })
   local goal = { nargs = "*", range = true, complete = plan.complete_goal_cmdline }
   vim.api.nvim_create_user_command("TokamakPlan", M.plan, vim.tbl_extend("force", goal, { desc = "Make a plan for a goal" }))
   vim.api.nvim_create_user_command("TokamakRun", M.run, vim.tbl_extend("force", goal, { desc = "Plan a goal and carry it out" }))
   vim.api.nvim_create_user_command("TokamakImplement", M.implement, { nargs = "?", desc = "Carry out the latest plan" })
-  vim.api.nvim_create_user_command("TokamakPlanWindow", plan.open_window, { desc = "Show the plan window" })
+  vim.api.nvim_create_user_command("TokamakPlanWindow", function()
+    plan.open_window({ focus = true })
+  end, { desc = "Show the plan window and go there" })
+  vim.api.nvim_create_user_command("TokamakRollback", M.rollback, { nargs = "?", desc = "Undo a Tokamak run (picked from its checkpoints)" })
   vim.lsp.commands["tokamak.askGoal"] = ask_goal
   vim.api.nvim_create_user_command("TokamakCancel", M.cancel, { desc = "Cancel Tokamak's runs" })
   vim.api.nvim_create_user_command("TokamakStatus", M.status, { desc = "Show Tokamak's status" })

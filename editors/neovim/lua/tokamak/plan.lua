@@ -77,6 +77,9 @@ local function current_plan()
   return M.last_plan_id and M.plans[M.last_plan_id]
 end
 
+--- What the current plan's run is doing now (its latest progress message), while it runs.
+M.doing = nil
+
 local function redraw()
   local plan = current_plan()
   if not plan or not plan_buf or not vim.api.nvim_buf_is_valid(plan_buf) then
@@ -84,6 +87,10 @@ local function redraw()
   end
   local lines
   lines, line_steps = M.render(plan)
+  -- the run's progress, below the steps, while it runs
+  if M.doing and M.doing ~= "" then
+    table.insert(lines, "  … " .. M.doing)
+  end
   vim.bo[plan_buf].modifiable = true
   vim.api.nvim_buf_set_lines(plan_buf, 0, -1, false, lines)
   vim.bo[plan_buf].modifiable = false
@@ -114,6 +121,9 @@ function M.describe(step)
   end
   if step.mode and step.mode ~= "" then
     table.insert(lines, "Mode: " .. step.mode)
+  end
+  if step.status == "running" and M.doing and M.doing ~= "" then
+    table.insert(lines, "Doing: " .. M.doing)
   end
   if step.detail and step.detail ~= "" then
     table.insert(lines, "")
@@ -171,8 +181,19 @@ function M.show_step()
   vim.api.nvim_create_autocmd({ "CursorMoved", "BufLeave" }, { buffer = plan_buf, once = true, callback = close_detail })
 end
 
---- Opens (or shows again) the plan window below the current one.
-function M.open_window()
+--- A run's progress (`ui.on_progress`): `progress` is `{title, message}`, or nil at its end.
+function M.on_progress(run_id, progress)
+  local plan = current_plan()
+  if plan and plan.run_id and plan.run_id ~= run_id then
+    return
+  end
+  M.doing = progress and progress.message or nil
+  redraw()
+end
+
+--- Opens (or shows again) the plan window below the current one; `opts.focus` moves the
+--- cursor there (:TokamakPlanWindow), otherwise it stays where it was.
+function M.open_window(opts)
   if not plan_buf or not vim.api.nvim_buf_is_valid(plan_buf) then
     plan_buf = vim.api.nvim_create_buf(false, true)
     vim.api.nvim_buf_set_name(plan_buf, window_name)
@@ -190,6 +211,12 @@ function M.open_window()
     vim.api.nvim_set_current_win(from)
   end
   redraw()
+  if opts and opts.focus then
+    local win = vim.fn.win_findbuf(plan_buf)[1]
+    if win then
+      vim.api.nvim_set_current_win(win)
+    end
+  end
   return plan_buf
 end
 
