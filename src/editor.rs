@@ -190,6 +190,12 @@ pub trait Editor: Send + Sync {
         let _ = (run_id, plan);
     }
 
+    /// Whether an edit it applies lands in a buffer the user saves (an LSP editor's open
+    /// documents), so an ending names the files left changed but unsaved.
+    fn keeps_unsaved_text(&self) -> bool {
+        false
+    }
+
     /// Whether the plan it shows carries each step's note (a terminal's does). If not, a
     /// step's ending is also told as progress, for editors that show progress but no plan
     /// (Helix).

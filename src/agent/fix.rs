@@ -126,7 +126,20 @@ pub async fn fix(context: &FixContext, request: &FixRequest, run: RunHandle) -> 
     if let Some(path) = journal.as_ref().and_then(|j| j.audit_path()) {
         run.set_audit(path);
     }
-    let report = fix_inner(context, request, &run, journal.as_deref()).await;
+    let mut report = fix_inner(context, request, &run, journal.as_deref()).await;
+    // the fix is in the buffer of an open document, not on disk until it is saved
+    if !report.files_changed.is_empty()
+        && let (Some(root), Ok(path)) = (context.root.as_deref(), request.uri.to_file_path())
+        && let Ok(relative) = path.strip_prefix(root)
+        && let Some(note) = super::unsaved::note(
+            context.editor.as_ref(),
+            &context.observer,
+            root,
+            &[relative.to_string_lossy().to_string()],
+        )
+    {
+        report.summary = format!("{} {note}", report.summary);
+    }
     if let Some(journal) = &journal {
         journal.finish(&report).await;
     }

@@ -22,6 +22,7 @@ mod targets;
 mod task;
 mod tools;
 mod trajectory;
+mod unsaved;
 mod workspace;
 mod wrap_up;
 

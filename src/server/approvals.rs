@@ -149,7 +149,6 @@ impl Approvals {
         };
         // the run may have stopped waiting (cancelled) meanwhile: then nobody hears it
         let heard = question.answer.send(decision).is_ok();
-        remove_diff_file(key);
         Ok(json!({"id": name(key), "run_id": question.run_id, "answer": answer, "heard": heard}))
     }
 
@@ -255,8 +254,29 @@ struct Forget<'a> {
 
 impl Drop for Forget<'_> {
     fn drop(&mut self) {
-        if lock(&self.approvals.pending).remove(&self.key).is_some() {
-            remove_diff_file(self.key);
+        // the diff file stays: an editor that opened it (Helix) may still show it, and a
+        // buffer on a deleted file reads as an error; the next start sweeps old ones
+        lock(&self.approvals.pending).remove(&self.key);
+    }
+}
+
+/// Removes the files shown to the editor — approvals' diffs, commands' answers — a day old or
+/// more (left by earlier servers).
+pub fn sweep_shown_files() {
+    let cache = crate::places::cache_dir();
+    let day = std::time::Duration::from_secs(24 * 3600);
+    let entries = ["approvals", "answers"]
+        .into_iter()
+        .flat_map(|dir| std::fs::read_dir(cache.join(dir)).into_iter().flatten().flatten());
+    for entry in entries {
+        let old = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > day);
+        if old {
+            let _ = std::fs::remove_file(entry.path());
         }
     }
 }
@@ -332,10 +352,6 @@ fn parse_id(id: &str) -> Option<u64> {
 
 fn diff_file(key: u64) -> PathBuf {
     crate::places::cache_dir().join("approvals").join(format!("{}-{}.diff", std::process::id(), name(key)))
-}
-
-fn remove_diff_file(key: u64) {
-    let _ = std::fs::remove_file(diff_file(key));
 }
 
 #[cfg(test)]

@@ -59,6 +59,9 @@ pub struct ClientSupport {
     /// `experimental.tokamak.endings`: the client tells the user how a run ended from
     /// `tokamak/runFinished` itself, so no `window/showMessage` says it a second time.
     pub endings: bool,
+    /// The client drops what a workspace command answers (Helix): the answer is shown as a
+    /// document (`answers.rs`).
+    pub drops_results: bool,
 }
 
 /// The file operations the client makes itself.
@@ -147,6 +150,10 @@ impl Editor for LspEditor {
 
     fn versions_edits(&self) -> bool {
         self.support.document_changes
+    }
+
+    fn keeps_unsaved_text(&self) -> bool {
+        true
     }
 
     fn makes_file_operation(&self, operation: &FileOperation) -> bool {
@@ -326,7 +333,9 @@ impl Editor for LspEditor {
             crate::agent::ExitReason::Cancelled => MessageLevel::Info,
             _ => MessageLevel::Warning,
         };
-        self.client.show_message(message_type(level), format!("Tokamak: {}", report.summary)).await;
+        // the reason first: a status line that cuts the message (Helix's) still says it
+        let reason = report.exit_reason.as_str().replace('_', " ");
+        self.client.show_message(message_type(level), format!("Tokamak {reason}: {}", report.summary)).await;
     }
 }
 

@@ -41,6 +41,23 @@ const CHECK_MODEL_TIMEOUT: Duration = Duration::from_secs(20);
 const DEBUG_PANIC: &str = "tokamak.debug.panic";
 
 pub async fn execute_command(backend: &Backend, params: ExecuteCommandParams) -> Result<Option<Value>> {
+    let command = params.command.clone();
+    let result = answer(backend, params).await;
+    if let Ok(Some(value)) = &result {
+        shown(backend, &command, value);
+    }
+    result
+}
+
+/// An editor that drops what a command answers (Helix) is shown it another way.
+fn shown(backend: &Backend, command: &str, value: &Value) {
+    if backend.support.get().is_some_and(|s| s.drops_results) {
+        let (client, command, value) = (backend.client.clone(), command.to_string(), value.clone());
+        tokio::spawn(async move { super::answers::show(&client, &command, &value).await });
+    }
+}
+
+async fn answer(backend: &Backend, params: ExecuteCommandParams) -> Result<Option<Value>> {
     match params.command.as_str() {
         "tokamak.fix" => super::runs::fix(backend, argument(params.arguments)?).await.map(Some),
         "tokamak.run" => super::tasks::run(backend, goal("tokamak.run", params.arguments)?).await.map(Some),
@@ -106,12 +123,19 @@ pub async fn deferred(backend: &Backend, params: DeferredParams) {
     };
     let outbox = backend.outbox.clone();
     let id = params.id;
+    let drops = backend.support.get().is_some_and(|s| s.drops_results);
+    let (client, command) = (backend.client.clone(), params.command.clone());
     match deferred_work(backend, &params.command, arguments) {
         Err(err) => outbox.error(id, err.code.code(), &err.message),
         Ok(work) => {
             tokio::spawn(async move {
                 match work.await {
-                    Ok(value) => outbox.result(id, value),
+                    Ok(value) => {
+                        if drops {
+                            super::answers::show(&client, &command, &value).await;
+                        }
+                        outbox.result(id, value)
+                    }
                     Err(err) => outbox.error(id, err.code.code(), &err.message),
                 }
             });

@@ -86,8 +86,10 @@ pub async fn initialize(backend: &Backend, params: InitializeParams) -> Result<I
         ),
         run_events: experimental("runEvents"),
         endings: experimental("endings"),
+        drops_results: super::answers::drops_results(params.client_info.as_ref().map(|c| c.name.as_str())),
     };
     let _ = backend.support.set(support);
+    tokio::task::spawn_blocking(super::approvals::sweep_shown_files);
     backend.approvals.set_support(super::approvals::ApprovalSupport::from_capabilities(&params.capabilities));
     let watch = params
         .capabilities

@@ -9,6 +9,7 @@
 //! spawned onto its own task with a snapshot of what it needs. Answers to our own requests
 //! to the client do not pass through that queue, so awaiting them cannot deadlock.
 
+mod answers;
 mod approvals;
 mod checkpoints;
 mod client_diagnostics;

@@ -201,7 +201,9 @@ fn show_message_request_with_show_diff_and_high_asks_before_reads() {
     let end = client.run_finished(&run_id);
     assert_eq!(end["exit_reason"], "done", "{end}");
     assert_eq!(std::fs::read_to_string(root.join("src/app.py")).unwrap(), SAFE);
-    assert!(!path.exists(), "the diff file goes with its question");
+    // the diff stays readable after the answer (Helix may still show it); a later start
+    // sweeps the day-old ones
+    assert!(path.exists(), "the diff file outlives its question");
 }
 
 /// Medium is the default; an untrusted project cannot lower it (only raise it); `low`

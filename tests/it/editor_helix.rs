@@ -160,9 +160,12 @@ fn scenario_in_helix(language: &Language, with_bwrap: bool) {
     // Helix's status line: how the run ended
     let end = client.wait_for("the closing message", |m| {
         m["method"] == "window/showMessage"
-            && m["params"]["message"].as_str().is_some_and(|t| t.starts_with("Tokamak: "))
+            && m["params"]["message"].as_str().is_some_and(|t| t.starts_with("Tokamak done: "))
     });
-    assert!(end["params"]["message"].as_str().unwrap_or_default().contains("all 2 step(s) done"), "{end}");
+    let said = end["params"]["message"].as_str().unwrap_or_default();
+    assert!(said.contains("all 2 step(s) done"), "{end}");
+    // the source's edit is in Helix's buffer, not on disk: the ending says so
+    assert!(said.contains(&format!("Not saved yet: {} (changed in the editor", language.source)), "{end}");
     // the questions, as Helix's select shows them: the first one twice (after its diff)
     let asked: Vec<Value> = client.seen(|m| m["method"] == "window/showMessageRequest");
     let messages: Vec<&str> = asked.iter().filter_map(|m| m["params"]["message"].as_str()).collect();
@@ -240,4 +243,55 @@ fn the_scenario_in_helix_without_bwrap_in_typescript() {
     if support::require_tools(&["tsc"]) {
         scenario_in_helix(&TYPESCRIPT, false);
     }
+}
+
+/// Helix drops what `:lsp-workspace-command` answers: the plan of `tokamak.plan`, the status
+/// and the checkpoints reach the user as a document Tokamak opens (`window/showDocument`),
+/// `tokamak.checkModel` as a message; the ending's message puts its reason first.
+#[test]
+fn what_a_command_answers_reaches_helix_as_a_document_or_a_message() {
+    let dir = PYTHON.project();
+    let root = dir.path();
+    let model = ModelServer::start(vec![
+        support::model_server::openai_chat(
+            "1. Write NOTES.md\n   A line about validate_email.\n2. Test it [depends: 1]\n",
+        ),
+        support::model_server::openai_chat("OK"),
+    ]);
+    let mut options = PYTHON.options(&model);
+    options["trusted"] = json!(true);
+    let mut client = helix(root, options, &[]);
+    let opened = |client: &mut LspClient, what: &str| -> String {
+        let asked = client.wait_for(what, |m| m["method"] == "window/showDocument");
+        let uri = asked["params"]["uri"].as_str().expect("a file").to_string();
+        assert_eq!(asked["params"]["takeFocus"], true, "{asked}");
+        let path = url::Url::parse(&uri).unwrap().to_file_path().unwrap();
+        std::fs::read_to_string(&path).expect("the answer's file")
+    };
+    let plan = client.request(
+        "workspace/executeCommand",
+        json!({"command": "tokamak.plan", "arguments": ["write notes"]}),
+    );
+    assert_eq!(plan["result"]["goal"], "write notes", "{plan}");
+    let shown = opened(&mut client, "the plan's document");
+    assert!(
+        shown.starts_with("# Plan ")
+            && shown.contains("1. Write NOTES.md\n   A line about validate_email.\n2. Test it [depends: 1]"),
+        "{shown}"
+    );
+    assert!(shown.contains("tokamak.implement"), "{shown}");
+    let status =
+        client.request("workspace/executeCommand", json!({"command": "tokamak.status", "arguments": []}));
+    assert!(status.get("result").is_some(), "{status}");
+    let shown = opened(&mut client, "the status's document");
+    assert!(shown.contains("Model:    scripted (openai at"), "{shown}");
+    assert!(shown.contains("Trust:    trusted"), "{shown}");
+    let checked =
+        client.request("workspace/executeCommand", json!({"command": "tokamak.checkModel", "arguments": []}));
+    assert_eq!(checked["result"]["ok"], true, "{checked}");
+    let said = client.wait_for("the model check's message", |m| {
+        m["method"] == "window/showMessage"
+            && m["params"]["message"].as_str().is_some_and(|t| t.starts_with("Tokamak: model scripted at"))
+    });
+    assert!(said["params"]["message"].as_str().unwrap().contains(" ms"), "{said}");
 }

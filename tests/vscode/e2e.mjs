@@ -226,7 +226,7 @@ try {
   await page.waitForSelector(".monaco-editor .squiggly-error", { state: "detached", timeout: 30000 });
   report.steps.push("clean");
   // the run's summary, as the notification that ends it says
-  const finished = page.locator(".notifications-toasts .notification-toast", { hasText: "Tokamak: mean.py" });
+  const finished = page.locator(".notifications-toasts .notification-toast", { hasText: "Tokamak clean: mean.py" });
   try {
     await finished.first().waitFor({ timeout: 20000 });
     report.fix_message = await finished.first().innerText();

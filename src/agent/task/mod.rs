@@ -274,6 +274,11 @@ pub async fn run_task(context: &TaskContext, request: TaskRequest, run: RunHandl
     };
     if !changed.is_empty() {
         summary.push_str(&format!(" Changed: {}.", changed.join(", ")));
+        // an edit to an open document is in its buffer; a new file is on disk already
+        if let Some(note) = super::unsaved::note(editor.as_ref(), &executor_context.observer, root, &changed)
+        {
+            summary.push_str(&format!(" {note}"));
+        }
         if let Some(id) = journal.as_ref().and_then(|j| j.checkpoint_id()) {
             summary.push_str(&format!(" Undo with tokamak rollback {id}."));
         }
