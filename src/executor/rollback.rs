@@ -40,7 +40,7 @@ pub enum RollbackError {
 /// What a rollback did.
 #[derive(Debug, Clone, Serialize)]
 pub struct RollbackReport {
-    /// The checkpoint rolled back.
+    /// The run rolled back, by its run id.
     pub checkpoint: String,
     /// The rollback's own run (and checkpoint, to undo it).
     pub run_id: String,
@@ -155,10 +155,11 @@ pub async fn rollback(
             Err(reason) => failed.push((change.relative.clone(), reason)),
         }
     }
+    // a run is named by its run id everywhere (its checkpoint's hex id is accepted, not said)
     let summary = if failed.is_empty() {
-        format!("Rolled back {}: {} file(s) restored.", info.id, restored.len())
+        format!("Rolled back {}: {} file(s) restored.", info.run_id, restored.len())
     } else {
-        format!("Rolled back {} in part: {} file(s) restored, {} not.", info.id, restored.len(), failed.len())
+        format!("Rolled back {} in part: {} file(s) restored, {} not.", info.run_id, restored.len(), failed.len())
     };
     let root_uri = Url::from_directory_path(context.confinement.root())
         .map_err(|()| RollbackError::Unavailable("the workspace root is not an absolute path".to_string()))?;
@@ -171,7 +172,7 @@ pub async fn rollback(
         ..RunReport::failed(run_id.to_string(), root_uri, summary)
     };
     journal.finish(&report).await;
-    Ok(RollbackReport { checkpoint: info.id, run_id: run_id.to_string(), restored, failed, left })
+    Ok(RollbackReport { checkpoint: info.run_id, run_id: run_id.to_string(), restored, failed, left })
 }
 
 /// Whether `change` can be restored at all (checked before anything is changed).

@@ -601,10 +601,8 @@ pub fn table(list: &[CheckpointInfo]) -> String {
         } else {
             "unfinished".to_string()
         };
-        out.push_str(&format!(
-            "{}  {}  {}  {:<11}  {}\n",
-            checkpoint.id, checkpoint.time, checkpoint.run_id, files, checkpoint.goal
-        ));
+        // the run's id first: it is what runs print and `tokamak rollback` takes
+        out.push_str(&format!("{}  {}  {:<11}  {}\n", checkpoint.run_id, checkpoint.time, files, checkpoint.goal));
         for file in &checkpoint.files {
             out.push_str(&format!("    {file}\n"));
         }

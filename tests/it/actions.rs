@@ -160,7 +160,9 @@ fn every_file_action_works_headless_and_the_model_sees_each_result() {
     );
     assert!(stdout.contains("--- a/src/old.py\n+++ /dev/null"), "{stdout}");
     assert!(stdout.contains("[done] make login strip the name: all 1 step(s) done."), "{stdout}");
-    assert!(stdout.contains("Undo with tokamak rollback"), "{stdout}");
+    // one id everywhere: the run's, as `tokamak checkpoints` lists it first
+    let undo = stdout.split("Undo with tokamak rollback ").nth(1).unwrap_or_else(|| panic!("{stdout}"));
+    assert!(undo.starts_with("tokamak-run-"), "{stdout}");
 
     let told = results(&model);
     assert_eq!(told.len(), 7, "{told:#?}");

@@ -279,8 +279,9 @@ pub async fn run_task(context: &TaskContext, request: TaskRequest, run: RunHandl
         {
             summary.push_str(&format!(" {note}"));
         }
-        if let Some(id) = journal.as_ref().and_then(|j| j.checkpoint_id()) {
-            summary.push_str(&format!(" Undo with tokamak rollback {id}."));
+        // the run's id is what every list and command names it by
+        if journal.as_ref().and_then(|j| j.checkpoint_id()).is_some() {
+            summary.push_str(&format!(" Undo with tokamak rollback {}.", run.run_id));
         }
     }
     let report = RunReport {
