@@ -30,6 +30,9 @@ use crate::sync::lock;
 const BUSY: i32 = -32001;
 /// Bytes of text one prompt may carry (its embedded resources included).
 const MAX_PROMPT_BYTES: usize = 512 * 1024;
+/// Images one prompt may carry, and the base64 bytes of each (about 7.5 MB of image).
+const MAX_IMAGES: usize = 8;
+const MAX_IMAGE_BYTES: usize = 10 * 1024 * 1024;
 
 /// The agent side of one connection: what the client can do, and its sessions.
 pub struct Agent {
@@ -188,7 +191,7 @@ impl Agent {
             .close(acp::SessionCloseCapabilities::new());
         let capabilities = acp::AgentCapabilities::new()
             .load_session(true)
-            .prompt_capabilities(acp::PromptCapabilities::new().embedded_context(true))
+            .prompt_capabilities(acp::PromptCapabilities::new().embedded_context(true).image(true))
             .mcp_capabilities(acp::McpCapabilities::new().http(true).sse(true))
             .session_capabilities(sessions);
         let info =
@@ -378,6 +381,7 @@ impl Agent {
                 MAX_PROMPT_BYTES / 1024
             )));
         }
+        let images = prompt_images(&request.prompt)?;
         let picked = lock(&session.picked).clone();
         let models = options::models(&session.session, &picked);
         let Some(mut context) = session.session.task_context_with(&models) else {
@@ -460,6 +464,7 @@ impl Agent {
             plan_id: new_plan_id(),
             role: picked.role,
             conversation,
+            images,
         };
         let report = run_task(&context, task, handle).await;
         lock(&session.prompt).take();
@@ -493,6 +498,35 @@ fn canonical(cwd: &std::path::Path) -> Result<PathBuf, RpcError> {
         return Err(invalid_params(format!("cwd must be a folder, and {} is a file", cwd.display())));
     }
     Ok(root)
+}
+
+/// The images a prompt carries, for the model (a screenshot, a diagram), within bounds.
+fn prompt_images(blocks: &[acp::ContentBlock]) -> Result<Vec<crate::model::Image>, RpcError> {
+    let mut images = Vec::new();
+    for block in blocks {
+        let acp::ContentBlock::Image(image) = block else { continue };
+        if !image.mime_type.starts_with("image/") {
+            return Err(invalid_params(format!(
+                "an image block of type {} is not an image",
+                image.mime_type
+            )));
+        }
+        if image.data.len() > MAX_IMAGE_BYTES {
+            return Err(invalid_params(format!(
+                "an image of {} KiB is too large; Tokamak takes images up to {} KiB",
+                image.data.len() / 1024,
+                MAX_IMAGE_BYTES / 1024
+            )));
+        }
+        images.push(crate::model::Image { mime: image.mime_type.clone(), base64: image.data.clone() });
+    }
+    if images.len() > MAX_IMAGES {
+        return Err(invalid_params(format!(
+            "the prompt carries {} images; Tokamak takes at most {MAX_IMAGES}",
+            images.len()
+        )));
+    }
+    Ok(images)
 }
 
 /// The prompt as one goal: its text, with the resources it embeds and the ones it links.

@@ -65,6 +65,8 @@ pub struct ActRequest<'a> {
     pub max_tokens: u32,
     /// How long an edit's checks may take to settle (for an editor that shows them).
     pub settle: std::time::Duration,
+    /// Images that came with the request, beside the first user message.
+    pub images: &'a [crate::model::Image],
 }
 
 /// How the loop ended.
@@ -133,8 +135,10 @@ pub async fn act(
     }
     let outside = outside;
     let mut view = request.workspace.to_string();
-    let mut messages =
-        vec![Message::system(system_prompt(request.system, protocol, &outside)), Message::user(first(&view))];
+    let mut messages = vec![
+        Message::system(system_prompt(request.system, protocol, &outside)),
+        Message::user(first(&view)).with_images(request.images.to_vec()),
+    ];
     let mut fits = 0u32;
     let mut tokens = Tokens::default();
     let mut turns = 0u32;

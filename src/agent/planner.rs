@@ -33,6 +33,8 @@ pub struct PlanRequest<'a> {
     pub max_steps: usize,
     /// What went wrong before (a re-plan): the earlier plan and what happened.
     pub history: Option<String>,
+    /// Images that came with the goal.
+    pub images: &'a [crate::model::Image],
 }
 
 /// What the user selected in the editor (or the `TODO` comment they asked about), with the
@@ -90,7 +92,8 @@ pub async fn make_plan(
             fit::shrink(&mut view, fit::left(limit, rest, room));
         }
     }
-    let mut messages = vec![Message::system(system.clone()), Message::user(prompt(request, &view))];
+    let user = |view: &str| Message::user(prompt(request, view)).with_images(request.images.to_vec());
+    let mut messages = vec![Message::system(system.clone()), user(&view)];
     let mut tokens = Tokens::default();
     let mut last_error = PlanError::Empty;
     let (mut asked, mut fits) = (0, 0);
@@ -111,7 +114,7 @@ pub async fn make_plan(
                 tracing::info!(
                     "{plan_id}: the prompt was too long for the model's context ({limit:?} tokens); the workspace view was cut from ~{before} to ~{after} tokens"
                 );
-                messages[1] = Message::user(prompt(request, &view));
+                messages[1] = user(&view);
                 continue;
             }
             Err(err) => return (Err(PlanFailure::Model(err)), tokens),

@@ -117,6 +117,7 @@ async fn carry_out(
         plan_id: new_plan_id(),
         role,
         conversation: Vec::new(),
+        images: Vec::new(),
     };
     let report = run_task(&context, request, handle).await;
     // what goes on after the run is kept: the summaries asked for, the old runs pruned

@@ -159,7 +159,12 @@ pub async fn rollback(
     let summary = if failed.is_empty() {
         format!("Rolled back {}: {} file(s) restored.", info.run_id, restored.len())
     } else {
-        format!("Rolled back {} in part: {} file(s) restored, {} not.", info.run_id, restored.len(), failed.len())
+        format!(
+            "Rolled back {} in part: {} file(s) restored, {} not.",
+            info.run_id,
+            restored.len(),
+            failed.len()
+        )
     };
     let root_uri = Url::from_directory_path(context.confinement.root())
         .map_err(|()| RollbackError::Unavailable("the workspace root is not an absolute path".to_string()))?;

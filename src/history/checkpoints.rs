@@ -602,7 +602,10 @@ pub fn table(list: &[CheckpointInfo]) -> String {
             "unfinished".to_string()
         };
         // the run's id first: it is what runs print and `tokamak rollback` takes
-        out.push_str(&format!("{}  {}  {:<11}  {}\n", checkpoint.run_id, checkpoint.time, files, checkpoint.goal));
+        out.push_str(&format!(
+            "{}  {}  {:<11}  {}\n",
+            checkpoint.run_id, checkpoint.time, files, checkpoint.goal
+        ));
         for file in &checkpoint.files {
             out.push_str(&format!("    {file}\n"));
         }

@@ -129,7 +129,16 @@ fn conversation(messages: &[Message], thinking: bool) -> Vec<Value> {
                 }
                 ("assistant", blocks)
             }
-            _ => ("user", vec![json!({"type": "text", "text": m.content})]),
+            _ => {
+                // images before the text that asks about them, as Anthropic advises
+                let mut blocks: Vec<Value> = m
+                    .images
+                    .iter()
+                    .map(|i| json!({"type": "image", "source": {"type": "base64", "media_type": i.mime, "data": i.base64}}))
+                    .collect();
+                blocks.push(json!({"type": "text", "text": m.content}));
+                ("user", blocks)
+            }
         };
         match out.last_mut() {
             Some((last, existing)) if *last == role => existing.extend(blocks),

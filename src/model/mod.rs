@@ -56,11 +56,40 @@ pub struct Message {
     /// Thinking the provider signed and wants back with the tool calls it led to (Anthropic's
     /// extended thinking): sent back as it came, never read.
     pub signed: Vec<serde_json::Value>,
+    /// Images the user's message carries (a screenshot pasted into an ACP prompt), for a
+    /// model that reads them.
+    pub images: Vec<Image>,
+}
+
+/// An image in a prompt: its MIME type and its bytes in base64, as the providers take them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Image {
+    pub mime: String,
+    pub base64: String,
+}
+
+impl Image {
+    /// As a `data:` URL (OpenAI-compatible servers).
+    pub fn data_url(&self) -> String {
+        format!("data:{};base64,{}", self.mime, self.base64)
+    }
 }
 
 impl Message {
     fn of(role: Role, content: impl Into<String>) -> Message {
-        Message { role, content: content.into(), tool_calls: Vec::new(), answers: None, signed: Vec::new() }
+        Message {
+            role,
+            content: content.into(),
+            tool_calls: Vec::new(),
+            answers: None,
+            signed: Vec::new(),
+            images: Vec::new(),
+        }
+    }
+
+    /// This message with `images` beside its text.
+    pub fn with_images(self, images: Vec<Image>) -> Message {
+        Message { images, ..self }
     }
 
     /// This assistant turn with the provider's signed thinking that came with it.

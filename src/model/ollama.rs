@@ -81,6 +81,11 @@ fn message(m: &Message) -> Value {
                 json!({"function": {"name": c.name, "arguments": arguments}})
             }).collect::<Vec<_>>(),
         }),
+        _ if !m.images.is_empty() => json!({
+            "role": m.role.as_str(),
+            "content": m.content,
+            "images": m.images.iter().map(|i| i.base64.as_str()).collect::<Vec<_>>(),
+        }),
         _ => json!({"role": m.role.as_str(), "content": m.content}),
     }
 }
@@ -251,5 +256,19 @@ impl Model for Ollama {
                 Err(client.stream_cut(path, text.len(), "the stream ended before \"done\": true"))
             })
             .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Image;
+
+    #[test]
+    fn a_users_images_go_as_ollamas_base64_list() {
+        let image = Image { mime: "image/png".into(), base64: "iVBOR".into() };
+        let value = message(&Message::user("what is this?").with_images(vec![image]));
+        assert_eq!(value, json!({"role": "user", "content": "what is this?", "images": ["iVBOR"]}));
+        assert_eq!(message(&Message::user("hi")), json!({"role": "user", "content": "hi"}));
     }
 }

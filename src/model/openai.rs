@@ -91,6 +91,14 @@ fn message(m: &Message) -> Value {
                 "function": {"name": c.name, "arguments": c.arguments},
             })).collect::<Vec<_>>(),
         }),
+        // text and images as content parts, the vision API's form
+        _ if !m.images.is_empty() => {
+            let mut parts = vec![json!({"type": "text", "text": m.content})];
+            parts.extend(
+                m.images.iter().map(|i| json!({"type": "image_url", "image_url": {"url": i.data_url()}})),
+            );
+            json!({"role": m.role.as_str(), "content": parts})
+        }
         _ => json!({"role": m.role.as_str(), "content": m.content}),
     }
 }

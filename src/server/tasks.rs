@@ -199,6 +199,7 @@ pub async fn implement(backend: &Backend, args: ImplementArgs) -> Result<Value> 
         selection: None,
         role: None,
         conversation: turns(backend).await,
+        images: Vec::new(),
     };
     start(backend, request, None).await
 }
@@ -219,6 +220,7 @@ pub async fn run(backend: &Backend, args: GoalArgs) -> Result<Value> {
         plan_id: crate::session::new_plan_id(),
         role: args.role,
         conversation: if args.conversation { turns(backend).await } else { Vec::new() },
+        images: Vec::new(),
     };
     let approval = args.approval.as_deref().and_then(crate::config::ApprovalLevel::picked);
     start(backend, request, approval).await

@@ -1432,3 +1432,77 @@ fn the_model_picker_lists_what_the_server_serves() {
     assert_eq!(asked, ["qwen2.5-coder-32b"]);
     assert!(client.end().is_some());
 }
+
+/// Images in prompts (issue 41): the agent says it takes them, and an image block reaches the
+/// model beside the text — as an OpenAI-compatible server's `image_url` part and as
+/// Anthropic's base64 `image` block; an oversized one is refused with a sentence.
+#[test]
+fn an_image_in_a_prompt_reaches_openai_compatible_and_anthropic_models() {
+    // a 1×1 red PNG
+    const PNG: &str =
+        "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
+    let prompt = |session: &str| {
+        json!({"sessionId": session, "prompt": [
+            {"type": "text", "text": "What color is this image?"},
+            {"type": "image", "mimeType": "image/png", "data": PNG},
+        ]})
+    };
+    for provider in ["openai", "anthropic"] {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::write(root.join("notes.py"), "x = 1\n").unwrap();
+        let answer = if provider == "openai" {
+            openai_chat("It is red.")
+        } else {
+            support::model_server::anthropic_message("It is red.")
+        };
+        let model = ModelServer::start(vec![answer]);
+        let toml = format!(
+            "\n[model]\nprovider = {provider:?}\nbase_url = {:?}\nmodel = \"scripted\"\nmax_retries = 0\n\n[checkers]\nenable = []\n",
+            model.url()
+        );
+        let user = UserDirs::trusting_with(&[&root], &toml);
+        let mut client = Client::start(user, &[("ANTHROPIC_API_KEY".to_string(), "test-key".to_string())]);
+        let init = client.initialize(true);
+        assert_eq!(init["agentCapabilities"]["promptCapabilities"]["image"], true, "{init}");
+        let id = client.new_session(&root);
+        let answer = client.request("session/prompt", prompt(&id));
+        assert_eq!(answer["result"]["stopReason"], "end_turn", "{provider}: {answer}");
+        let requests = model.requests();
+        assert_eq!(requests.len(), 1, "{provider}: a question, answered at once");
+        let messages = &requests[0].body["messages"];
+        let user_turn = messages
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["role"] == "user")
+            .unwrap_or_else(|| panic!("{provider}: {messages}"));
+        let parts = user_turn["content"].as_array().unwrap_or_else(|| panic!("{provider}: {user_turn}"));
+        if provider == "openai" {
+            assert!(
+                parts.iter().any(|p| p["type"] == "image_url"
+                    && p["image_url"]["url"] == format!("data:image/png;base64,{PNG}")),
+                "{user_turn}"
+            );
+        } else {
+            assert!(
+                parts.iter().any(|p| p["type"] == "image"
+                    && p["source"] == json!({"type": "base64", "media_type": "image/png", "data": PNG})),
+                "{user_turn}"
+            );
+        }
+        assert!(
+            parts.iter().any(|p| p["text"].as_str().is_some_and(|t| t.contains("What color is this image?")))
+        );
+        // an image too large is refused before anything is asked of the model
+        let huge = "A".repeat(11 * 1024 * 1024);
+        let refused = client.request(
+            "session/prompt",
+            json!({"sessionId": id, "prompt": [{"type": "text", "text": "and this?"}, {"type": "image", "mimeType": "image/png", "data": huge}]}),
+        );
+        let message = refused["error"]["data"].as_str().unwrap_or_default();
+        assert!(message.contains("too large; Tokamak takes images up to"), "{refused}");
+        assert_eq!(model.requests().len(), 1);
+        assert!(client.end().is_some());
+    }
+}

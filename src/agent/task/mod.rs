@@ -78,6 +78,9 @@ pub struct TaskRequest {
     pub role: Option<String>,
     /// The session's earlier requests and how they ended (a follow-up's context).
     pub conversation: Vec<Turn>,
+    /// Images that came with the request (an ACP prompt's), shown to the planner and every
+    /// step.
+    pub images: Vec<crate::model::Image>,
 }
 
 /// Makes a plan without carrying it out (`tokamak.plan`, `tokamak plan`).
@@ -98,6 +101,7 @@ pub async fn plan_goal(
         selection,
         max_steps: context.plan.max_steps,
         history: None,
+        images: &[],
     };
     let (plan, mut tokens) = make_plan(model.as_ref(), &request, plan_id, cancel).await;
     tokens.add(spent);
@@ -173,6 +177,7 @@ pub async fn run_task(context: &TaskContext, request: TaskRequest, run: RunHandl
         before: Default::default(),
         left: Default::default(),
         conversation: conversation::render(&request.conversation),
+        images: request.images.clone(),
         question: false,
         coverage: crate::modes::wants_coverage(&request.goal),
         coverage_hits: Default::default(),
@@ -388,6 +393,8 @@ struct Runner<'a> {
     left: Mutex<Option<crate::run::Left>>,
     /// The session's conversation so far, as prompts show it (empty: none).
     conversation: String,
+    /// The request's images, beside the planner's and each step's prompt.
+    images: Vec<crate::model::Image>,
     /// The request is a question: answered by looking, without a plan or tests.
     question: bool,
     /// The goal asks for coverage: the tests run under a line tracer on the changed files.
@@ -480,6 +487,7 @@ impl Runner<'_> {
                     selection: request.selection.clone(),
                     max_steps: self.context.plan.max_steps,
                     history: None,
+                    images: &self.images,
                 };
                 let (plan, tokens) =
                     make_plan(model.as_ref(), &plan_request, &request.plan_id, &self.cancel).await;
@@ -719,6 +727,7 @@ impl Runner<'_> {
             selection: request.selection.clone(),
             max_steps: self.context.plan.max_steps,
             history: Some(outline.to_string()),
+            images: &self.images,
         };
         let plan_id = lock(&self.plan).as_ref().map(|p| p.plan_id.clone()).unwrap_or_default();
         let (new, tokens) = make_plan(model, &plan_request, &plan_id, &self.cancel).await;
@@ -865,6 +874,7 @@ impl Runner<'_> {
                 context: &context_text,
                 max_tokens: self.context.limits.tokens.saturating_sub(self.tokens.total()),
                 settle: Duration::from_millis(self.context.fix.settle_timeout_ms.max(1)),
+                images: &self.images,
             };
             let editor = Arc::clone(&self.executor.context().editor);
             let run_id = self.run.run_id.clone();
