@@ -211,7 +211,7 @@ fn end_to_end_in_code_server(vsix: &std::path::Path) {
         .env("E2E_PLAN_STEPS", "2")
         .env("E2E_PLAN_EXPECTED", "def validate_email(self) -> bool:")
         .env("E2E_ANSWERS", "approve,reject:put the notes in docs/NOTES.md,palette")
-        .env("E2E_FOLLOW_UP", "What did you add?")
+        .env("E2E_FOLLOW_UP", "Which methods does @user have now?")
         .env("E2E_SCREENSHOT", shots.join("vscode-failure.png"))
         .env("E2E_PANEL_SHOT_APPROVAL", shots.join("vscode-panel-approval.png"))
         .env("E2E_PANEL_SHOT", shots.join("vscode-panel-done.png"))
@@ -302,7 +302,10 @@ fn end_to_end_in_code_server(vsix: &std::path::Path) {
         requests[6].body.to_string().contains("put the notes in docs/NOTES.md"),
         "the reason reached the model"
     );
+    assert_eq!(report["mention_offered"], "user.py", "{report:#}");
+    assert_eq!(report["typed"], "Which methods does @user.py have now?", "{report:#}");
     let asked = requests[9].body.to_string();
+    assert!(asked.contains("Files mentioned: user.py"), "the @-mention went with the question: {asked}");
     assert!(
         asked.contains("The conversation so far")
             && asked.contains("User 클래스에 validate_email 메서드 추가해줘"),

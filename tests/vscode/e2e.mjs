@@ -159,8 +159,19 @@ async function panelRun(page, goal) {
   // a follow-up in the same conversation: a question, answered without a plan
   const question = process.env.E2E_FOLLOW_UP;
   if (question) {
+    // typed as a person types it, an @-mention taken from the list with Enter
     await input.click();
-    await input.fill(question);
+    const at = question.indexOf("@");
+    await input.pressSequentially(at >= 0 ? question.slice(0, question.indexOf(" ", at) < 0 ? undefined : question.indexOf(" ", at)) : question, { delay: 20 });
+    if (at >= 0) {
+      const option = frame.locator(".mentions button").first();
+      await option.waitFor({ timeout: 20000 });
+      report.mention_offered = await option.innerText();
+      await input.press("Enter");
+      const rest = question.indexOf(" ", at) < 0 ? "" : question.slice(question.indexOf(" ", at) + 1);
+      if (rest) await input.pressSequentially(rest, { delay: 20 });
+      report.typed = await input.inputValue();
+    }
     await input.press("Enter");
     const turn = frame.locator(".turn").nth(2);
     await turn.locator(".ending").waitFor({ timeout: 60000 });
