@@ -4,7 +4,8 @@ Run by tests/it/acp.rs: `python tests/acp_sdk_client.py TOKAMAK ROOT GOAL`. The 
 message Tokamak sends against its own models (pydantic), so an update, a request or an answer
 that breaks the protocol fails here. It runs the goal (allowing each change once, writing the
 files as an editor saves them), lists the sessions, loads this one (its updates replayed),
-sets the model picker, and prints what it saw as one JSON object on stdout.
+sets the model picker, switches the approval picker mid-session, asks a follow-up question
+with an image, and prints what it saw as one JSON object on stdout.
 """
 
 import asyncio
@@ -23,6 +24,10 @@ from acp.schema import (
     RequestPermissionResponse,
     WriteTextFileResponse,
 )
+
+
+# a 1×1 red PNG
+RED_PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
 
 
 class Editor:
@@ -74,6 +79,14 @@ async def main(tokamak: str, root: str, goal: str) -> dict[str, Any]:
         replayed = editor.updates[during_run:]
         options = [o.model_dump(by_alias=True) for o in (session.config_options or [])]
         picked = await connection.set_config_option(session_id=session.session_id, config_id="model", value="default")
+        # mid-session: edits accepted from now on, then a follow-up question with an image
+        switched = await connection.set_config_option(
+            session_id=session.session_id, config_id="approval", value="accept_edits"
+        )
+        follow_up = await connection.prompt(
+            session_id=session.session_id,
+            prompt=[acp.text_block("What color is this image?"), acp.image_block(RED_PIXEL, "image/png")],
+        )
     return {
         "protocol": init.protocol_version,
         "load_session": init.agent_capabilities.load_session,
@@ -86,6 +99,9 @@ async def main(tokamak: str, root: str, goal: str) -> dict[str, Any]:
         "replayed": [u.get("sessionUpdate") for u in replayed],
         "options": [o.get("id") for o in options],
         "picked": [o.model_dump(by_alias=True).get("currentValue") for o in picked.config_options],
+        "switched": [o.model_dump(by_alias=True).get("currentValue") for o in switched.config_options],
+        "image": init.agent_capabilities.prompt_capabilities.image,
+        "follow_up": follow_up.stop_reason,
     }
 
 

@@ -1132,6 +1132,8 @@ fn the_python_sdk_runs_the_scenario() {
     }
     let (_dir, root) = python_project();
     let model = ModelServer::start(PYTHON.script());
+    // the follow-up question with its image
+    model.push(openai_chat("It is red."));
     let user = user_for(&PYTHON, &root, &model);
     let output = Command::new(&python)
         .arg(support::repo_root().join("tests/acp_sdk_client.py"))
@@ -1165,6 +1167,15 @@ fn the_python_sdk_runs_the_scenario() {
     assert!(seen["replayed"].as_array().unwrap().iter().any(|k| k == "plan"), "{seen}");
     assert_eq!(seen["options"], json!(["mode", "model", "approval"]));
     assert_eq!(seen["picked"], json!(["auto", "default", "default"]));
+    // the approval switched mid-session, then a question with an image, in the same conversation
+    assert_eq!(seen["switched"], json!(["auto", "default", "accept_edits"]), "{seen}");
+    assert_eq!(seen["image"], true, "{seen}");
+    assert_eq!(seen["follow_up"], "end_turn", "{seen}");
+    let asked = model.requests().last().map(|r| r.body.to_string()).unwrap_or_default();
+    assert!(
+        asked.contains("data:image/png;base64,iVBOR") && asked.contains("The conversation so far"),
+        "{asked}"
+    );
     assert!(std::fs::read_to_string(root.join(PYTHON.source)).unwrap().contains("def validate_email"));
 }
 
