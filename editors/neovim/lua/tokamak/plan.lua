@@ -157,27 +157,8 @@ function M.show_step()
     return
   end
   close_detail()
-  local lines = M.describe(step)
-  local width = 20
-  for _, line in ipairs(lines) do
-    width = math.max(width, vim.fn.strdisplaywidth(line))
-  end
-  width = math.min(width, math.max(20, vim.o.columns - 6))
-  local height = math.max(1, math.min(#lines, vim.o.lines - 6))
-  local buf = vim.api.nvim_create_buf(false, true)
-  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
-  vim.bo[buf].bufhidden = "wipe"
-  detail_win = vim.api.nvim_open_win(buf, false, {
-    relative = "editor",
-    row = math.max(0, math.floor((vim.o.lines - height) / 2) - 1),
-    col = math.max(0, math.floor((vim.o.columns - width) / 2)),
-    width = width,
-    height = height,
-    style = "minimal",
-    border = "rounded",
-    title = " Tokamak step ",
-  })
-  vim.wo[detail_win].wrap = true
+  -- over the editor, the cursor left in the plan window (moving it closes the float)
+  detail_win = require("tokamak.ui").float(M.describe(step), "Tokamak step", { enter = false })
   vim.api.nvim_create_autocmd({ "CursorMoved", "BufLeave" }, { buffer = plan_buf, once = true, callback = close_detail })
 end
 

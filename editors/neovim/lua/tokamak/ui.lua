@@ -127,8 +127,10 @@ function M.on_run_finished(run_id)
   require("tokamak.plan").on_progress(run_id, nil)
 end
 
---- A float with `lines` (`title` on its border), closed with q or <Esc>; focused.
-function M.float(lines, title)
+--- A float with `lines` (`title` on its border) in the middle of the editor, closed with q or
+--- <Esc>; focused unless `opts.enter` is false.
+function M.float(lines, title, opts)
+  local enter = not (opts and opts.enter == false)
   local width = 20
   for _, line in ipairs(lines) do
     width = math.max(width, vim.fn.strdisplaywidth(line))
@@ -139,7 +141,7 @@ function M.float(lines, title)
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
   vim.bo[buf].bufhidden = "wipe"
   vim.bo[buf].modifiable = false
-  local win = vim.api.nvim_open_win(buf, true, {
+  local win = vim.api.nvim_open_win(buf, enter, {
     relative = "editor",
     row = math.max(0, math.floor((vim.o.lines - height) / 2) - 1),
     col = math.max(0, math.floor((vim.o.columns - width) / 2)),
