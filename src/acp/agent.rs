@@ -436,7 +436,7 @@ impl Agent {
         let command = if plan_only { Some(("plan", goal.clone())) } else { commands::parse(&goal) };
         if let Some((name, input)) = command {
             let text = tokio::select! {
-                text = commands::run(&session.session, name, &input, &cancel) => text,
+                text = commands::run(&session.session, name, &input, &images, &cancel) => text,
                 () = cancel.cancelled() => format!("/{name} was cancelled."),
             };
             session.editor.say(&text);
@@ -505,9 +505,10 @@ fn prompt_images(blocks: &[acp::ContentBlock]) -> Result<Vec<crate::model::Image
     let mut images = Vec::new();
     for block in blocks {
         let acp::ContentBlock::Image(image) = block else { continue };
-        if !image.mime_type.starts_with("image/") {
+        // what every provider reads (Anthropic takes these four and no other)
+        if !["image/png", "image/jpeg", "image/gif", "image/webp"].contains(&image.mime_type.as_str()) {
             return Err(invalid_params(format!(
-                "an image block of type {} is not an image",
+                "an image of type {} cannot go to the model: PNG, JPEG, GIF or WebP can",
                 image.mime_type
             )));
         }

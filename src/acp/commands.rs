@@ -44,9 +44,15 @@ pub fn parse(prompt: &str) -> Option<(&'static str, String)> {
 }
 
 /// Carries out command `name` in `session`; the text to tell the user.
-pub async fn run(session: &Session, name: &str, input: &str, cancel: &CancellationToken) -> String {
+pub async fn run(
+    session: &Session,
+    name: &str,
+    input: &str,
+    images: &[crate::model::Image],
+    cancel: &CancellationToken,
+) -> String {
     let result = match name {
-        "plan" => plan(session, input, cancel).await,
+        "plan" => plan(session, input, images, cancel).await,
         "status" => Ok(status(session)),
         "checkpoints" => checkpoints(session).await,
         "rollback" => rollback(session, input).await,
@@ -56,13 +62,18 @@ pub async fn run(session: &Session, name: &str, input: &str, cancel: &Cancellati
     result.unwrap_or_else(|err| format!("/{name} did not work: {err}"))
 }
 
-async fn plan(session: &Session, goal: &str, cancel: &CancellationToken) -> Result<String, String> {
+async fn plan(
+    session: &Session,
+    goal: &str,
+    images: &[crate::model::Image],
+    cancel: &CancellationToken,
+) -> Result<String, String> {
     if goal.is_empty() {
         return Err("say the goal after /plan".to_string());
     }
     let context = session.task_context().ok_or("the agent cannot act on this folder")?;
     let plan_id = new_plan_id();
-    let (plan, _) = crate::agent::plan_goal(&context, goal, None, &plan_id, cancel)
+    let (plan, _) = crate::agent::plan_goal(&context, goal, None, images, &plan_id, cancel)
         .await
         .map_err(|err| err.to_string())?;
     session.editor.run_event(&plan_id, &RunEvent::Plan(plan.clone())).await;

@@ -20,13 +20,11 @@ pub fn note(editor: &dyn Editor, observer: &Observer, root: &Path, changed: &[St
     for relative in changed {
         let path = root.join(relative);
         let Ok(uri) = Url::from_file_path(&path) else { continue };
-        let disk = std::fs::read(&path).ok();
+        // a file the run deleted stays deleted, open or not: saving its buffer would bring it back
+        let Ok(disk) = std::fs::read(&path) else { continue };
         match observer.snapshot(&uri) {
-            Some(open) if disk.as_deref() != Some(open.rope.to_string().as_bytes()) => {
-                unsaved.push(relative.as_str())
-            }
-            _ if disk.is_some() => saved.push(relative.as_str()),
-            _ => {}
+            Some(open) if disk != open.rope.to_string().as_bytes() => unsaved.push(relative.as_str()),
+            _ => saved.push(relative.as_str()),
         }
     }
     if unsaved.is_empty() {

@@ -66,7 +66,7 @@ pub async fn plan(root: &Path, goal: &str, options: &RunOptions) -> anyhow::Resu
     let session = session::open(root, overrides(options), Approval::Unattended, options.progress, false)?;
     let context = task_context(&session)?;
     let cancel = tokio_util::sync::CancellationToken::new();
-    let planned = plan_goal(&context, goal, None, &new_plan_id(), &cancel).await;
+    let planned = plan_goal(&context, goal, None, &[], &new_plan_id(), &cancel).await;
     // summaries asked for meanwhile are kept for the next run
     context.executor.summaries.settle(SUMMARIES_SETTLE).await;
     let (plan, _) = planned?;

@@ -31,8 +31,12 @@ pub async fn show(client: &Client, command: &str, result: &Value) {
         return;
     }
     let Some(text) = readable(command, result) else { return };
+    // a new file each time: Helix reuses an open buffer of the same file without reading it again
+    static SHOWN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let n = SHOWN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let name = command.trim_start_matches("tokamak.");
-    let path = crate::places::cache_dir().join("answers").join(format!("{}-{name}.md", std::process::id()));
+    let path =
+        crate::places::cache_dir().join("answers").join(format!("{}-{n}-{name}.md", std::process::id()));
     let written =
         path.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|()| std::fs::write(&path, &text));
     if let Err(err) = written {

@@ -165,7 +165,7 @@ pub fn plan(backend: &Backend, args: GoalArgs) -> Result<futures::future::BoxFut
             super::configuration::settled_models(models, reading).await.connect(Some(agent::FIX_ROLE));
         let plan_id = crate::session::new_plan_id();
         let cancel = tokio_util::sync::CancellationToken::new();
-        match agent::plan_goal(&context, &goal, selection, &plan_id, &cancel).await {
+        match agent::plan_goal(&context, &goal, selection, &[], &plan_id, &cancel).await {
             Ok((plan, tokens)) => {
                 plans.insert(plan.clone());
                 editor.run_event(&plan.plan_id, &RunEvent::Plan(plan.clone())).await;
@@ -222,7 +222,20 @@ pub async fn run(backend: &Backend, args: GoalArgs) -> Result<Value> {
         conversation: if args.conversation { turns(backend).await } else { Vec::new() },
         images: Vec::new(),
     };
-    let approval = args.approval.as_deref().and_then(crate::config::ApprovalLevel::picked);
+    let approval = match args.approval.as_deref() {
+        None | Some("default") => None,
+        Some(value @ ("accept_edits" | "ask_everything")) => crate::config::ApprovalLevel::picked(value),
+        Some("plan") => {
+            return Err(Error::invalid_params(
+                "approval \"plan\" carries nothing out: ask tokamak.plan for the plan",
+            ));
+        }
+        Some(other) => {
+            return Err(Error::invalid_params(format!(
+                "approval {other:?} is not one of default, accept_edits, ask_everything"
+            )));
+        }
+    };
     start(backend, request, approval).await
 }
 

@@ -1513,6 +1513,12 @@ fn an_image_in_a_prompt_reaches_openai_compatible_and_anthropic_models() {
         );
         let message = refused["error"]["data"].as_str().unwrap_or_default();
         assert!(message.contains("too large; Tokamak takes images up to"), "{refused}");
+        let refused = client.request(
+            "session/prompt",
+            json!({"sessionId": id, "prompt": [{"type": "text", "text": "and this?"}, {"type": "image", "mimeType": "image/svg+xml", "data": PNG}]}),
+        );
+        let message = refused["error"]["data"].as_str().unwrap_or_default();
+        assert!(message.contains("cannot go to the model: PNG, JPEG, GIF or WebP can"), "{refused}");
         assert_eq!(model.requests().len(), 1);
         assert!(client.end().is_some());
     }

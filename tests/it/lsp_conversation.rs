@@ -148,6 +148,16 @@ fn a_client_that_does_not_ask_for_the_run_stream_gets_none() {
     assert!(ids("roles").contains(&"tester".to_string()), "{pickers}");
     assert_eq!(ids("approvals"), ["default", "accept_edits", "ask_everything", "plan"]);
     assert_eq!(pickers["result"]["served"], json!(["qwen2.5-coder-7b", "scripted"]), "{pickers}");
+    // a picker's value the run cannot honour is refused, never quietly the settings' level
+    let refused =
+        client.execute("tokamak.run", json!({"goal": "What classes are there?", "approval": "plan"}));
+    assert!(
+        refused["error"]["message"].as_str().unwrap_or_default().contains("ask tokamak.plan"),
+        "{refused}"
+    );
+    let refused =
+        client.execute("tokamak.run", json!({"goal": "What classes?", "approval": "ask_evrything"}));
+    assert!(refused["error"]["message"].as_str().unwrap_or_default().contains("is not one of"), "{refused}");
     let run = client.start_run("What classes are there?");
     assert_eq!(client.run_finished(&run)["exit_reason"], "done");
     assert!(client.seen(|m| m["method"] == "tokamak/runEvent").is_empty());

@@ -361,7 +361,7 @@
     fill(model, models.length > 0 ? models : [{ id: "", name: "(the settings' model)" }], pickers.model);
     here.textContent = message.here?.selection ? `selection: ${message.here.selection}` : message.here?.file ? `in ${message.here.file}` : "";
     tokens.textContent = state.context_tokens ? `${state.context_tokens.toLocaleString()} tokens` : "";
-    const running = Boolean(state.running);
+    const running = state.running.length > 0;
     stop.hidden = !running;
     send.toggleAttribute("disabled", running);
 
@@ -392,7 +392,7 @@
         h("div", { class: "turn", "data-run": turn.run_id ?? "" }, [
           h("div", { class: `asked ${turn.from}` }, [turn.from === "editor" ? h("span", { class: "muted", text: "From the editor: " }) : null, turn.goal]),
           ...turn.items.map((/** @type {any} */ item) => itemView(item, turn)),
-          !turn.ending && turn.run_id === state.running ? h("div", { class: "working muted", text: turn.doing ? `Working… ${turn.doing}` : "Working…" }) : null,
+          !turn.ending && state.running.includes(turn.run_id) ? h("div", { class: "working muted", text: turn.doing ? `Working… ${turn.doing}` : "Working…" }) : null,
           !turn.ending && !turn.run_id ? h("div", { class: "working muted", text: "Starting…" }) : null,
           endingView(turn),
         ]),

@@ -199,7 +199,7 @@ export class Panel implements vscode.WebviewViewProvider, vscode.TextDocumentCon
   async send(text: string, extra: { mentions?: string[]; selection?: boolean; problems?: boolean } = {}): Promise<void> {
     const typed = text.trim();
     if (!typed) return;
-    if (this.transcript.state.running) {
+    if (this.transcript.state.running.length > 0) {
       void vscode.window.showWarningMessage("Tokamak: a run is going on; stop it or wait for its end");
       return;
     }
@@ -217,9 +217,10 @@ export class Panel implements vscode.WebviewViewProvider, vscode.TextDocumentCon
       where.uri = editor.document.uri.toString();
       where.range = { start: { line: s.start.line, character: s.start.character }, end: { line: s.end.line, character: s.end.character } };
     }
-    const turn = this.transcript.ask(typed, Date.now());
+    const planOnly = this.picked.approval === "plan";
+    const turn = this.transcript.ask(typed, Date.now(), !planOnly);
     this.draw();
-    if (this.picked.approval === "plan") return this.planOnly(turn, goal, where);
+    if (planOnly) return this.planOnly(turn, goal, where);
     try {
       const started = (await this.host.execute("tokamak.run", {
         goal,
@@ -282,9 +283,8 @@ export class Panel implements vscode.WebviewViewProvider, vscode.TextDocumentCon
   }
 
   private async stop(): Promise<void> {
-    const running = this.transcript.state.running;
     try {
-      await this.host.execute("tokamak.cancel", running ? { run_id: running } : {});
+      for (const runId of this.transcript.state.running) await this.host.execute("tokamak.cancel", { run_id: runId });
     } catch (error) {
       void vscode.window.showErrorMessage(`Tokamak: ${error instanceof Error ? error.message : error}`);
     }
@@ -336,10 +336,19 @@ export class Panel implements vscode.WebviewViewProvider, vscode.TextDocumentCon
     return (match[3] === "before" ? texts?.before : texts?.after) ?? "";
   }
 
+  /** Opens a file the run named, when it is inside a workspace folder (the name comes from the model). */
   private async openFile(path: string): Promise<void> {
-    const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
-    if (!folder) return;
-    await vscode.window.showTextDocument(vscode.Uri.joinPath(folder, path), { preview: true });
+    for (const folder of vscode.workspace.workspaceFolders ?? []) {
+      const uri = vscode.Uri.joinPath(folder.uri, path);
+      if (!uri.path.startsWith(`${folder.uri.path}/`)) continue;
+      try {
+        await vscode.workspace.fs.stat(uri);
+      } catch {
+        continue;
+      }
+      await vscode.window.showTextDocument(uri, { preview: true });
+      return;
+    }
   }
 
   private async pick(picker: string, value: string): Promise<void> {
@@ -355,7 +364,7 @@ export class Panel implements vscode.WebviewViewProvider, vscode.TextDocumentCon
   }
 
   private async newConversation(): Promise<void> {
-    if (this.transcript.state.running) return;
+    if (this.transcript.state.running.length > 0) return;
     try {
       await this.host.execute("tokamak.compact", { clear: true });
     } catch (error) {

@@ -99,6 +99,9 @@ export interface Turn {
   ending?: Ending;
   /** When the panel sent it, and when its first plan line came (ms since the epoch). */
   sent_at?: number;
+  /** A request that starts a run (`tokamak.run`, `tokamak.implement`): it takes the first
+   * events of a run not yet named (a plan-only request does not). */
+  claims?: boolean;
   first_plan_at?: number;
 }
 
@@ -106,8 +109,8 @@ export interface TranscriptState {
   /** Earlier requests of the workspace's conversation (before this window), as the server keeps them. */
   earlier: { asked: string; answered: string }[];
   turns: Turn[];
-  /** The run going on, when one is. */
-  running?: string;
+  /** The runs going on (a fix from the editor can go beside a task from the panel). */
+  running: string[];
   /** Context tokens after the latest reply. */
   context_tokens?: number;
 }
@@ -166,14 +169,15 @@ export function endingTitle(exitReason: string): string {
 
 /** The panel's conversation, folded from the server's notifications. */
 export class Transcript {
-  state: TranscriptState = { earlier: [], turns: [] };
+  state: TranscriptState = { earlier: [], turns: [], running: [] };
   private next = 1;
   /** Texts of the files each tool call changed, for the diff editor: `run/call/path` → texts. */
   readonly texts = new Map<string, { before: string | null; after: string | null }>();
 
-  /** A request typed into the panel; its run id follows when the server answers. */
-  ask(goal: string, now: number): Turn {
-    const turn: Turn = { key: this.next++, goal, from: "panel", items: [], sent_at: now };
+  /** A request typed into the panel; its run id follows when the server answers (`claims`:
+   * it starts a run, rather than only asking for a plan). */
+  ask(goal: string, now: number, claims = true): Turn {
+    const turn: Turn = { key: this.next++, goal, from: "panel", items: [], sent_at: now, claims };
     this.state.turns.push(turn);
     return turn;
   }
@@ -181,7 +185,8 @@ export class Transcript {
   /** The server answered `turn`'s request with its run. */
   started(turn: Turn, runId: string): void {
     turn.run_id = runId;
-    this.state.running = runId;
+    // a run that ended before this answer came (refused at once) is not running
+    if (!turn.ending && !this.state.running.includes(runId)) this.state.running.push(runId);
   }
 
   /** The request could not start: the server's words. */
@@ -195,14 +200,15 @@ export class Transcript {
     const known = this.state.turns.find((t) => t.run_id === runId);
     if (known) return known;
     // an event can come before the answer that names the run: the panel's latest request claims it
-    const waiting = [...this.state.turns].reverse().find((t) => t.from === "panel" && !t.run_id && !t.ending);
+    const waiting = [...this.state.turns].reverse().find((t) => t.from === "panel" && t.claims && !t.run_id && !t.ending);
     if (waiting) {
       waiting.run_id = runId;
+      if (!this.state.running.includes(runId)) this.state.running.push(runId);
       return waiting;
     }
     const turn: Turn = { key: this.next++, goal: goal ?? EDITOR_RUN, from: "editor", run_id: runId, items: [] };
     this.state.turns.push(turn);
-    this.state.running = runId;
+    this.state.running.push(runId);
     return turn;
   }
 
@@ -341,7 +347,7 @@ export class Transcript {
       if (item.kind === "approval" && item.state === "waiting") item.state = "gone";
       if (item.kind === "tool" && item.state === "running") item.state = "failed";
     }
-    if (this.state.running === runId) this.state.running = undefined;
+    this.state.running = this.state.running.filter((id) => id !== runId);
   }
 
   /** The run `runId` was rolled back: the summary of the rollback. */
@@ -355,7 +361,7 @@ export class Transcript {
 
   /** A new conversation: this window's requests and the earlier ones gone. */
   clear(): void {
-    this.state = { earlier: [], turns: [] };
+    this.state = { earlier: [], turns: [], running: [] };
     this.texts.clear();
   }
 }

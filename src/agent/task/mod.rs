@@ -88,6 +88,7 @@ pub async fn plan_goal(
     context: &TaskContext,
     goal: &str,
     selection: Option<Selection>,
+    images: &[crate::model::Image],
     plan_id: &str,
     cancel: &CancellationToken,
 ) -> Result<(Plan, Tokens), PlanFailure> {
@@ -101,7 +102,7 @@ pub async fn plan_goal(
         selection,
         max_steps: context.plan.max_steps,
         history: None,
-        images: &[],
+        images,
     };
     let (plan, mut tokens) = make_plan(model.as_ref(), &request, plan_id, cancel).await;
     tokens.add(spent);

@@ -92,6 +92,10 @@ local function redraw()
     table.insert(lines, "  … " .. M.doing)
   end
   vim.bo[plan_buf].modifiable = true
+  -- a line a step: a title or progress message with a newline is joined, not split
+  for i, line in ipairs(lines) do
+    lines[i] = (line:gsub("%s*\n%s*", " · "))
+  end
   vim.api.nvim_buf_set_lines(plan_buf, 0, -1, false, lines)
   vim.bo[plan_buf].modifiable = false
   for _, win in ipairs(vim.fn.win_findbuf(plan_buf)) do

@@ -24,9 +24,23 @@ function M.one_line(message)
   local line = (message:gsub("%s*\n%s*", " · "))
   local room = math.max(20, (vim.v.echospace or vim.o.columns - 12) - 1)
   if vim.fn.strdisplaywidth(line) > room then
-    line = vim.fn.strcharpart(line, 0, room - 1) .. "…"
+    -- by screen cells, not characters: a Korean character takes two
+    local cut = math.min(vim.fn.strchars(line), room - 1)
+    while cut > 0 and vim.fn.strdisplaywidth(vim.fn.strcharpart(line, 0, cut)) > room - 1 do
+      cut = cut - 1
+    end
+    line = vim.fn.strcharpart(line, 0, cut) .. "…"
   end
   return line
+end
+
+--- `lines` with each line that holds newlines split (a buffer's lines cannot hold them).
+function M.lines(lines)
+  local out = {}
+  for _, line in ipairs(lines) do
+    vim.list_extend(out, vim.split(tostring(line), "\n", { plain = true }))
+  end
+  return out
 end
 
 --- Says `message` once: whole to a replaced vim.notify, one line to Neovim's own.
@@ -131,6 +145,7 @@ end
 --- <Esc>; focused unless `opts.enter` is false.
 function M.float(lines, title, opts)
   local enter = not (opts and opts.enter == false)
+  lines = M.lines(lines)
   local width = 20
   for _, line in ipairs(lines) do
     width = math.max(width, vim.fn.strdisplaywidth(line))

@@ -51,7 +51,7 @@ test("a request typed in the panel claims its run's events, even those before th
     candidates: [{ number: 2, temperature: 0.5, outcome: "passed", why: "the tests pass" }],
     left: { rejected: ["create NOTES.md"] },
   });
-  assert.equal(t.state.running, undefined);
+  assert.deepEqual(t.state.running, []);
   assert.equal(turn.ending?.undoable, true);
   assert.deepEqual(turn.ending?.candidates, [{ label: "candidate 2 at 0.5", outcome: "passed: the tests pass" }]);
   assert.deepEqual(turn.ending?.left, ["rejected: create NOTES.md"]);
@@ -70,6 +70,21 @@ test("a run started elsewhere gets a turn of its own; an approval still waiting 
   const failed = t.ask("x", 0);
   t.failed(failed, "another Tokamak run is working in this folder");
   assert.equal(failed.ending?.exit_reason, "refused");
+  // a run that ends before the answer naming it: not left running
+  const quick = t.ask("y", 0);
+  t.finished({ run_id: "task-2", exit_reason: "failed", summary: "Not started: the folder is busy.", files_changed: [] });
+  t.started(quick, "task-2");
+  assert.equal(quick.ending?.exit_reason, "failed");
+  assert.deepEqual(t.state.running, []);
+  // a fix from the editor beside a task from the panel; a plan-only request claims no run
+  const task = t.ask("z", 0);
+  t.started(task, "task-3");
+  const planOnly = t.ask("plan it", 0, false);
+  t.event({ run_id: "fix-9", kind: "tool_call", id: "c", tool: "edit", title: "fix" });
+  assert.equal(planOnly.run_id, undefined);
+  assert.deepEqual(t.state.running, ["task-3", "fix-9"]);
+  t.finished({ run_id: "fix-9", exit_reason: "clean", summary: "fixed", files_changed: [] });
+  assert.deepEqual(t.state.running, ["task-3"]);
   t.clear();
   assert.deepEqual(t.state.turns, []);
 });
