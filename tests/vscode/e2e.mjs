@@ -164,8 +164,11 @@ async function panelRun(page, goal) {
     const at = question.indexOf("@");
     await input.pressSequentially(at >= 0 ? question.slice(0, question.indexOf(" ", at) < 0 ? undefined : question.indexOf(" ", at)) : question, { delay: 20 });
     if (at >= 0) {
-      const option = frame.locator(".mentions button").first();
+      const word = question.slice(at + 1, question.indexOf(" ", at) < 0 ? undefined : question.indexOf(" ", at));
+      const option = frame.locator(".mentions:not([hidden]) button").first();
       await option.waitFor({ timeout: 20000 });
+      // the list for the whole word typed, not for its first letters
+      for (let i = 0; i < 100 && !(await option.innerText()).includes(word); i++) await page.waitForTimeout(100);
       report.mention_offered = await option.innerText();
       await input.press("Enter");
       const rest = question.indexOf(" ", at) < 0 ? "" : question.slice(question.indexOf(" ", at) + 1);

@@ -111,8 +111,9 @@
   });
   input.addEventListener("input", () => {
     const query = mentionAtCaret();
-    if (query === undefined) mentions.hidden = true;
-    else vscode.postMessage({ type: "mention", query });
+    // the list for what was typed before is gone until the one for what is typed now comes
+    mentions.hidden = true;
+    if (query !== undefined) vscode.postMessage({ type: "mention", query });
   });
 
   /** @param {string} path */
@@ -414,7 +415,8 @@
   window.addEventListener("message", (event) => {
     const message = event.data;
     if (message.type === "state") draw(message);
-    else if (message.type === "mentions") showMentions(message.files);
+    // the answer to an earlier query (typing goes on while the list is found) is not shown
+    else if (message.type === "mentions" && message.query === mentionAtCaret()) showMentions(message.files);
     else if (message.type === "focus") input.focus();
   });
   vscode.postMessage({ type: "ready" });
