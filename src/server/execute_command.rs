@@ -70,7 +70,6 @@ async fn answer(backend: &Backend, params: ExecuteCommandParams) -> Result<Optio
              (in Helix: :lsp-workspace-command tokamak.run \"what to do\")",
         )),
         "tokamak.cancel" => Ok(Some(super::runs::cancel(backend, argument(params.arguments)?))),
-        "tokamak.status" => Ok(Some(status(backend))),
         "tokamak.approve" => {
             let args = answer_args("tokamak.approve", params.arguments)?;
             let answered = backend.approvals.answer(args.id.as_deref(), crate::executor::Decision::Approve);
@@ -152,6 +151,7 @@ fn deferred_work(
     match command {
         "tokamak.diagnostics" => diagnostics(backend, argument(arguments)?).map(|f| Box::pin(f) as _),
         "tokamak.checkModel" => Ok(Box::pin(check_model(backend, argument(arguments)?))),
+        "tokamak.status" => Ok(Box::pin(status_with_sandbox(backend))),
         "tokamak.pickers" => Ok(Box::pin(pickers(backend))),
         "tokamak.plan" => super::tasks::plan(backend, goal("tokamak.plan", arguments)?),
         "tokamak.context" => super::context::context(backend, argument(arguments)?),
@@ -219,11 +219,6 @@ fn status(backend: &Backend) -> Value {
                 })
                 .collect::<Vec<_>>()
         }),
-        // where the model's commands run, as `tokamak sandbox` says it
-        "sandbox": backend.executor_context().map(|e| match crate::executor::placement(&e.settings.sandbox) {
-            Ok(placement) => placement.describe().to_string(),
-            Err(err) => err.to_string(),
-        }),
         "positionEncoding": backend.encoding().lsp_name(),
         "openDocuments": backend.workspace().open_documents(),
         "parses": backend.workspace().parse_counts(),
@@ -240,6 +235,25 @@ fn status(backend: &Backend) -> Value {
             .and_then(|s| s.mcp.as_ref())
             .map(|hub| hub.status().into_iter().collect::<std::collections::BTreeMap<_, _>>()),
     })
+}
+
+/// `tokamak.status` with where the model's commands run, as `tokamak sandbox` says it: finding
+/// a container engine runs its CLI, so it is found off the message queue.
+fn status_with_sandbox(
+    backend: &Backend,
+) -> impl std::future::Future<Output = Result<Value>> + Send + 'static {
+    let mut value = status(backend);
+    let settings = backend.executor_context().map(|e| e.settings.sandbox.clone());
+    async move {
+        if let Some(settings) = settings {
+            let said = tokio::task::spawn_blocking(move || match crate::executor::placement(&settings) {
+                Ok(placement) => placement.describe().to_string(),
+                Err(err) => err.to_string(),
+            });
+            value["sandbox"] = json!(said.await.unwrap_or_default());
+        }
+        Ok(value)
+    }
 }
 
 #[derive(Deserialize)]

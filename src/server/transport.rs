@@ -355,8 +355,14 @@ fn end(code: i32) -> ! {
 
 /// `workspace/executeCommand` requests for these commands are answered off tower-lsp-server's
 /// one-at-a-time queue ([`DEFERRED_METHOD`]): they wait on checkers or the model.
-pub const DEFERRED_COMMANDS: &[&str] =
-    &["tokamak.diagnostics", "tokamak.checkModel", "tokamak.pickers", "tokamak.plan", "tokamak.context"];
+pub const DEFERRED_COMMANDS: &[&str] = &[
+    "tokamak.diagnostics",
+    "tokamak.checkModel",
+    "tokamak.pickers",
+    "tokamak.status",
+    "tokamak.plan",
+    "tokamak.context",
+];
 
 /// The notification a deferred request is turned into: `{id, command, arguments}`.
 pub const DEFERRED_METHOD: &str = "$/tokamak/deferred";
