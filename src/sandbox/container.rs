@@ -4,11 +4,11 @@
 //! no capabilities, the container's processes all gone when its command ends (`--init`,
 //! `--rm`). On a local engine the run's copy is mounted at the workspace's own path (tests
 //! that look at their path, editable installs and `.pth` files behave as on disk), the shared
-//! folders read-only; on a remote one (`DOCKER_HOST`, `CONTAINER_HOST` naming another
-//! machine) the copy is sent into the container instead (`cp` of a tar stream), and the
-//! container removed after. Each container is named and labelled with the project and
-//! Tokamak's pid: a timeout removes it by name, and the next start removes those a killed
-//! Tokamak left.
+//! folders read-only; on a remote one (`DOCKER_HOST`, `CONTAINER_HOST`, a Docker context or
+//! a Podman connection naming another machine) the copy is sent into the container instead
+//! (`cp` of a tar stream), and the container removed after. Each container is named and
+//! labelled with the project, this machine and Tokamak's pid: a timeout removes it by name,
+//! and the next start removes those a killed Tokamak of this machine left.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -21,6 +21,9 @@ use crate::config::ContainerSettings;
 const PROJECT_LABEL: &str = "tokamak.project";
 /// The label with the pid of the Tokamak that started it.
 const PID_LABEL: &str = "tokamak.pid";
+/// The label naming the machine that Tokamak runs on: an engine several machines share sees
+/// the same project path and pid from more than one.
+const MACHINE_LABEL: &str = "tokamak.machine";
 
 /// An engine that can run the image: its CLI, the image, and whether it is another machine's.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,15 +67,68 @@ fn find_engine(settings: &ContainerSettings) -> Result<Engine, String> {
         let line = said.trim().lines().next().unwrap_or("it failed").to_string();
         return Err(format!("{} cannot run {image} ({line})", cli.display()));
     }
-    Ok(Engine { cli, image, remote: remote_host() })
+    Ok(Engine { remote: remote_host(&cli), cli, image })
 }
 
-/// The other machine the engine's CLI talks to, if it does.
-fn remote_host() -> Option<String> {
-    ["DOCKER_HOST", "CONTAINER_HOST"]
-        .iter()
-        .filter_map(|name| std::env::var(name).ok())
-        .find(|host| !host.is_empty() && !host.starts_with("unix://"))
+/// The other machine the engine's CLI talks to, if it does: `DOCKER_HOST` or `CONTAINER_HOST`
+/// when set, else Docker's current context (`DOCKER_CONTEXT` or `docker context use`) or
+/// Podman's default connection (`CONTAINER_CONNECTION`) — an endpoint that is no local socket.
+fn remote_host(cli: &Path) -> Option<String> {
+    let set: Vec<String> =
+        ["DOCKER_HOST", "CONTAINER_HOST"].iter().filter_map(|name| std::env::var(name).ok()).collect();
+    if let Some(host) = set.iter().find(|host| !host.is_empty()) {
+        return (!is_local(host)).then(|| host.clone());
+    }
+    let podman = cli.file_name().is_some_and(|name| name.to_string_lossy().contains("podman"));
+    let args: &[&str] = if podman {
+        &["system", "connection", "list", "--format", "{{.Name}} {{.URI}} {{.Default}}"]
+    } else {
+        &["context", "inspect", "--format", "{{.Name}} {{.Endpoints.docker.Host}}"]
+    };
+    let output =
+        std::process::Command::new(cli).args(args).stdin(std::process::Stdio::null()).output().ok()?;
+    let listed = String::from_utf8_lossy(&output.stdout);
+    let wanted = std::env::var("CONTAINER_CONNECTION").ok();
+    endpoint(&listed, podman, wanted.as_deref())
+}
+
+/// The remote endpoint in what `docker context inspect` or `podman system connection list`
+/// printed (`name endpoint [default]` a line), as "endpoint (context name)".
+fn endpoint(listed: &str, podman: bool, wanted: Option<&str>) -> Option<String> {
+    let chosen =
+        listed.lines().map(|line| line.split_whitespace().collect::<Vec<_>>()).find(|words| {
+            match (podman, wanted) {
+                (false, _) => words.len() >= 2,
+                (true, Some(name)) => words.first() == Some(&name),
+                (true, None) => words.get(2) == Some(&"true"),
+            }
+        })?;
+    let (name, host) = (chosen[0], *chosen.get(1)?);
+    let kind = if podman { "podman connection" } else { "docker context" };
+    (!is_local(host)).then(|| format!("{host} ({kind} {name})"))
+}
+
+fn is_local(host: &str) -> bool {
+    host.is_empty() || host.starts_with("unix://") || host.starts_with("npipe://")
+}
+
+/// This machine, for the label: its systemd machine id, else its host name.
+fn machine() -> String {
+    static MACHINE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    MACHINE
+        .get_or_init(|| {
+            if let Ok(id) = std::fs::read_to_string("/etc/machine-id")
+                && !id.trim().is_empty()
+            {
+                return id.trim().to_string();
+            }
+            let mut name = [0u8; 256];
+            // SAFETY: gethostname writes at most `name.len()` bytes into the local buffer.
+            let ok = unsafe { libc::gethostname(name.as_mut_ptr().cast(), name.len()) } == 0;
+            let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+            if ok { String::from_utf8_lossy(&name[..end]).into_owned() } else { "unknown".to_string() }
+        })
+        .clone()
 }
 
 /// One command to run in a container.
@@ -108,6 +164,8 @@ pub fn command_line(
         format!("{PROJECT_LABEL}={}", run.project),
         "--label".into(),
         format!("{PID_LABEL}={}", std::process::id()),
+        "--label".into(),
+        format!("{MACHINE_LABEL}={}", machine()),
         "--init".into(),
         "--cap-drop".into(),
         "ALL".into(),
@@ -221,34 +279,28 @@ fn user() -> String {
 /// Removes the containers of `project` whose Tokamak is gone (killed mid-run). Returns how
 /// many.
 pub fn sweep(engine: &Engine, project: &str) -> usize {
-    let listed = std::process::Command::new(&engine.cli)
-        .args([
-            "ps",
-            "-a",
-            "--filter",
-            &format!("label={PROJECT_LABEL}={project}"),
-            "--format",
-            &format!("{{{{.ID}}}} {{{{.Label \"{PID_LABEL}\"}}}}"),
-        ])
-        .stdin(std::process::Stdio::null())
-        .output();
-    let Ok(listed) = listed else { return 0 };
+    let cli = |args: &[&str]| {
+        std::process::Command::new(&engine.cli)
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .output()
+            .ok()
+            .filter(|output| output.status.success())
+            .map(|output| String::from_utf8_lossy(&output.stdout).into_owned())
+    };
+    // `ps -q` and `inspect` read the same in Docker and Podman (their `ps` templates differ)
+    let project = format!("label={PROJECT_LABEL}={project}");
+    let machine = format!("label={MACHINE_LABEL}={}", machine());
+    let Some(listed) = cli(&["ps", "-aq", "--filter", &project, "--filter", &machine]) else { return 0 };
     let mut removed = 0;
-    for line in String::from_utf8_lossy(&listed.stdout).lines() {
-        let mut words = line.split_whitespace();
-        let (Some(id), pid) = (words.next(), words.next().and_then(|p| p.parse::<i32>().ok())) else {
-            continue;
-        };
+    for id in listed.split_whitespace() {
+        let pid = cli(&["inspect", "--format", &format!("{{{{index .Config.Labels \"{PID_LABEL}\"}}}}"), id])
+            .and_then(|said| said.trim().parse::<i32>().ok());
         // SAFETY: kill with signal 0 only asks whether the process exists.
         let alive = pid.is_some_and(|pid| pid > 0 && unsafe { libc::kill(pid, 0) } == 0);
-        if !alive {
-            let status = std::process::Command::new(&engine.cli)
-                .args(["rm", "-f", id])
-                .stdin(std::process::Stdio::null())
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .status();
-            removed += usize::from(status.is_ok_and(|s| s.success()));
+        if !alive && cli(&["rm", "-f", id]).is_some() {
+            removed += 1;
         }
     }
     removed
@@ -310,6 +362,23 @@ mod tests {
         }
         assert!(!line.contains("/host/bin"), "the host's PATH means nothing in the image: {line}");
         assert!(line.ends_with("img:1 pytest -q"), "{line}");
+    }
+
+    #[test]
+    fn a_context_or_connection_elsewhere_is_a_remote_engine() {
+        assert_eq!(endpoint("default unix:///var/run/docker.sock\n", false, None), None);
+        assert_eq!(
+            endpoint("worker ssh://me@worker\n", false, None).as_deref(),
+            Some("ssh://me@worker (docker context worker)")
+        );
+        let podman =
+            "local unix:///run/podman/podman.sock false\nbox ssh://me@box:22/run/podman/podman.sock true\n";
+        assert_eq!(
+            endpoint(podman, true, None).as_deref(),
+            Some("ssh://me@box:22/run/podman/podman.sock (podman connection box)")
+        );
+        assert_eq!(endpoint(podman, true, Some("local")), None);
+        assert!(!machine().is_empty());
     }
 
     #[test]

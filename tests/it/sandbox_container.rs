@@ -1,7 +1,8 @@
 //! Seed 000's scenario with its tests run in containers (seed 003's worker): the editor's
 //! unsaved buffer in the run's copy, the copy mounted at the workspace's own path — a test
-//! that asserts its working folder is the workspace passes — on this machine's engine and on
-//! the same engine reached over TCP as another machine's (the copy sent, not mounted). The
+//! that asserts its working folder is the workspace passes — on this machine's Docker engine,
+//! on the same engine reached over TCP as another machine's (the copy sent, not mounted), and
+//! on Podman. The
 //! run ends done either way, and the plan says where its tests ran.
 
 use crate::support;
@@ -13,7 +14,16 @@ use support::scenario::{GOAL, PYTHON};
 
 use support::{REMOTE_ENGINE as REMOTE, TEST_IMAGE as IMAGE};
 
-fn scenario_in_a_container(remote: bool) {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Engine {
+    Docker,
+    /// The same Docker engine through its TCP socket, standing for another machine's.
+    Remote,
+    Podman,
+}
+
+fn scenario_in_a_container(engine: Engine) {
+    let remote = engine == Engine::Remote;
     let dir = PYTHON.project();
     let root = std::fs::canonicalize(dir.path()).unwrap();
     // a test that looks at where it runs: the workspace's own path, not a copy's
@@ -31,9 +41,13 @@ fn scenario_in_a_container(remote: bool) {
         "model": {"base_url": model.url(), "model": "scripted", "max_retries": 0},
         // the image's own python and pytest: the host's tools mean nothing in it
         "test": {"command": ["python3", "-m", "pytest", "-q", "-p", "no:cacheprovider"]},
-        "sandbox": {"backend": "container", "image": IMAGE},
+        "sandbox": {"backend": "container", "image": IMAGE, "engine": if engine == Engine::Podman { "podman" } else { "docker" }},
     });
-    let env = if remote { vec![("DOCKER_HOST".to_string(), REMOTE.to_string())] } else { Vec::new() };
+    let env = match engine {
+        Engine::Docker => Vec::new(),
+        Engine::Remote => vec![("DOCKER_HOST".to_string(), REMOTE.to_string())],
+        Engine::Podman => vec![("CONTAINERS_CONF".to_string(), support::podman_conf().display().to_string())],
+    };
     let mut client = LspClient::editor_for_project_env(&root, options, &env);
     let source = client.open_file(&root.join(PYTHON.source), "");
     let clock = std::time::Instant::now();
@@ -42,7 +56,7 @@ fn scenario_in_a_container(remote: bool) {
         m["method"] == "tokamak/runFinished" && m["params"]["run_id"] == run_id
     })["params"]
         .clone();
-    eprintln!("container scenario (remote: {remote}): {:?}", clock.elapsed());
+    eprintln!("container scenario ({engine:?}): {:?}", clock.elapsed());
     assert_eq!(finished["exit_reason"], "done", "{finished}\n{}", client.stderr());
     let steps = finished["steps"].as_array().cloned().unwrap_or_default();
     assert!(!steps.is_empty() && steps.iter().all(|s| s["status"] == "done"), "{finished}");
@@ -65,20 +79,32 @@ fn scenario_in_a_container(remote: bool) {
     let plan = client.seen(|m| m["method"] == "tokamak/planUpdated").pop().unwrap();
     assert!(serde_json::to_string(&plan).unwrap().contains(placed), "{plan}");
     let label = format!("label=tokamak.project={}", tokamak::places::project_key(&root));
-    let left = std::process::Command::new("docker").args(["ps", "-aq", "--filter", &label]).output().unwrap();
+    let cli = if engine == Engine::Podman { "podman" } else { "docker" };
+    let left = std::process::Command::new(cli)
+        .args(["ps", "-aq", "--filter", &label])
+        .env("CONTAINERS_CONF", support::podman_conf())
+        .output()
+        .unwrap();
     assert!(String::from_utf8_lossy(&left.stdout).trim().is_empty(), "no container of the run is left");
 }
 
 #[test]
 fn the_scenario_runs_its_tests_in_a_container_at_the_workspaces_path() {
     if support::require_engine() {
-        scenario_in_a_container(false);
+        scenario_in_a_container(Engine::Docker);
     }
 }
 
 #[test]
 fn the_scenario_runs_its_tests_in_a_container_on_a_remote_engine() {
     if support::require_engine() {
-        scenario_in_a_container(true);
+        scenario_in_a_container(Engine::Remote);
+    }
+}
+
+#[test]
+fn the_scenario_runs_its_tests_in_a_podman_container_at_the_workspaces_path() {
+    if support::require_podman() {
+        scenario_in_a_container(Engine::Podman);
     }
 }
