@@ -139,6 +139,9 @@ pub struct CheckerConfig {
     pub column_encoding: Option<String>,
     pub timeout_ms: Option<u64>,
     pub publish: Option<PublishMode>,
+    /// Folders it writes, relative to where it runs (a build's `target`): the only ones it
+    /// may write when it runs confined (a built-in tool's own caches are known).
+    pub writes: Option<Vec<String>>,
 }
 
 /// `checkers.<name>`: a publish mode string or a table.

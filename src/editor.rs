@@ -59,7 +59,7 @@ pub enum FileOperation {
 
 /// A command for the editor's terminal: the program and its arguments as they run (placed in
 /// the sandbox already), the folder, and the limits.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub struct TerminalCommand<'a> {
     pub program: &'a str,
     pub args: &'a [String],
@@ -67,6 +67,22 @@ pub struct TerminalCommand<'a> {
     /// Output the terminal keeps (its last bytes, when there is more).
     pub output_limit: usize,
     pub timeout: std::time::Duration,
+    /// Stops the command and everything it started, called on a timeout or a cancel before
+    /// the terminal is killed: an editor may kill it with SIGKILL, leaving what it started
+    /// running (and a container up).
+    pub stop: &'a (dyn Fn() + Send + Sync),
+}
+
+impl std::fmt::Debug for TerminalCommand<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TerminalCommand")
+            .field("program", &self.program)
+            .field("args", &self.args)
+            .field("cwd", &self.cwd)
+            .field("output_limit", &self.output_limit)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
 }
 
 /// How a command in the editor's terminal ended, and what it printed (both streams together).

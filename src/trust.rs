@@ -207,7 +207,7 @@ pub fn restrict_project_settings(value: &mut Value) -> Vec<String> {
             };
             // a built-in checker's name may be set up without a command of its own
             if crate::checker::find(&name).is_some() {
-                for key in ["command", "args"] {
+                for key in ["command", "args", "writes"] {
                     if table.remove(key).is_some() {
                         removed.push(format!("checkers.{name}.{key}"));
                     }

@@ -440,6 +440,8 @@ impl AcpEditor {
         };
         let id = || (self.session_id.clone(), terminal.clone());
         if !matches!(exited, Ok(Some(_))) {
+            // what it started goes too, whatever signal the editor's kill sends
+            (command.stop)();
             let (session, terminal) = id();
             let kill = acp::KillTerminalRequest::new(session, terminal);
             if let Err(err) =

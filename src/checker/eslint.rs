@@ -32,6 +32,7 @@ pub const TOOL: Tool = Tool {
     precision: 4,
     syntax: |code, message| code.is_empty() && message.starts_with("Parsing error"),
     trust: Trust::ProjectCode(config),
+    caches: &[],
 };
 
 /// eslint 9 without a flat config exits 2 saying so.

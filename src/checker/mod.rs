@@ -59,6 +59,9 @@ pub struct Tool {
     /// Whether running it runs the project's own code (eslint's configuration, mypy's
     /// plugins), which only a trusted folder allows.
     pub trust: Trust,
+    /// The folders it writes, relative to where it runs (its caches): the only ones it may
+    /// write when it runs confined.
+    pub caches: &'static [&'static str],
 }
 
 /// How a checker gets the buffer's text.

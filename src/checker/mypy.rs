@@ -26,6 +26,7 @@ pub const TOOL: Tool = Tool {
     // its syntax errors carry the shared code `syntax`
     syntax: |_, _| false,
     trust: Trust::ProjectCode(plugins),
+    caches: &[".mypy_cache"],
 };
 
 const CONFIGS: &[&str] = &["mypy.ini", ".mypy.ini", "pyproject.toml", "setup.cfg"];

@@ -22,6 +22,7 @@ pub const TOOL: Tool = Tool {
     precision: 2,
     syntax: |code, message| code.is_empty() && looks_like_syntax(message),
     trust: Trust::ToolOnly,
+    caches: &[],
 };
 
 /// pyright reports its parser's errors without a rule.

@@ -32,6 +32,7 @@ pub const TOOL: Tool = Tool {
     precision: 1,
     syntax: |code, message| code.is_empty() && message.starts_with("SyntaxError"),
     trust: Trust::ToolOnly,
+    caches: &[],
 };
 
 #[derive(Deserialize)]

@@ -27,6 +27,7 @@ pub const TOOL: Tool = Tool {
     precision: 3,
     syntax: |code, _| is_syntax(code),
     trust: Trust::ToolOnly,
+    caches: &[],
 };
 
 /// tsc's arguments: the project's nearest `tsconfig.json` when there is one (so its options

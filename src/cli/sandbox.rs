@@ -68,15 +68,30 @@ pub fn check_sandbox(root: &Path) -> Result<SandboxCheck, crate::config::ConfigE
             None => path.display().to_string(),
         })
         .collect();
-    lines.push(format!(
-        "  hidden: {}",
-        if shown.is_empty() { "nothing found".to_string() } else { shown.join(", ") }
-    ));
+    let shown = if shown.is_empty() { "nothing found".to_string() } else { shown.join(", ") };
     let extra =
         if settings.env.is_empty() { String::new() } else { format!(" and {}", settings.env.join(", ")) };
-    lines.push(format!(
-        "  environment: PATH, the locale, TERM, the toolchains' variables{extra}; HOME and TMPDIR private"
-    ));
+    if settings.backend == SandboxMode::Container {
+        // a container sees none of this machine but the copy, and none of its environment
+        lines.push("  hidden: all of this machine but the run's copy (and, on a local engine, the dependency folders, read-only)".to_string());
+        lines.push(format!("  environment: the image's own PATH, the locale, TERM{extra}; HOME and TMPDIR in the container's /tmp"));
+    } else {
+        lines.push(format!("  hidden: {shown}"));
+        lines.push(format!(
+            "  environment: PATH, the locale, TERM, the toolchains' variables{extra}; HOME and TMPDIR private"
+        ));
+    }
+    let checkers = crate::sandbox::tools::Confinement::choose(&settings);
+    lines.push(if checkers.confines() {
+        format!(
+            "  checkers: confined by {} — they read the project and the system but not {shown}, write only their caches and a scratch folder, no network",
+            checkers.describe()
+        )
+    } else if settings.backend == SandboxMode::Off {
+        "  checkers: not confined (sandbox = \"off\")".to_string()
+    } else {
+        "  checkers: not confined — no backend works here".to_string()
+    });
     for (name, found) in survey(&settings) {
         lines.push(match found {
             Ok(detail) => format!("  {name}: usable ({detail})"),

@@ -184,8 +184,62 @@ pub async fn run(spec: CommandSpec<'_>, cancel: &CancellationToken) -> std::io::
     })
 }
 
-/// `program args` as the editor's terminal runs it: through `env -i` with the command's
-/// environment, since the editor starts it with its own (the one Tokamak was started with).
+/// `program args` as the editor's terminal runs it, with the command's environment (the
+/// editor starts it with its own, the one Tokamak was started with): under Tokamak's helper,
+/// which reads the environment from a file in the command's private temp folder (no value in
+/// a command line `ps` shows) and can be stopped by `tag` — a helper already there given the
+/// file, else one that only reaps around it; without a helper (macOS), through `env -i`.
+fn for_terminal(
+    program: String,
+    args: Vec<String>,
+    env: &[(OsString, OsString)],
+    private_tmp: &Path,
+    tag: &str,
+) -> (String, Vec<String>) {
+    #[cfg(target_os = "linux")]
+    if let Some(helper) = crate::sandbox::landlock::helper_binary() {
+        let file = private_tmp.join(format!("tokamak-env-{tag}"));
+        if crate::sandbox::landlock::write_env_file(&file, env).is_ok() {
+            let helper_text = helper.to_string_lossy().into_owned();
+            let line = if program == helper_text {
+                args
+            } else {
+                let mut line =
+                    vec![crate::sandbox::landlock::SUBCOMMAND.to_string(), "--unconfined".to_string()];
+                line.push("--".to_string());
+                line.push(program);
+                line.extend(args);
+                line
+            };
+            return (helper_text, crate::sandbox::landlock::with_env_file(line, &file, tag));
+        }
+    }
+    let _ = (private_tmp, tag);
+    with_environment(&program, &args, env)
+}
+
+/// Stops a command the editor's terminal runs, on a timeout or a cancel: its helper asked to
+/// kill all it started (and remove its container), else the container removed here.
+fn stop_in_terminal(tag: &str, after_kill: Option<&(PathBuf, Vec<String>)>) {
+    #[cfg(target_os = "linux")]
+    if crate::sandbox::landlock::stop_tagged(tag) > 0 {
+        return;
+    }
+    let _ = tag;
+    if let Some((program, args)) = after_kill {
+        let (program, args) = (program.clone(), args.clone());
+        std::thread::spawn(move || {
+            let _ = std::process::Command::new(program)
+                .args(args)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        });
+    }
+}
+
+/// `program args` through `env -i` with the command's environment.
 fn with_environment(program: &str, args: &[String], env: &[(OsString, OsString)]) -> (String, Vec<String>) {
     let mut wrapped = vec!["-i".to_string()];
     wrapped.extend(
@@ -476,13 +530,19 @@ impl Executor {
             Some((wrapper, args)) => (wrapper.to_string_lossy().into_owned(), args.clone()),
             None => (argv_run[0].clone(), argv_run[1..].to_vec()),
         };
-        let (program, args) = with_environment(&program, &args, &placed.env);
+        static TERMINALS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let tag =
+            format!("{}-{}-{}", std::process::id(), self.run_id, TERMINALS.fetch_add(1, Ordering::Relaxed));
+        let (program, args) = for_terminal(program, args, &placed.env, copy.private_folders().1, &tag);
+        let after_kill = placed.after_kill.clone();
+        let stop = move || stop_in_terminal(&tag, after_kill.as_ref());
         let in_terminal = TerminalCommand {
             program: &program,
             args: &args,
             cwd,
             output_limit: settings.commands.max_output_bytes,
             timeout,
+            stop: &stop,
         };
         let started = Instant::now();
         let terminal = self.context.editor.run_in_terminal(&self.run_id, in_terminal, &self.cancel).await;
@@ -576,6 +636,46 @@ mod tests {
         assert_eq!(program, "env");
         let ran = std::process::Command::new(&program).args(&args).output().unwrap();
         assert_eq!(String::from_utf8_lossy(&ran.stdout), "gone this\n");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn in_the_editors_terminal_the_values_stay_out_of_the_command_line_and_a_stop_ends_it_all() {
+        let tmp = tempfile::tempdir().unwrap();
+        let env = vec![
+            (OsString::from("PATH"), OsString::from("/usr/bin:/bin")),
+            (OsString::from("ONLY"), OsString::from("the-value-0xBEEF")),
+        ];
+        let tag = format!("unit-{}", std::process::id());
+        let (program, args) =
+            for_terminal("sh".to_string(), argv(&["-c", "echo ${HOME:-gone} $ONLY"]), &env, tmp.path(), &tag);
+        assert!(program.ends_with("tokamak"), "under the helper: {program}");
+        assert!(!args.iter().any(|a| a.contains("0xBEEF")), "{args:?}");
+        let ran = std::process::Command::new(&program).args(&args).output().unwrap();
+        assert_eq!(String::from_utf8_lossy(&ran.stdout), "gone the-value-0xBEEF\n", "{ran:?}");
+        assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0, "the file is gone once read");
+
+        // stopped by its tag (as on a terminal's timeout), it and what it started go
+        let marker = format!("sleep {}", 3_000_000 + std::process::id());
+        let script = format!("setsid {marker} & {marker}");
+        let (program, args) = for_terminal("sh".to_string(), argv(&["-c", &script]), &env, tmp.path(), &tag);
+        let mut child = std::process::Command::new(&program).args(&args).spawn().unwrap();
+        let alive = || {
+            std::fs::read_dir("/proc").unwrap().flatten().any(|entry| {
+                std::fs::read(entry.path().join("cmdline"))
+                    .is_ok_and(|line| String::from_utf8_lossy(&line).replace('\0', " ").trim() == marker)
+            })
+        };
+        let started = std::time::Instant::now();
+        while !alive() && started.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(alive(), "the command started");
+        stop_in_terminal(&tag, None);
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{status:?}");
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(!alive(), "nothing it started is left");
     }
 
     fn spec<'a>(argv: &'a [String], cwd: &'a Path, timeout: Duration) -> CommandSpec<'a> {

@@ -44,7 +44,7 @@ impl Request {
             Request::Command { argv, unconfined: false } => format!("run `{}`", argv.join(" ")),
             Request::Command { argv, unconfined: true } => {
                 format!(
-                    "run `{}` without a sandbox (nothing confines commands on this machine)",
+                    "run `{}` without a sandbox (nothing confines commands on this machine: it runs as you, in a copy of the workspace whose dependency folders, such as node_modules and .venv, are your own)",
                     argv.join(" ")
                 )
             }

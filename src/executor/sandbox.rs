@@ -21,7 +21,6 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::time::SystemTime;
 
 use crate::config::{SandboxMode, SandboxSettings};
@@ -117,12 +116,14 @@ pub fn placement(settings: &SandboxSettings) -> Result<Placement, SandboxError> 
             .map(Placement::Container)
             .map_err(|r| unavailable(&r)),
         SandboxMode::Off => Ok(Placement::Copy { notice: None, ask: false }),
-        SandboxMode::Bwrap => usable_bwrap().clone().map(Placement::Bwrap).map_err(|r| unavailable(&r)),
+        SandboxMode::Bwrap => {
+            crate::sandbox::bwrap::usable().clone().map(Placement::Bwrap).map_err(|r| unavailable(&r))
+        }
         SandboxMode::Landlock => landlock().map_err(|r| unavailable(&r)),
         SandboxMode::Seatbelt => seatbelt().map_err(|r| unavailable(&r)),
         SandboxMode::Auto => {
             let mut reasons = Vec::new();
-            match usable_bwrap() {
+            match crate::sandbox::bwrap::usable() {
                 Ok(path) => return Ok(Placement::Bwrap(path.clone())),
                 Err(reason) => reasons.push(reason.clone()),
             }
@@ -146,7 +147,8 @@ pub fn placement(settings: &SandboxSettings) -> Result<Placement, SandboxError> 
 /// Every backend and whether it is usable here: what it is (a path, what it enforces) or
 /// why not — for `tokamak sandbox`.
 pub fn survey(settings: &SandboxSettings) -> Vec<(&'static str, Result<String, String>)> {
-    let bwrap = usable_bwrap().clone().map(|path| format!("bubblewrap at {}", path.display()));
+    let bwrap =
+        crate::sandbox::bwrap::usable().clone().map(|path| format!("bubblewrap at {}", path.display()));
     let landlock = landlock().map(|placement| match placement {
         Placement::Landlock { helper, enforced } => format!("{enforced}, applied by {}", helper.display()),
         _ => String::new(),
@@ -180,27 +182,6 @@ fn seatbelt() -> Result<Placement, String> {
     }
     let path = PathBuf::from(crate::sandbox::seatbelt::SANDBOX_EXEC);
     if path.is_file() { Ok(Placement::Seatbelt(path)) } else { Err(format!("{} is missing", path.display())) }
-}
-
-fn usable_bwrap() -> &'static Result<PathBuf, String> {
-    static BWRAP: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    BWRAP.get_or_init(|| {
-        let path = which::which("bwrap").map_err(|_| "bubblewrap (bwrap) is not installed".to_string())?;
-        let probe = std::process::Command::new(&path)
-            .args(["--ro-bind", "/", "/", "--unshare-net", "--die-with-parent", "true"])
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .output();
-        match probe {
-            Ok(output) if output.status.success() => Ok(path),
-            Ok(output) => Err(format!(
-                "bwrap does not work here ({})",
-                String::from_utf8_lossy(&output.stderr).trim().lines().next().unwrap_or("it failed")
-            )),
-            Err(err) => Err(format!("bwrap cannot be started ({err})")),
-        }
-    })
 }
 
 /// What was put at a path of the copy, to tell later whether it is still up to date.
@@ -480,10 +461,35 @@ impl ShadowCopy {
     /// the copy can serve another test run as if new; what they changed is copied again by
     /// the next [`ShadowCopy::sync`].
     pub fn remove_left(&mut self) {
-        for relative in self.changed_by_command() {
-            if !self.copied.contains_key(Path::new(&relative)) {
-                let _ = std::fs::remove_file(self.dir.join(&relative));
+        // everything the workspace did not give it: files, links, folders — `__pycache__`
+        // above all, whose `.pyc` of another candidate's text could pass for this one's when
+        // the sizes and the second agree; the copy's own `.git` and the shared folders stay
+        let mut holding: std::collections::HashSet<&Path> = std::collections::HashSet::new();
+        for path in self.copied.keys().chain(self.binds.iter()) {
+            holding.extend(path.ancestors().skip(1));
+        }
+        let mut doomed = Vec::new();
+        let walker = ignore::WalkBuilder::new(&self.dir).standard_filters(false).follow_links(false).build();
+        for entry in walker.flatten() {
+            let Ok(relative) = entry.path().strip_prefix(&self.dir) else { continue };
+            if relative.as_os_str().is_empty()
+                || relative.starts_with(".git")
+                || self.copied.contains_key(relative)
+                || self.binds.iter().any(|bind| relative.starts_with(bind))
+            {
+                continue;
             }
+            let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+            if is_dir && holding.contains(relative) {
+                continue;
+            }
+            if !doomed.iter().any(|(gone, _): &(PathBuf, bool)| relative.starts_with(gone)) {
+                doomed.push((relative.to_path_buf(), is_dir));
+            }
+        }
+        for (relative, is_dir) in doomed {
+            let path = self.dir.join(relative);
+            let _ = if is_dir { std::fs::remove_dir_all(path) } else { std::fs::remove_file(path) };
         }
         self.left.clear();
         // and the private home and temp folder start empty again
@@ -891,7 +897,16 @@ mod tests {
         // a test run changes a file and leaves another
         std::fs::write(shadow_dir.join("src/app.py"), "broken by the run\n").unwrap();
         std::fs::write(shadow_dir.join("src/leftover.txt"), "left").unwrap();
+        // and folders, a link and compiled files of the text it ran on
+        std::fs::create_dir_all(shadow_dir.join("src/__pycache__")).unwrap();
+        std::fs::write(shadow_dir.join("src/__pycache__/app.cpython-311.pyc"), "stale").unwrap();
+        std::fs::create_dir_all(shadow_dir.join(".pytest_cache/v")).unwrap();
+        std::os::unix::fs::symlink("/etc", shadow_dir.join("src/made-link")).unwrap();
         copy.remove_left();
+        for left in ["src/__pycache__", ".pytest_cache", "src/made-link"] {
+            assert!(std::fs::symlink_metadata(shadow_dir.join(left)).is_err(), "{left} is gone");
+        }
+        assert!(shadow_dir.join("src").is_dir(), "a folder holding the workspace's files stays");
         let stats = copy.sync(&HashMap::new()).unwrap();
         assert_eq!(stats.copied, 1, "only what changed is copied again: {stats:?}");
         assert_eq!(

@@ -327,6 +327,7 @@ impl Observer {
                 root: &root,
                 overlays: &overlays,
                 search_path,
+                confinement: &observer.checkers.confinement,
             };
             let result = checkers::run(&checker, input).await;
             tracing::debug!("{} on {} took {:?}", checker.name, snapshot.uri, started.elapsed());

@@ -28,10 +28,17 @@ const FS_ABI: ABI = ABI::V5;
 struct Request {
     policy: Policy,
     probe: bool,
+    /// Do nothing (what the probe runs under the watch: no program on PATH is needed).
+    nothing: bool,
     /// Only reap: another backend confines the command (a container's CLI).
     unconfined: bool,
     /// Run when the command is stopped or Tokamak is gone (a container's removal).
     cleanup: Vec<OsString>,
+    /// The command's environment, read from this file (then removed) instead of inherited:
+    /// a command an editor's terminal runs, whose values stay out of its command line.
+    env_file: Option<PathBuf>,
+    /// A name Tokamak finds this helper by ([`stop_tagged`]) when it did not start it.
+    tag: Option<String>,
     argv: Vec<OsString>,
 }
 
@@ -73,9 +80,16 @@ fn parse(args: &[OsString]) -> Result<Request, String> {
                 break;
             }
             Some("--probe") => request.probe = true,
+            Some("--nothing") => request.nothing = true,
             Some("--network") => request.policy.network = true,
             Some("--unconfined") => request.unconfined = true,
             Some("--cleanup") => request.cleanup.push(rest.next().ok_or("--cleanup needs a word")?.clone()),
+            Some("--env-file") => {
+                request.env_file = Some(PathBuf::from(rest.next().ok_or("--env-file needs a path")?))
+            }
+            Some("--tag") => {
+                request.tag = Some(rest.next().ok_or("--tag needs a name")?.to_string_lossy().into_owned())
+            }
             Some(flag @ ("--write" | "--hide")) => {
                 let path = PathBuf::from(rest.next().ok_or_else(|| format!("{flag} needs a path"))?);
                 if flag == "--write" {
@@ -87,7 +101,7 @@ fn parse(args: &[OsString]) -> Result<Request, String> {
             _ => return Err(format!("unknown argument {}", arg.to_string_lossy())),
         }
     }
-    if request.argv.is_empty() && !request.probe {
+    if request.argv.is_empty() && !request.probe && !request.nothing {
         return Err("no command after --".to_string());
     }
     Ok(request)
@@ -104,8 +118,26 @@ pub fn helper_main(args: &[OsString]) -> i32 {
             return 2;
         }
     };
+    if request.nothing {
+        return 0;
+    }
+    let env = match &request.env_file {
+        Some(file) => match read_env_file(file) {
+            Ok(env) => Some(env),
+            Err(err) => {
+                eprintln!(
+                    "{}the command was not run: its environment ({}): {err}",
+                    super::HELPER_SAYS,
+                    file.display()
+                );
+                return 126;
+            }
+        },
+        None => None,
+    };
+    let env = env.as_deref();
     if request.unconfined {
-        return super::reaper::run(&request.argv, &request.cleanup);
+        return super::reaper::run(&request.argv, &request.cleanup, env, None);
     }
     let enforced = match confine(&request.policy) {
         Ok(enforced) => enforced,
@@ -117,11 +149,119 @@ pub fn helper_main(args: &[OsString]) -> i32 {
             return 126;
         }
     };
+    let setup = match super::supervisor::Setup::new(kernel_abi().is_some_and(|abi| abi >= 6)) {
+        Ok(setup) => setup,
+        Err(err) => {
+            eprintln!("{}the command was not run: its watch could not be set up ({err})", super::HELPER_SAYS);
+            return 126;
+        }
+    };
     if request.probe {
-        println!("{enforced}");
-        return 0;
+        // the watch is tried on a command that does nothing: a kernel that cannot give it
+        // leaves this backend unused rather than a command unwatched
+        let Ok(me) = std::env::current_exe() else {
+            eprintln!("{}the command was not run: Tokamak's own binary was not found", super::HELPER_SAYS);
+            return 126;
+        };
+        let nothing = [me.into_os_string(), OsString::from(SUBCOMMAND), OsString::from("--nothing")];
+        return match super::reaper::run(&nothing, &[], None, Some((setup, &request.policy.writable))) {
+            0 => {
+                println!("{enforced}; {}", super::supervisor::DESCRIBED);
+                0
+            }
+            _ => 126,
+        };
     }
-    super::reaper::run(&request.argv, &request.cleanup)
+    super::reaper::run(&request.argv, &request.cleanup, env, Some((setup, &request.policy.writable)))
+}
+
+/// The helper's command line `line` (starting with [`SUBCOMMAND`]) given the command's
+/// environment in `env_file` and a `tag` to be stopped by.
+pub fn with_env_file(mut line: Vec<String>, env_file: &Path, tag: &str) -> Vec<String> {
+    let at = usize::from(line.first().is_some_and(|first| first == SUBCOMMAND));
+    let added = [
+        "--env-file".to_string(),
+        env_file.to_string_lossy().into_owned(),
+        "--tag".to_string(),
+        tag.to_string(),
+    ];
+    line.splice(at..at, added);
+    line
+}
+
+/// Writes `env` for [`with_env_file`]: `NAME=VALUE` pairs separated by NUL, readable by
+/// the user alone.
+pub fn write_env_file(path: &Path, env: &[(OsString, OsString)]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?;
+    let mut bytes = Vec::new();
+    for (name, value) in env {
+        bytes.extend_from_slice(name.as_bytes());
+        bytes.push(b'=');
+        bytes.extend_from_slice(value.as_bytes());
+        bytes.push(0);
+    }
+    file.write_all(&bytes)
+}
+
+fn read_env_file(path: &Path) -> std::io::Result<Vec<(OsString, OsString)>> {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = std::fs::read(path)?;
+    std::fs::remove_file(path)?;
+    Ok(bytes
+        .split(|&byte| byte == 0)
+        .filter_map(|pair| {
+            let at = pair.iter().position(|&byte| byte == b'=')?;
+            let (name, value) = (&pair[..at], &pair[at + 1..]);
+            Some((
+                std::ffi::OsStr::from_bytes(name).to_os_string(),
+                std::ffi::OsStr::from_bytes(value).to_os_string(),
+            ))
+        })
+        .collect())
+}
+
+/// Asks the helpers tagged `tag` to stop (SIGTERM: each kills its command and all it
+/// started, and runs its cleanup) and waits for them to end (up to 2 s): for a command an
+/// editor's terminal runs, which the editor may stop with SIGKILL, too late for the helper to
+/// do anything. Returns how many.
+pub fn stop_tagged(tag: &str) -> usize {
+    let stopped = signal_tagged(tag);
+    let started = std::time::Instant::now();
+    // gone, or a zombie its parent (the editor) has not reaped yet
+    let running = |pid: &libc::pid_t| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            stat.rfind(')')
+                .and_then(|end| stat[end + 1..].split_whitespace().next())
+                .is_some_and(|state| state != "Z")
+        })
+    };
+    while stopped.iter().any(running) && started.elapsed() < std::time::Duration::from_secs(2) {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    stopped.len()
+}
+
+fn signal_tagged(tag: &str) -> Vec<libc::pid_t> {
+    let wanted = format!("\0--tag\0{tag}\0");
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    let mut stopped = Vec::new();
+    for entry in entries.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|name| name.parse::<libc::pid_t>().ok()) else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
+        let line = String::from_utf8_lossy(&cmdline);
+        if line.contains(&format!("\0{SUBCOMMAND}\0")) && line.contains(&wanted) {
+            // SAFETY: kill(2) touches no memory; a pid gone since is ESRCH.
+            if unsafe { libc::kill(pid, libc::SIGTERM) } == 0 {
+                stopped.push(pid);
+            }
+        }
+    }
+    stopped
 }
 
 /// Applies `policy` to this process and its future children. `Ok`: what is enforced, in a

@@ -9,6 +9,7 @@
 //! local or remote (`container.rs`). Bubblewrap's arguments are made with the copy
 //! (`executor/sandbox.rs`), from the same policy.
 
+pub mod bwrap;
 pub mod container;
 pub mod environment;
 #[cfg(target_os = "linux")]
@@ -17,6 +18,9 @@ pub mod landlock;
 mod reaper;
 pub mod seatbelt;
 pub mod secrets;
+#[cfg(target_os = "linux")]
+mod supervisor;
+pub mod tools;
 
 use std::path::PathBuf;
 

@@ -4,10 +4,17 @@
 //! (SIGTERM: a timeout or a cancel) or when Tokamak is gone (killed with -9: its parent
 //! changes), then runs the cleanup it was given (a container's removal: the container's
 //! processes are not the helper's children). Nothing the command started outlives its run.
+//! Under Landlock it also answers the command's calls that Landlock does not mediate
+//! (`supervisor.rs`) while it waits.
 
 use std::ffi::OsString;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+
+use super::supervisor::Setup;
 
 static STOP: AtomicBool = AtomicBool::new(false);
 
@@ -16,8 +23,16 @@ extern "C" fn on_stop(_: libc::c_int) {
 }
 
 /// Runs `argv` and returns its exit status (128 + a signal), having killed whatever it left;
-/// `cleanup` is run when it was stopped before its end.
-pub fn run(argv: &[OsString], cleanup: &[OsString]) -> i32 {
+/// `cleanup` is run when it was stopped before its end; `env`, the command's environment
+/// in place of the helper's. With `watch`, the command's process
+/// is set up by it and its calls that Landlock does not mediate are answered here
+/// (`supervisor.rs`) while the command runs.
+pub fn run(
+    argv: &[OsString],
+    cleanup: &[OsString],
+    env: Option<&[(OsString, OsString)]>,
+    watch: Option<(Setup, &[PathBuf])>,
+) -> i32 {
     let parent = std::os::unix::process::parent_id();
     // SAFETY: prctl(PR_SET_CHILD_SUBREAPER) and sigaction with a handler that only stores to
     // an atomic are async-signal-safe and touch no memory of ours but the handler's address.
@@ -29,7 +44,24 @@ pub fn run(argv: &[OsString], cleanup: &[OsString]) -> i32 {
             libc::sigaction(signal, &action, std::ptr::null_mut());
         }
     }
-    let child = match std::process::Command::new(&argv[0]).args(&argv[1..]).spawn() {
+    let mut command = std::process::Command::new(&argv[0]);
+    command.args(&argv[1..]);
+    if let Some(env) = env {
+        command.env_clear().envs(env.iter().map(|(name, value)| (name, value)));
+    }
+    let (setup, writable) = match watch {
+        Some((setup, writable)) => (Some(Arc::new(setup)), writable),
+        None => (None, &[][..]),
+    };
+    if let Some(setup) = &setup {
+        let setup = Arc::clone(setup);
+        // SAFETY: the helper has one thread; between fork and exec only syscalls run, on
+        // memory made before the fork (`Setup::in_child`).
+        unsafe { command.pre_exec(move || setup.in_child()) };
+    }
+    let spawned = command.spawn();
+    drop(command);
+    let child = match spawned {
         Ok(child) => child,
         Err(err) => {
             eprintln!("{}execvp {}: {err}", super::HELPER_SAYS, argv[0].to_string_lossy());
@@ -37,6 +69,18 @@ pub fn run(argv: &[OsString], cleanup: &[OsString]) -> i32 {
         }
     };
     let pid = child.id() as libc::pid_t;
+    let mut watch = match setup.map(Arc::try_unwrap) {
+        Some(Ok(setup)) => match setup.watch(writable) {
+            Ok(watch) => Some(watch),
+            Err(err) => {
+                // the command runs with calls nobody answers: stop it rather than leave it hanging
+                eprintln!("{}the command was stopped: {err}", super::HELPER_SAYS);
+                kill_children();
+                return 126;
+            }
+        },
+        _ => None,
+    };
     let mut pause = Duration::from_millis(1);
     let status = loop {
         let mut status = 0;
@@ -60,7 +104,14 @@ pub fn run(argv: &[OsString], cleanup: &[OsString]) -> i32 {
             }
             return 128 + libc::SIGTERM;
         }
-        std::thread::sleep(pause);
+        match &mut watch {
+            Some(serving) => {
+                if !serving.serve(pause) {
+                    watch = None; // nothing left under the filter
+                }
+            }
+            None => std::thread::sleep(pause),
+        }
         pause = (pause * 2).min(Duration::from_millis(20));
     };
     kill_children();

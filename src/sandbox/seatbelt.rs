@@ -1,6 +1,7 @@
 //! The Seatbelt backend (macOS): a profile for `/usr/bin/sandbox-exec` made from the policy,
 //! as OpenAI's Codex CLI and Anthropic's sandbox runtime confine commands there — nothing
-//! allowed but what is listed; processes may start and signal their own; the whole disk
+//! allowed but what is listed; processes may start and signal their own; a short list of
+//! Mach services by name; the whole disk
 //! readable but the hidden paths; writes only to the policy's folders and the terminal
 //! devices; the network only when allowed. The paths go in as `-D` parameters, never spliced
 //! into the profile's text, so no path can change its meaning.
@@ -17,7 +18,7 @@ const BASE: &str = r#"(version 1)
 (allow signal (target same-sandbox))
 (allow process-info* (target same-sandbox))
 (allow sysctl-read)
-(allow mach-lookup)
+(allow user-preference-read)
 (allow ipc-posix-sem)
 (allow ipc-posix-shm-read-data)
 (allow ipc-posix-shm-write-data)
@@ -28,10 +29,42 @@ const BASE: &str = r#"(version 1)
 (allow file-write-data (literal "/dev/null") (literal "/dev/zero") (literal "/dev/tty") (regex #"^/dev/ttys[0-9]+$"))
 "#;
 
+/// The Mach services a command may look up: what the C library, the Security framework and
+/// Foundation ask for to resolve users and groups, log, read preferences, check certificates,
+/// find the temp folder and fonts — not the pasteboard, the keychain's agents, Apple Events,
+/// the window server or anything else of the user's session.
+const MACH_SERVICES: &[&str] = &[
+    "com.apple.system.opendirectoryd.libinfo",
+    "com.apple.system.opendirectoryd.membership",
+    "com.apple.system.DirectoryService.libinfo_v1",
+    "com.apple.system.logger",
+    "com.apple.logd",
+    "com.apple.diagnosticd",
+    "com.apple.system.notification_center",
+    "com.apple.distributed_notifications@Uv3",
+    "com.apple.cfprefsd.daemon",
+    "com.apple.cfprefsd.agent",
+    "com.apple.bsd.dirhelper",
+    "com.apple.trustd",
+    "com.apple.trustd.agent",
+    "com.apple.securityd.xpc",
+    "com.apple.SecurityServer",
+    "com.apple.lsd.mapdb",
+    "com.apple.coreservices.launchservicesd",
+    "com.apple.FontObjectsServer",
+    "com.apple.fonts",
+    "com.apple.PowerManagement.control",
+];
+
 /// `sandbox-exec`'s arguments that run `argv` under `policy`: `-p` the profile, a `-D`
 /// parameter per path, then the command.
 pub fn command_line(policy: &Policy, argv: &[String]) -> Vec<String> {
     let mut profile = BASE.to_string();
+    profile.push_str("(allow mach-lookup\n");
+    for service in MACH_SERVICES {
+        profile.push_str(&format!("  (global-name \"{service}\")\n"));
+    }
+    profile.push_str(")\n");
     let mut args = Vec::new();
     let mut parameter = |kind: &str, index: usize, path: &std::path::Path| {
         let name = format!("{kind}_{index}");
@@ -79,6 +112,14 @@ mod tests {
         assert!(profile.starts_with("(version 1)\n(deny default)\n"), "{profile}");
         assert!(!profile.contains("/Users/me"), "no path is spliced into the profile: {profile}");
         assert!(!profile.contains("(allow network*)"), "{profile}");
+        // Mach services by name only: no lookup of the user's session's others
+        assert!(!profile.contains("(allow mach-lookup)"), "{profile}");
+        assert!(
+            profile
+                .contains("(allow mach-lookup\n  (global-name \"com.apple.system.opendirectoryd.libinfo\")"),
+            "{profile}"
+        );
+        assert!(!profile.contains("pasteboard") && !profile.contains("com.apple.pboard"), "{profile}");
         // the denials come after the general read, the writable folders after the denials:
         // Seatbelt lets the last matching rule decide
         let read_all = profile.find("(allow file-read*)").unwrap();

@@ -121,6 +121,7 @@ impl Session {
             Checkers::from_settings(&Default::default()).unwrap_or_default()
         });
         checkers.trusted = trust.trusted;
+        checkers.confinement = Arc::new(crate::sandbox::tools::Confinement::choose(&settings.sandbox));
         let workspace = match options.workspace {
             Some(workspace) => {
                 crate::sync::lock(&workspace).set_settings(settings.syntax.clone());

@@ -103,8 +103,11 @@ fn when_the_editor_goes_the_process_and_its_children_end() {
     std::fs::create_dir(root.join(".git")).unwrap();
     std::fs::write(root.join("notes.txt"), "hello\n").unwrap();
     let pid_file = root.join("checker.pid");
-    // a checker that never finishes, with a child of its own
+    // a checker that never finishes, with a child of its own; unconfined, so the pid it writes
+    // into the project is this machine's (confined, it could write none, and its own pid
+    // namespace would end with the sandbox anyway)
     let options = json!({
+        "sandbox": "off",
         "checkers": {
             "enable": ["slow"],
             "timeout_ms": 600000,

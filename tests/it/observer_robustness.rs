@@ -63,16 +63,41 @@ fn a_checker_that_hangs_is_stopped_at_its_timeout() {
     assert!(client.is_running());
 }
 
+/// Unconfined (`sandbox = "off"`, or a machine with no sandbox), a checker that leaves a
+/// child holding its output open is reported as that.
 #[test]
 fn a_checker_that_leaves_a_child_holding_its_output_is_reported_as_that() {
     let (project, path) = notes("x\n");
     // prints a finding and exits, but a background child keeps stdout open for 30 s
-    let options = generic("leaky", "sh", &["-c", "sleep 30 & echo 1:found"], json!({"timeout_ms": 20000}));
+    let mut options =
+        generic("leaky", "sh", &["-c", "sleep 30 & echo 1:found"], json!({"timeout_ms": 20000}));
+    options["sandbox"] = json!("off");
     let mut client = LspClient::for_project(project.path(), options);
     client.open_file(&path, "plaintext");
     let message = show_message(&mut client, "leaky");
     assert!(message.contains("left a process running that held its output open"), "{message}");
     assert!(!message.contains("timed out"), "{message}");
+}
+
+/// Confined, what a checker leaves running goes with it: its finding is published and nothing
+/// is reported.
+#[test]
+fn a_confined_checker_leaves_nothing_running_and_its_finding_stands() {
+    let (project, path) = notes("x\n");
+    let marker = format!("sleep {}", 5_000_000 + std::process::id());
+    let script = format!("{marker} & echo 1:found");
+    let options = generic("leaky", "sh", &["-c", &script], json!({"timeout_ms": 20000}));
+    let mut client = LspClient::for_project(project.path(), options);
+    let uri = client.open_file(&path, "plaintext");
+    let diagnostics = client.wait_for("the finding", |m| {
+        m["method"] == "textDocument/publishDiagnostics"
+            && m["params"]["uri"] == uri.as_str()
+            && m["params"]["diagnostics"].as_array().is_some_and(|d| !d.is_empty())
+    });
+    assert_eq!(diagnostics["params"]["diagnostics"][0]["message"], "found", "{diagnostics}");
+    assert!(support::alive(&marker).is_empty(), "left running: {:?}", support::alive(&marker));
+    let told = client.seen(|m| m["method"] == "window/showMessage");
+    assert!(told.is_empty(), "{told:?}");
 }
 
 #[test]

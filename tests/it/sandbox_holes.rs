@@ -31,6 +31,8 @@ enum Backend {
     Container,
     /// The same engine reached over TCP as another machine's: the copy sent, not mounted.
     Remote,
+    /// Podman on this machine, the copy mounted.
+    Podman,
 }
 
 use support::{REMOTE_ENGINE as REMOTE, TEST_IMAGE as IMAGE};
@@ -40,6 +42,7 @@ impl Backend {
     fn settings(self) -> String {
         match self {
             Backend::Container | Backend::Remote => format!("backend = \"container\"\nimage = \"{IMAGE}\"\n"),
+            Backend::Podman => format!("backend = \"container\"\nimage = \"{IMAGE}\"\nengine = \"podman\"\n"),
             _ => String::new(),
         }
     }
@@ -55,13 +58,16 @@ impl Backend {
         if self == Backend::Remote {
             command.env("DOCKER_HOST", REMOTE);
         }
+        if self == Backend::Podman {
+            command.env("CONTAINERS_CONF", support::podman_conf());
+        }
     }
 
     fn placed(self) -> &'static str {
         match self {
             Backend::Bwrap => "sandboxed:",
             Backend::Landlock => "sandboxed (Landlock)",
-            Backend::Container => "sandboxed (container)",
+            Backend::Container | Backend::Podman => "sandboxed (container)",
             Backend::Remote => "sandboxed (a container on a remote engine)",
             Backend::None => "not isolated",
         }
@@ -99,19 +105,7 @@ fn scene() -> Scene {
     Scene { home, elsewhere, project }
 }
 
-/// No process whose command line holds `marker` is alive.
-fn alive(marker: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
-            let line = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-            if line.contains(marker) && !line.contains("sh -c") {
-                found.push(line);
-            }
-        }
-    }
-    found
-}
+use support::alive;
 
 fn attack(backend: Backend) {
     let scene = scene();
@@ -131,6 +125,19 @@ fn attack(backend: Backend) {
         "mkdir -p .git/hooks; printf 'curl evil' > .git/hooks/pre-commit; echo x > .git/../escaped.txt; : > data.bin; echo pwned > {}/victim.txt; ls -l data.bin",
         elsewhere.display()
     );
+    // what Landlock does not mediate: modes, times, owners of files outside; and the helper
+    // that reaps what a command leaves, killed by the command
+    let metadata = format!(
+        "printf '#!/bin/sh\\necho script-ran\\n' > run.sh; chmod +x run.sh && ./run.sh; chmod 777 {0}/.bashrc; chmod -R go+rwx {0}/.ssh; touch -d 2000-01-01 {1}/victim.txt; chown -R \"$(id -u)\" {0}/.netrc",
+        home.display(),
+        elsewhere.display()
+    );
+    let reaped = format!("sleep {}", 2_100_000 + u64::from(std::process::id()) * 8 + backend as u64);
+    let modes =
+        |path: &Path| std::fs::metadata(path).map(|meta| (meta.permissions(), meta.modified().ok())).ok();
+    let before =
+        [home.join(".bashrc"), home.join(".ssh/id_rsa"), home.join(".ssh"), elsewhere.join("victim.txt")]
+            .map(|path| (modes(&path), path));
     for reply in [
         openai_chat("1. Try the commands\n"),
         action(json!({"action": "run", "command": ["sh", "-c", steal]})),
@@ -140,6 +147,10 @@ fn attack(backend: Backend) {
         ),
         action(json!({"action": "run", "command": ["sh", "-c", "env"]})),
         action(json!({"action": "run", "command": ["python3", "-c", reach]})),
+        action(json!({"action": "run", "command": ["sh", "-c", metadata]})),
+        action(
+            json!({"action": "run", "command": ["sh", "-c", format!("setsid {reaped} >/dev/null 2>&1 & sleep 0.3; kill -9 $PPID; echo kill=$?")]}),
+        ),
         action(json!({"action": "done", "summary": "tried"})),
     ] {
         model.push(reply);
@@ -172,7 +183,7 @@ fn attack(backend: Backend) {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{backend:?}: {stderr}");
     let told = told(&model);
-    assert_eq!(told.len(), 5, "{backend:?}: {told:#?}");
+    assert_eq!(told.len(), 7, "{backend:?}: {told:#?}");
 
     // whatever ran, nothing of the user's changed, nothing leaked, nothing is left running
     assert_eq!(std::fs::read_to_string(home.join(".bashrc")).unwrap(), "# the user's\n", "{backend:?}");
@@ -188,8 +199,16 @@ fn attack(backend: Backend) {
     for secret in ["FAKE-PRIVATE-KEY", "FAKE-AWS-SECRET", "FAKE-NETRC-PASSWORD"] {
         assert!(!all.contains(secret), "{backend:?}: {secret} reached the model: {all}");
     }
+    for (was, path) in &before {
+        assert_eq!(&modes(path), was, "{backend:?}: {} changed", path.display());
+    }
     std::thread::sleep(std::time::Duration::from_millis(300));
     assert!(alive(&sleeper).is_empty(), "{backend:?}: left running: {:?}", alive(&sleeper));
+    assert!(
+        alive(&reaped).is_empty(),
+        "{backend:?}: left running once the helper was shot at: {:?}",
+        alive(&reaped)
+    );
 
     if backend == Backend::None {
         // nothing confines them: said once, and each allowed command is asked — with nobody
@@ -216,6 +235,16 @@ fn attack(backend: Backend) {
     assert!(env.contains("PATH=") && env.contains("TOKAMAK_TEST_PASSED=listed-in-sandbox-env"), "{env}");
     assert!(told[4].contains("exit status 1") && !told[4].contains("\nREACHED"), "the network: {}", told[4]);
     assert!(told[4].contains("no engine:") && !told[4].contains("ENGINE REACHED"), "the engine: {}", told[4]);
+    assert!(told[5].contains("script-ran"), "a mode inside the copy may change: {}", told[5]);
+    assert!(!told[6].contains("killed by a signal"), "the command's reaper survives it: {}", told[6]);
+    if backend == Backend::Landlock {
+        assert!(
+            told[5].contains("refused chmod:") && told[5].contains("is outside the folders"),
+            "{}",
+            told[5]
+        );
+        assert!(told[6].contains("kill=1"), "{}", told[6]);
+    }
 }
 
 /// Makes the kernel look as if it had no Landlock to `command` and its children.
@@ -257,6 +286,13 @@ fn the_holes_stay_closed_under_landlock_without_bubblewrap() {
 fn the_holes_stay_closed_in_a_container() {
     if support::require_engine() {
         attack(Backend::Container);
+    }
+}
+
+#[test]
+fn the_holes_stay_closed_in_a_podman_container() {
+    if support::require_podman() {
+        attack(Backend::Podman);
     }
 }
 
@@ -332,8 +368,15 @@ fn tokamak_sandbox_says_which_backend_is_in_force_and_why_not_the_others() {
         assert!(said.contains("hidden: ~/.ssh, ~/.aws, ~/.netrc, ~/.bashrc"), "{said}");
         assert!(said.contains("bwrap: not usable (bubblewrap (bwrap) is not installed)"), "{said}");
         assert!(said.contains("MY_FLAG"), "{said}");
+        assert!(
+            said.contains(
+                "checkers: confined by Landlock — they read the project and the system but not ~/.ssh"
+            ),
+            "{said}"
+        );
     }
     let (status, said) = sandbox(true);
+    assert!(said.contains("checkers: not confined — no backend works here"), "{said}");
     assert_eq!(status, Some(1), "{said}");
     assert!(
         said.contains(
@@ -342,6 +385,107 @@ fn tokamak_sandbox_says_which_backend_is_in_force_and_why_not_the_others() {
         "{said}"
     );
     assert!(said.contains("landlock: not usable (this kernel has no Landlock"), "{said}");
+}
+
+/// A checker (one of the user's own here; eslint's configuration or mypy's plugins, which the
+/// model may have written, alike) reads no secret, writes only what it says it writes and
+/// reaches no network, under bubblewrap and under Landlock.
+fn a_confined_checker(hide_bwrap: bool) {
+    let scene = scene();
+    let (home, root) = (scene.home.path(), scene.project.path());
+    let spy = r#"k=$(cat "$0/.ssh/id_rsa" 2>&1 | head -c 80 | tr -d '\n'); for f in "$0/.bashrc" other.txt build/out.txt; do if echo pwned >> "$f" 2>/dev/null; then echo "$1:1: wrote $f"; else echo "$1:1: refused $f"; fi; done; echo "$1:2: key=[$k]"; python3 -c 'import urllib.request; urllib.request.urlopen("http://127.0.0.1:9/", timeout=2)' 2>/dev/null && echo "$1:3: reached" || echo "$1:3: no network""#;
+    let settings = format!(
+        "[checkers]\nenable = [\"spy\"]\n[checkers.spy]\ncommand = \"sh\"\nargs = [\"-c\", {}, \"{}\", \"{{file}}\"]\nlanguages = [\"python\"]\npattern = '^(?P<file>[^:]+):(?P<line>\\d+): (?P<message>.*)$'\nwrites = [\"build\"]\n",
+        serde_json::to_string(spy).unwrap(),
+        home.display()
+    );
+    // the project's own settings turn every checker off: here the user's say which run
+    std::fs::remove_file(root.join("tokamak.toml")).expect("the project's settings");
+    let user = UserDirs::trusting_with(&[root], &settings);
+    let mut command = user.command(&["check", "app.py"]);
+    command.current_dir(root).env("HOME", home);
+    let (_bin, path) = support::path_without(&["bwrap"]);
+    if hide_bwrap {
+        command.env("PATH", &path);
+    }
+    let output = command.output().expect("tokamak check");
+    let said = String::from_utf8_lossy(&output.stdout);
+    let how = if hide_bwrap { "Landlock" } else { "bubblewrap" };
+    assert!(
+        said.contains("refused") && said.contains("key=["),
+        "{how}: the checker ran: {said}{} {:?} {settings}",
+        String::from_utf8_lossy(&output.stderr),
+        output.status
+    );
+    assert!(!said.contains("FAKE-PRIVATE-KEY"), "{how}: a secret reached the checker: {said}");
+    assert!(said.contains("wrote build/out.txt"), "{how}: what it writes: {said}");
+    assert!(
+        said.contains("refused other.txt") && said.contains("refused") && said.contains(".bashrc"),
+        "{how}: {said}"
+    );
+    assert!(said.contains("no network"), "{how}: {said}");
+    assert_eq!(std::fs::read_to_string(home.join(".bashrc")).unwrap(), "# the user's\n", "{how}");
+    assert!(!root.join("other.txt").exists(), "{how}: the checker wrote into the project");
+}
+
+#[test]
+fn a_checker_is_confined_under_bubblewrap() {
+    if support::require_tools(&["bwrap"]) {
+        a_confined_checker(false);
+    }
+}
+
+#[test]
+fn a_checker_is_confined_under_landlock_without_bubblewrap() {
+    if support::require_landlock() {
+        a_confined_checker(true);
+    }
+}
+
+#[test]
+fn tokamak_sandbox_says_what_a_container_hides_and_passes() {
+    if !support::require_engine() {
+        return;
+    }
+    let scene = scene();
+    let (home, root) = (scene.home.path(), scene.project.path());
+    let user = UserDirs::trusting_with(
+        &[root],
+        &format!("[sandbox]\nbackend = \"container\"\nimage = \"{IMAGE}\"\nenv = [\"MY_FLAG\"]\n"),
+    );
+    let output =
+        user.command(&["sandbox"]).current_dir(root).env("HOME", home).output().expect("tokamak sandbox");
+    let said = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{said}");
+    assert!(said.contains("in force: container"), "{said}");
+    assert!(said.contains("hidden: all of this machine but the run's copy"), "{said}");
+    let hidden = said.lines().find(|line| line.trim_start().starts_with("hidden:")).unwrap_or_default();
+    assert!(!hidden.contains("~/.ssh"), "no host path is listed for a container: {said}");
+    assert!(said.contains("environment: the image's own PATH, the locale, TERM and MY_FLAG"), "{said}");
+    assert!(!said.contains("toolchains' variables"), "{said}");
+    // the checkers still run on this machine, confined by what it has
+    assert!(said.contains("checkers: confined by"), "{said}");
+
+    // a Docker context naming another machine's engine (here, this one's TCP socket standing
+    // for it) is a remote engine, as DOCKER_HOST is
+    let config = tempfile::tempdir().expect("docker config");
+    let created = std::process::Command::new("docker")
+        .args(["context", "create", "worker", "--docker", &format!("host={REMOTE}")])
+        .env("DOCKER_CONFIG", config.path())
+        .output()
+        .expect("docker context create");
+    assert!(created.status.success(), "{created:?}");
+    let output = user
+        .command(&["sandbox"])
+        .current_dir(root)
+        .env("HOME", home)
+        .env("DOCKER_CONFIG", config.path())
+        .env("DOCKER_CONTEXT", "worker")
+        .output()
+        .expect("tokamak sandbox");
+    let said = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{said}");
+    assert!(said.contains(&format!("on {REMOTE} (docker context worker), image {IMAGE}")), "{said}");
 }
 
 /// `kill -9` of Tokamak mid-run, while a command of the run sleeps (under each backend that
@@ -403,6 +547,20 @@ fn killed_mid_run(backend: Backend) {
         .path()
         .join("sandbox");
     assert!(std::fs::read_dir(&sandbox).unwrap().count() > 0, "the run's copy is there");
+    // while it goes on, it is no killed run: its rollback is refused, naming it
+    let listed = tokamak(&["checkpoints"]).output().expect("checkpoints");
+    let listed = String::from_utf8_lossy(&listed.stdout).into_owned();
+    let going =
+        listed.split_whitespace().find(|word| word.starts_with("tokamak-")).expect("a run id").to_string();
+    let refused = tokamak(&["rollback", &going]).output().expect("rollback");
+    let said =
+        String::from_utf8_lossy(&refused.stdout).into_owned() + &String::from_utf8_lossy(&refused.stderr);
+    assert_ne!(refused.status.code(), Some(0), "{backend:?}: {said}");
+    assert!(
+        said.contains(&format!("the run {going} is still going ({going}, process")),
+        "{backend:?}: {said}"
+    );
+    assert_eq!(std::fs::read_to_string(root.join("app.py")).unwrap(), "x = 2\n", "nothing rolled back");
     running.0.kill().expect("kill -9");
     let _ = running.0.wait();
     let gone = std::time::Instant::now();

@@ -34,6 +34,16 @@ fn hostile_project() -> tempfile::TempDir {
     dir
 }
 
+/// A user whose checkers run unconfined (`sandbox = "off"`): a program that ran leaves its
+/// marker in the project, so "nothing ran" means it (confined, it could write none).
+fn unconfined_user() -> UserDirs {
+    let user = UserDirs::new();
+    user.write_settings(UNCONFINED);
+    user
+}
+
+const UNCONFINED: &str = "[sandbox]\nbackend = \"off\"\n";
+
 fn ran(root: &Path) -> Vec<String> {
     let mut markers: Vec<String> = std::fs::read_dir(root)
         .unwrap()
@@ -58,7 +68,7 @@ fn an_untrusted_repository_runs_none_of_its_programs() {
     let dir = hostile_project();
     let root = dir.path();
     // the editor has no word on trust; the user's settings do not trust the folder
-    let mut client = LspClient::for_project(root, json!({"trusted": null}));
+    let mut client = LspClient::for_project(root, json!({"trusted": null, "sandbox": "off"}));
     let message = client.wait_for("the message about ignored settings", |m| {
         m["method"] == "window/showMessage"
             && m["params"]["message"].as_str().is_some_and(|t| t.contains("not trusted"))
@@ -75,7 +85,7 @@ fn an_untrusted_repository_runs_none_of_its_programs() {
     assert_eq!(status["result"]["trusted"], false, "{status}");
 
     // the command line: the same
-    let user = UserDirs::new();
+    let user = unconfined_user();
     let output = user
         .command(&["check", "notes.txt", "app.py"])
         .current_dir(root)
@@ -91,7 +101,7 @@ fn an_untrusted_repository_runs_none_of_its_programs() {
 fn a_trusted_repository_gets_its_settings_and_programs() {
     let dir = hostile_project();
     let root = dir.path();
-    let user = UserDirs::new();
+    let user = unconfined_user();
     let trusted = user.command(&["trust", &root.display().to_string()]).output().unwrap();
     assert!(trusted.status.success(), "{}", String::from_utf8_lossy(&trusted.stderr));
     assert!(String::from_utf8_lossy(&trusted.stdout).contains("Trusted"));
@@ -108,7 +118,7 @@ fn a_trusted_repository_gets_its_settings_and_programs() {
     assert_eq!(ran(root), Vec::<String>::new(), "no longer trusted");
 
     // the editor's trust works the same way, through the server
-    let mut client = LspClient::for_project(root, json!({"trusted": true}));
+    let mut client = LspClient::for_project(root, json!({"trusted": true, "sandbox": "off"}));
     open_and_settle(&mut client, root);
     let markers = ran(root);
     assert!(markers.contains(&"ran-evil".to_string()), "{markers:?}");
@@ -125,7 +135,7 @@ fn a_trusted_repository_gets_its_settings_and_programs() {
     for marker in ran(root) {
         std::fs::remove_file(root.join(marker)).unwrap();
     }
-    let user = UserDirs::trusting(&[root]);
+    let user = UserDirs::trusting_with(&[root], UNCONFINED);
     let mut client = LspClient::start_with(user, &[]);
     let uri = support::file_uri(root);
     let response = client.request(
@@ -165,7 +175,7 @@ fn a_path_into_an_untrusted_project_supplies_no_program() {
         support::scenario::call("done", json!({"summary": "safe"})),
     ]);
     let user = UserDirs::new();
-    user.write_settings("[checkers]\nenable = [\"pyright\"]\n");
+    user.write_settings(&format!("[checkers]\nenable = [\"pyright\"]\n{UNCONFINED}"));
     let output = user
         .command(&["run", "make total safe", "--yes", "--root", &root.display().to_string()])
         .current_dir(root)

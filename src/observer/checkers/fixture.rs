@@ -36,6 +36,7 @@ const TODO: Tool = Tool {
     precision: 6,
     syntax: |_, _| false,
     trust: Trust::ToolOnly,
+    caches: &[],
 };
 
 /// `3:    x = 1  # TODO: name it` → a warning on that line's `TODO`.

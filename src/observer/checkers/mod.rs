@@ -45,6 +45,9 @@ pub struct Checker {
     pub explicit: bool,
     /// Whether Tokamak's own run is published (see [`Checker::editor_sources`]).
     pub publish: PublishMode,
+    /// The folders it writes, relative to where it runs: the only ones it may write when it
+    /// runs confined (besides a scratch folder).
+    pub writes: Vec<String>,
 }
 
 impl Checker {
@@ -66,6 +69,7 @@ impl Checker {
             timeout,
             explicit: false,
             publish: PublishMode::Auto,
+            writes: tool.caches.iter().map(ToString::to_string).collect(),
         }
     }
 
@@ -160,6 +164,8 @@ pub struct Checkers {
     pub max_concurrent: usize,
     pub run_on_change: bool,
     pub debounce: Duration,
+    /// How they start on this machine (`[sandbox]`): confined, unless nothing here can.
+    pub confinement: std::sync::Arc<crate::sandbox::tools::Confinement>,
 }
 
 impl Checkers {
@@ -203,6 +209,7 @@ impl Checkers {
             max_concurrent: settings.max_concurrent.max(1),
             run_on_change: settings.run_on_change,
             debounce: Duration::from_millis(settings.debounce_ms),
+            confinement: Default::default(),
         })
     }
 
@@ -235,6 +242,9 @@ fn apply_overrides(checker: &mut Checker, config: &CheckerConfig) -> Result<(), 
     }
     if let Some(timeout) = config.timeout_ms {
         checker.timeout = Duration::from_millis(timeout.max(1));
+    }
+    if let Some(writes) = &config.writes {
+        checker.writes = folders(&checker.name, writes)?;
     }
     if let Some(publish) = config.publish {
         checker.publish = publish;
@@ -293,7 +303,21 @@ fn generic(name: &str, config: &CheckerConfig, timeout: Duration) -> Result<Chec
         timeout: config.timeout_ms.map_or(timeout, |t| Duration::from_millis(t.max(1))),
         explicit: true,
         publish: config.publish.unwrap_or_default(),
+        writes: folders(name, config.writes.as_deref().unwrap_or_default())?,
     })
+}
+
+/// `writes`: folders below where the checker runs, never above it or elsewhere.
+fn folders(name: &str, paths: &[String]) -> Result<Vec<String>, ConfigError> {
+    for path in paths {
+        let below = Path::new(path).components().all(|c| matches!(c, std::path::Component::Normal(_)));
+        if !below || path.is_empty() {
+            return Err(invalid(format!(
+                "checkers.{name}.writes: {path:?} is not a folder below where the checker runs (no `..`, not absolute)"
+            )));
+        }
+    }
+    Ok(paths.to_vec())
 }
 
 fn languages_of(name: &str, ids: &[String]) -> Result<Vec<Language>, ConfigError> {

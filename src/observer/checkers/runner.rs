@@ -1,6 +1,6 @@
-//! Running one checker on one document: feeding it the buffer's text, a timeout, bounded
-//! output, killing its whole process group when it is cancelled or too slow, and reading
-//! what it printed.
+//! Running one checker on one document: started confined (`sandbox::tools`), feeding it the
+//! buffer's text, a timeout, bounded output, killing its whole process group when it is
+//! cancelled or too slow, and reading what it printed.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -64,6 +64,8 @@ pub struct RunInput<'a> {
     /// The `PATH` the tool runs with (`None`: Tokamak's own): in a project not trusted, one
     /// without its folders, so a tool's own children (pyright's `node`) are not the project's.
     pub search_path: Option<std::ffi::OsString>,
+    /// How it is started: confined to its caches and a scratch folder where this machine can.
+    pub confinement: &'a crate::sandbox::tools::Confinement,
 }
 
 /// Runs `checker` on the snapshot's text and returns what it found in that document.
@@ -73,9 +75,14 @@ pub async fn run(checker: &Checker, input: RunInput<'_>) -> Result<Vec<Diagnosti
     let prepared =
         prepare(checker, &input, &text).map_err(|reason| RunError::Input { name: name.clone(), reason })?;
 
-    let mut command = Command::new(input.program);
+    let writes: Vec<PathBuf> = checker.writes.iter().map(|folder| prepared.cwd.join(folder)).collect();
+    let started = input.confinement.start(input.program, &prepared.args, &prepared.cwd, &writes);
+    let mut command = Command::new(&started.program);
+    if let Some(env) = &started.env {
+        command.env_clear().envs(env.iter().map(|(name, value)| (name, value)));
+    }
     command
-        .args(&prepared.args)
+        .args(&started.args)
         .current_dir(&prepared.cwd)
         .stdin(if prepared.stdin { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())

@@ -753,6 +753,26 @@ pub fn require_tools(names: &[&str]) -> bool {
 pub const TEST_IMAGE: &str = "tokamak-test:bookworm";
 pub const REMOTE_ENGINE: &str = "tcp://127.0.0.1:2375";
 
+/// The Podman configuration `scripts/install-tools` writes for this machine.
+pub fn podman_conf() -> std::path::PathBuf {
+    tools_dir().join("podman/containers.conf")
+}
+
+/// Whether Podman runs here with [`TEST_IMAGE`] (its configuration from
+/// [`podman_conf`]). In CI their absence fails the test; elsewhere it is skipped with the
+/// reason printed.
+pub fn require_podman() -> bool {
+    let found = std::process::Command::new("podman")
+        .args(["image", "exists", TEST_IMAGE])
+        .env("CONTAINERS_CONF", podman_conf())
+        .output();
+    if found.is_ok_and(|output| output.status.success()) && podman_conf().is_file() {
+        return true;
+    }
+    skip(&format!("Podman with the image {TEST_IMAGE} is not here: run `bash scripts/install-tools`"));
+    false
+}
+
 /// Whether the Docker engine answers at [`REMOTE_ENGINE`] with [`TEST_IMAGE`]. In CI their
 /// absence fails the test; elsewhere the test is skipped with the reason printed.
 pub fn require_engine() -> bool {
@@ -1040,6 +1060,20 @@ pub fn audit_events(cache: &std::path::Path, event: &str) -> Vec<Value> {
                         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
                         .filter(|l| l["event"] == event),
                 );
+            }
+        }
+    }
+    found
+}
+
+/// The processes alive whose command line holds `marker` (not a shell's that names it).
+pub fn alive(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
+            let line = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            if line.contains(marker) && !line.contains("sh -c") && !line.contains("__confine") {
+                found.push(line);
             }
         }
     }

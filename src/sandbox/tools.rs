@@ -1,0 +1,218 @@
+//! The checkers confined (SPEC X3): ruff, mypy, pyright, tsc, eslint and the user's own read
+//! what the model wrote and may run the project's code (eslint's configuration, mypy's
+//! plugins), so they start under the best backend this machine has — bubblewrap, else
+//! Landlock, else Seatbelt — reading the system and the project but not the user's secrets,
+//! writing only a scratch folder of their own and the caches they keep, reaching no network
+//! and leaving no process behind. Their environment is the commands' allow-list, with the
+//! real home (their own settings live there) and the scratch folder as the temp folder.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use crate::config::{SandboxMode, SandboxSettings};
+
+/// Variables a checker may read besides the commands' allow-list: its own settings.
+const TOOL_PREFIXES: &[&str] =
+    &["MYPY", "RUFF_", "ESLINT", "PYRIGHT", "TSC_", "TS_NODE", "XDG_CONFIG_", "XDG_DATA_"];
+
+/// How checkers start on this machine.
+#[derive(Debug, Default)]
+pub struct Confinement {
+    backend: Backend,
+    hidden: Vec<PathBuf>,
+    extra_env: Vec<String>,
+    /// Made at the first checker's start, removed with the confinement.
+    scratch: std::sync::OnceLock<Option<tempfile::TempDir>>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+enum Backend {
+    Bwrap(PathBuf),
+    Landlock(PathBuf),
+    Seatbelt(PathBuf),
+    /// Not confined: why.
+    #[default]
+    None,
+}
+
+/// A checker's process as it is started: the program, its arguments, and the environment it
+/// gets in place of Tokamak's (`None`: Tokamak's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Started {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    pub env: Option<Vec<(OsString, OsString)>>,
+}
+
+impl Confinement {
+    /// The best backend for `settings`: none with `backend = "off"`; else bubblewrap,
+    /// Landlock or Seatbelt, whichever works here first (a container runs the model's commands,
+    /// not the checkers, which run where the editor is).
+    pub fn choose(settings: &SandboxSettings) -> Confinement {
+        let backend = if settings.backend == SandboxMode::Off { Backend::None } else { best() };
+        let home = dirs::home_dir();
+        let hidden = super::secrets::hidden(home.as_deref(), &settings.hide, &crate::places::cache_dir());
+        Confinement { backend, hidden, extra_env: settings.env.clone(), scratch: Default::default() }
+    }
+
+    /// What confines the checkers, for `tokamak sandbox` and the log.
+    pub fn describe(&self) -> &'static str {
+        match self.backend {
+            Backend::Bwrap(_) => "bubblewrap",
+            Backend::Landlock(_) => "Landlock",
+            Backend::Seatbelt(_) => "Seatbelt",
+            Backend::None => "nothing",
+        }
+    }
+
+    pub fn confines(&self) -> bool {
+        self.backend != Backend::None
+    }
+
+    fn scratch(&self) -> Option<&Path> {
+        self.scratch
+            .get_or_init(|| tempfile::Builder::new().prefix("tokamak-checkers-").tempdir().ok())
+            .as_ref()
+            .map(tempfile::TempDir::path)
+    }
+
+    /// How `program args` starts, able to write only `writable` (its caches; made here when
+    /// missing) and its scratch folder. Unconfined as it is without a backend or a scratch
+    /// folder.
+    pub fn start(&self, program: &Path, args: &[String], cwd: &Path, writable: &[PathBuf]) -> Started {
+        let plain = Started { program: program.to_path_buf(), args: args.to_vec(), env: None };
+        let Some(scratch) = self.scratch().filter(|_| self.confines()) else { return plain };
+        let mut writable: Vec<PathBuf> =
+            writable.iter().filter(|path| std::fs::create_dir_all(path).is_ok()).cloned().collect();
+        writable.push(scratch.to_path_buf());
+        let env = Some(self.environment(scratch));
+        let mut argv = vec![program.to_string_lossy().into_owned()];
+        argv.extend(args.iter().cloned());
+        // what it checks is never hidden from it (a copy in Tokamak's own cache)
+        let hidden = self.hidden.iter().filter(|secret| !cwd.starts_with(secret)).cloned().collect();
+        let policy = super::Policy { writable, hidden, network: false };
+        let (program, args) = match &self.backend {
+            Backend::Bwrap(bwrap) => (bwrap.clone(), bwrap_args(&policy, &argv)),
+            #[cfg(target_os = "linux")]
+            Backend::Landlock(helper) => (helper.clone(), super::landlock::command_line(&policy, &argv)),
+            Backend::Seatbelt(sandbox_exec) => {
+                (sandbox_exec.clone(), super::seatbelt::command_line(&policy, &argv))
+            }
+            _ => return plain,
+        };
+        Started { program, args, env }
+    }
+
+    fn environment(&self, scratch: &Path) -> Vec<(OsString, OsString)> {
+        let from: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+        let mut extra = self.extra_env.clone();
+        extra.extend(
+            from.iter()
+                .map(|(name, _)| name.to_string_lossy().into_owned())
+                .filter(|name| TOOL_PREFIXES.iter().any(|prefix| name.starts_with(prefix))),
+        );
+        let home = dirs::home_dir();
+        let real = home.clone().unwrap_or_else(|| scratch.to_path_buf());
+        super::environment::allowed(from, &extra, home.as_deref(), &real, scratch)
+    }
+}
+
+/// The best backend this machine has.
+fn best() -> Backend {
+    if let Ok(bwrap) = super::bwrap::usable() {
+        return Backend::Bwrap(bwrap.clone());
+    }
+    #[cfg(target_os = "linux")]
+    if let Ok((helper, _)) = super::landlock::usable() {
+        return Backend::Landlock(helper.clone());
+    }
+    let sandbox_exec = Path::new(super::seatbelt::SANDBOX_EXEC);
+    if cfg!(target_os = "macos") && sandbox_exec.is_file() {
+        return Backend::Seatbelt(sandbox_exec.to_path_buf());
+    }
+    Backend::None
+}
+
+/// bubblewrap's arguments for a checker: the whole system read-only (its own `/tmp`
+/// included: the buffers and mirrors it reads are there), the hidden paths covered, the
+/// writable folders bound writable, no network, its own process and IPC namespaces.
+fn bwrap_args(policy: &super::Policy, argv: &[String]) -> Vec<String> {
+    let path = |p: &Path| p.to_string_lossy().into_owned();
+    let mut args: Vec<String> = [
+        "--die-with-parent",
+        "--new-session",
+        "--unshare-net",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    for secret in &policy.hidden {
+        // a path through a link (`/var/run/…`) is hidden where it lives (both are listed);
+        // a writable folder inside a hidden one stays
+        let through_link = std::fs::canonicalize(secret).is_ok_and(|real| &real != secret);
+        if through_link || policy.writable.iter().any(|w| w.starts_with(secret)) {
+            continue;
+        }
+        match std::fs::symlink_metadata(secret) {
+            Ok(metadata) if metadata.is_dir() => args.extend(["--tmpfs".to_string(), path(secret)]),
+            Ok(metadata) if !metadata.file_type().is_symlink() => {
+                args.extend(["--ro-bind".to_string(), "/dev/null".to_string(), path(secret)])
+            }
+            _ => {}
+        }
+    }
+    for folder in &policy.writable {
+        args.extend(["--bind".to_string(), path(folder), path(folder)]);
+    }
+    args.push("--".to_string());
+    args.extend(argv.iter().cloned());
+    args
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bubblewrap_hides_the_secrets_and_binds_only_the_writable() {
+        let home = tempfile::tempdir().unwrap();
+        std::fs::create_dir(home.path().join(".ssh")).unwrap();
+        std::fs::write(home.path().join(".netrc"), "x").unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        let policy = super::super::Policy {
+            writable: vec![cache.path().to_path_buf()],
+            hidden: vec![home.path().join(".ssh"), home.path().join(".netrc")],
+            network: false,
+        };
+        let args = bwrap_args(&policy, &["mypy".to_string(), "app.py".to_string()]);
+        let text = args.join(" ");
+        assert!(text.contains(&format!("--tmpfs {}", home.path().join(".ssh").display())), "{text}");
+        assert!(
+            text.contains(&format!("--ro-bind /dev/null {}", home.path().join(".netrc").display())),
+            "{text}"
+        );
+        assert!(text.contains(&format!("--bind {0} {0}", cache.path().display())), "{text}");
+        assert!(text.contains("--unshare-net") && text.ends_with("-- mypy app.py"), "{text}");
+    }
+
+    #[test]
+    fn off_starts_a_checker_as_it_is() {
+        let settings = SandboxSettings { backend: SandboxMode::Off, ..SandboxSettings::default() };
+        let confinement = Confinement::choose(&settings);
+        assert!(!confinement.confines());
+        let started = confinement.start(Path::new("/bin/ruff"), &["check".to_string()], Path::new("/p"), &[]);
+        assert_eq!(
+            started,
+            Started { program: PathBuf::from("/bin/ruff"), args: vec!["check".to_string()], env: None }
+        );
+    }
+}
