@@ -15,7 +15,7 @@ static GROUPS: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
 /// A process group led by a child started with `process_group(0)`. Dropping it kills the
 /// group, unless [`ProcessGroup::disarm`] said the child ended normally.
 #[derive(Debug)]
-pub struct ProcessGroup(Option<i32>);
+pub struct ProcessGroup(Option<i32>, bool);
 
 impl ProcessGroup {
     /// Registers the group led by `pid` (`None`: the child has already been reaped).
@@ -24,7 +24,18 @@ impl ProcessGroup {
         if let Some(pid) = pid {
             lock(&GROUPS).insert(pid);
         }
-        ProcessGroup(pid)
+        ProcessGroup(pid, false)
+    }
+
+    /// The same for a leader that reaps what its command leaves (the Landlock helper): it is
+    /// asked first (SIGTERM), and the group killed a moment later — a SIGKILL at once would
+    /// leave what the command started in a session of its own.
+    pub fn with_reaper(pid: Option<u32>) -> ProcessGroup {
+        ProcessGroup(ProcessGroup::new(pid).take(), true)
+    }
+
+    fn take(&mut self) -> Option<i32> {
+        self.0.take()
     }
 
     /// The leader exited by itself: forget the group without killing it.
@@ -37,7 +48,7 @@ impl ProcessGroup {
     /// Kills the whole group now.
     pub fn kill(mut self) {
         if let Some(pid) = self.0.take() {
-            kill_group(pid);
+            stop_group(pid, self.1);
         }
     }
 }
@@ -45,9 +56,31 @@ impl ProcessGroup {
 impl Drop for ProcessGroup {
     fn drop(&mut self) {
         if let Some(pid) = self.0.take() {
-            kill_group(pid);
+            stop_group(pid, self.1);
         }
     }
+}
+
+fn stop_group(pid: i32, reaper: bool) {
+    if !reaper {
+        return kill_group(pid);
+    }
+    // SAFETY: kill(2) on the group's leader; it touches no memory of ours.
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    std::thread::spawn(move || {
+        let alive = || {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+                stat.rfind(')')
+                    .and_then(|end| stat[end + 1..].split_whitespace().next())
+                    .is_some_and(|s| s != "Z")
+            })
+        };
+        let started = std::time::Instant::now();
+        while alive() && started.elapsed() < std::time::Duration::from_secs(1) {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        kill_group(pid);
+    });
 }
 
 fn kill_group(pid: i32) {

@@ -119,8 +119,11 @@ async fn checkpoints(session: &Session) -> Result<String, String> {
 
 async fn rollback(session: &Session, wanted: &str) -> Result<String, String> {
     let executor = session.executor.as_ref().ok_or("the agent cannot act on this folder")?;
-    // a run going on in the folder (this session's or another's) keeps its files as they are
-    let _folder = crate::history::FolderLock::take(executor.confinement.root(), "a rollback")?;
+    // a run going on in the folder (this session's or another's) is said first; the rollback
+    // itself holds the folder's lock while it works
+    if let Some(going) = crate::history::FolderLock::holder(executor.confinement.root()) {
+        return Err(going);
+    }
     let wanted = if wanted.is_empty() {
         let history = session.history.as_ref().ok_or("this session keeps no checkpoints")?;
         let list = history.checkpoints().await?.list().await.map_err(|err| err.to_string())?;

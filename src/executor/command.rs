@@ -186,20 +186,23 @@ pub async fn run(spec: CommandSpec<'_>, cancel: &CancellationToken) -> std::io::
 
 /// `program args` as the editor's terminal runs it, with the command's environment (the
 /// editor starts it with its own, the one Tokamak was started with): under Tokamak's helper,
-/// which reads the environment from a file in the command's private temp folder (no value in
-/// a command line `ps` shows) and can be stopped by `tag` — a helper already there given the
-/// file, else one that only reaps around it; without a helper (macOS), through `env -i`.
+/// which reads the environment from a file in `env_dir` (a folder of Tokamak's own, out of
+/// every command's reach; no value in a command line `ps` shows) and can be stopped by `tag` —
+/// a helper already there given the file, else one that only reaps around it; without a
+/// helper (macOS), through `env -i`.
 fn for_terminal(
     program: String,
     args: Vec<String>,
     env: &[(OsString, OsString)],
-    private_tmp: &Path,
+    env_dir: &Path,
     tag: &str,
 ) -> (String, Vec<String>) {
     #[cfg(target_os = "linux")]
     if let Some(helper) = crate::sandbox::landlock::helper_binary() {
-        let file = private_tmp.join(format!("tokamak-env-{tag}"));
-        if crate::sandbox::landlock::write_env_file(&file, env).is_ok() {
+        use std::os::unix::fs::DirBuilderExt;
+        let file = env_dir.join(format!("tokamak-env-{tag}"));
+        let made = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(env_dir);
+        if made.is_ok() && crate::sandbox::landlock::write_env_file(&file, env).is_ok() {
             let helper_text = helper.to_string_lossy().into_owned();
             let line = if program == helper_text {
                 args
@@ -214,7 +217,7 @@ fn for_terminal(
             return (helper_text, crate::sandbox::landlock::with_env_file(line, &file, tag));
         }
     }
-    let _ = (private_tmp, tag);
+    let _ = (env_dir, tag);
     with_environment(&program, &args, env)
 }
 
@@ -533,7 +536,10 @@ impl Executor {
         static TERMINALS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let tag =
             format!("{}-{}-{}", std::process::id(), self.run_id, TERMINALS.fetch_add(1, Ordering::Relaxed));
-        let (program, args) = for_terminal(program, args, &placed.env, copy.private_folders().1, &tag);
+        // the environment's file where no command can reach it: Tokamak's own cache
+        let env_dir = crate::places::project_cache(self.root()).join("terminal");
+        let (program, args) = for_terminal(program, args, &placed.env, &env_dir, &tag);
+        let env_file = env_dir.join(format!("tokamak-env-{tag}"));
         let after_kill = placed.after_kill.clone();
         let stop = move || stop_in_terminal(&tag, after_kill.as_ref());
         let in_terminal = TerminalCommand {
@@ -546,6 +552,8 @@ impl Executor {
         };
         let started = Instant::now();
         let terminal = self.context.editor.run_in_terminal(&self.run_id, in_terminal, &self.cancel).await;
+        // read and removed by the helper, unless the terminal never started it
+        let _ = std::fs::remove_file(&env_file);
         let where_ran = if terminal.is_some() { " in the editor's terminal" } else { "" };
         let mut outcome = match terminal {
             Some(Ok(ran)) => CommandOutcome {

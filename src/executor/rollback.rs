@@ -93,17 +93,19 @@ pub async fn rollback(
     // killed before its end: its checkpoint has no "after" yet — or got one from an earlier
     // rollback of it, which its log (no `exit`) still tells
     let killed = !info.complete || log.as_ref().is_some_and(|(_, ended)| !ended);
-    // not ended, and still going in some process (its folder lock held under its id): not a
-    // killed run — undoing it under its feet would lose what it writes next
-    if !info.complete
-        && let Some(holder) = crate::history::FolderLock::held_by(history.root())
-        && holder.starts_with(&format!("{}, ", info.run_id))
-    {
-        return Err(RollbackError::Unavailable(format!(
-            "the run {} is still going ({holder}); stop it first, then roll it back",
-            info.run_id
-        )));
-    }
+    // the folder's lock for the whole rollback: no run starts under it, and a run still going
+    // (the one asked for — then no killed run, though its checkpoint has not ended — or another)
+    // is not undone under its feet
+    let _folder = crate::history::FolderLock::take(history.root(), run_id).map_err(|refused| {
+        let going = format!("({}, process", info.run_id);
+        RollbackError::Unavailable(match refused.find(&going) {
+            Some(at) => {
+                let holder = refused[at + 1..].split(')').next().unwrap_or_default();
+                format!("the run {} is still going ({holder}); stop it first, then roll it back", info.run_id)
+            }
+            None => refused,
+        })
+    })?;
     if !info.complete {
         info = history.end_killed_run(&info, &context.observer).await.map_err(|reason| {
             RollbackError::Unavailable(format!("the killed run's checkpoint cannot be ended: {reason}"))

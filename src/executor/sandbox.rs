@@ -464,32 +464,46 @@ impl ShadowCopy {
         // everything the workspace did not give it: files, links, folders — `__pycache__`
         // above all, whose `.pyc` of another candidate's text could pass for this one's when
         // the sizes and the second agree; the copy's own `.git` and the shared folders stay
-        let mut holding: std::collections::HashSet<&Path> = std::collections::HashSet::new();
+        let mut holding: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();
         for path in self.copied.keys().chain(self.binds.iter()) {
-            holding.extend(path.ancestors().skip(1));
+            holding.extend(path.ancestors().skip(1).map(Path::to_path_buf));
         }
-        let mut doomed = Vec::new();
-        let walker = ignore::WalkBuilder::new(&self.dir).standard_filters(false).follow_links(false).build();
+        let (dir, binds) = (self.dir.clone(), self.binds.clone());
+        let kept = move |relative: &Path| {
+            relative.as_os_str().is_empty()
+                || relative.starts_with(".git")
+                || binds.iter().any(|bind| relative.starts_with(bind))
+        };
+        let doomed_dirs = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let found = std::sync::Arc::clone(&doomed_dirs);
+        let walker = ignore::WalkBuilder::new(&self.dir)
+            .standard_filters(false)
+            .follow_links(false)
+            .filter_entry(move |entry| {
+                // a folder the workspace did not give is removed whole: not walked into
+                let Ok(relative) = entry.path().strip_prefix(&dir) else { return false };
+                let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+                if is_dir && !kept(relative) && !holding.contains(relative) {
+                    crate::sync::lock(&found).push(relative.to_path_buf());
+                    return false;
+                }
+                !(is_dir && kept(relative) && !relative.as_os_str().is_empty())
+            })
+            .build();
+        let mut doomed: Vec<PathBuf> = Vec::new();
         for entry in walker.flatten() {
             let Ok(relative) = entry.path().strip_prefix(&self.dir) else { continue };
-            if relative.as_os_str().is_empty()
-                || relative.starts_with(".git")
-                || self.copied.contains_key(relative)
-                || self.binds.iter().any(|bind| relative.starts_with(bind))
-            {
-                continue;
-            }
             let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
-            if is_dir && holding.contains(relative) {
-                continue;
-            }
-            if !doomed.iter().any(|(gone, _): &(PathBuf, bool)| relative.starts_with(gone)) {
-                doomed.push((relative.to_path_buf(), is_dir));
+            let shared = self.binds.iter().any(|bind| relative.starts_with(bind));
+            if !is_dir && !shared && !self.copied.contains_key(relative) && !relative.starts_with(".git") {
+                doomed.push(relative.to_path_buf());
             }
         }
-        for (relative, is_dir) in doomed {
-            let path = self.dir.join(relative);
-            let _ = if is_dir { std::fs::remove_dir_all(path) } else { std::fs::remove_file(path) };
+        for relative in doomed {
+            let _ = std::fs::remove_file(self.dir.join(relative));
+        }
+        for relative in std::mem::take(&mut *crate::sync::lock(&doomed_dirs)) {
+            remove_tree(&self.dir.join(relative));
         }
         self.left.clear();
         // and the private home and temp folder start empty again
@@ -545,26 +559,8 @@ impl ShadowCopy {
         if !network {
             args.push("--unshare-net".to_string());
         }
-        args.extend(
-            [
-                "--unshare-pid",
-                "--unshare-ipc",
-                "--unshare-uts",
-                "--ro-bind",
-                "/",
-                "/",
-                "--dev",
-                "/dev",
-                "--proc",
-                "/proc",
-                "--tmpfs",
-                "/tmp",
-                "--dir",
-                BWRAP_HOME,
-            ]
-            .iter()
-            .map(|s| s.to_string()),
-        );
+        args.extend(crate::sandbox::bwrap::SYSTEM.iter().map(|s| s.to_string()));
+        args.extend(["--tmpfs", "/tmp", "--dir", BWRAP_HOME].iter().map(|s| s.to_string()));
         // the private /tmp hides what lives there: keep the folders the command names (a tool
         // installed under /tmp, `sh -c "/tmp/…/tsc -p ."`) and those on PATH, read-only
         let path_var = std::env::var("PATH").unwrap_or_default();
@@ -577,18 +573,9 @@ impl ShadowCopy {
         if cache.is_dir() && !self.root.starts_with(&cache) {
             args.extend(["--tmpfs".to_string(), path(&cache)]);
         }
-        for secret in hidden {
-            // a path through a link is hidden where it lives (both are in the list)
-            let through_link = std::fs::canonicalize(secret).is_ok_and(|real| &real != secret);
-            if self.root.starts_with(secret) || secret.starts_with(&cache) || through_link {
-                continue;
-            }
-            match std::fs::symlink_metadata(secret) {
-                Ok(metadata) if metadata.is_dir() => args.extend(["--tmpfs".to_string(), path(secret)]),
-                Ok(_) => args.extend(["--ro-bind".to_string(), "/dev/null".to_string(), path(secret)]),
-                Err(_) => {}
-            }
-        }
+        args.extend(crate::sandbox::bwrap::hiding(hidden, |secret| {
+            self.root.starts_with(secret) || secret.starts_with(&cache)
+        }));
         args.extend(["--bind".to_string(), path(&self.dir), path(&self.root)]);
         for bind in &self.binds {
             let at = path(&self.root.join(bind));
@@ -598,6 +585,22 @@ impl ShadowCopy {
         args.extend(argv.iter().cloned());
         args
     }
+}
+
+/// Removes the folder `path` whole; a read-only folder in it (`chmod -R a-w`, Go's module
+/// cache) is made writable first. Never through a link: `remove_dir_all` unlinks links.
+fn remove_tree(path: &Path) {
+    if std::fs::remove_dir_all(path).is_ok() {
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let walker = ignore::WalkBuilder::new(path).standard_filters(false).follow_links(false).build();
+    for entry in walker.flatten() {
+        if entry.file_type().is_some_and(|t| t.is_dir()) {
+            let _ = std::fs::set_permissions(entry.path(), std::fs::Permissions::from_mode(0o700));
+        }
+    }
+    let _ = std::fs::remove_dir_all(path);
 }
 
 /// The folders directly under `/tmp` that `texts` name (as a path anywhere in them: an

@@ -46,13 +46,6 @@ impl FolderLock {
     pub fn holder(root: &Path) -> Option<String> {
         FolderLock::take(root, "a look").err()
     }
-
-    /// The run holding `root`'s lock now, if any: "RUN_ID, process PID".
-    pub fn held_by(root: &Path) -> Option<String> {
-        let said = FolderLock::holder(root)?;
-        let inner = said.split_once('(').and_then(|(_, rest)| rest.split_once(");")).map(|(held, _)| held);
-        Some(inner.unwrap_or("its id is not known").to_string())
-    }
 }
 
 impl Drop for FolderLock {
@@ -79,9 +72,7 @@ mod tests {
             "{refused}"
         );
         assert!(FolderLock::holder(&root).is_some());
-        assert_eq!(FolderLock::held_by(&root), Some(format!("run-1, process {}", std::process::id())));
         drop(first);
-        assert_eq!(FolderLock::held_by(&root), None);
         assert!(FolderLock::holder(&root).is_none());
         assert!(FolderLock::take(&root, "run-2").is_ok());
     }

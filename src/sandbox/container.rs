@@ -74,12 +74,12 @@ fn find_engine(settings: &ContainerSettings) -> Result<Engine, String> {
 /// when set, else Docker's current context (`DOCKER_CONTEXT` or `docker context use`) or
 /// Podman's default connection (`CONTAINER_CONNECTION`) — an endpoint that is no local socket.
 fn remote_host(cli: &Path) -> Option<String> {
-    let set: Vec<String> =
-        ["DOCKER_HOST", "CONTAINER_HOST"].iter().filter_map(|name| std::env::var(name).ok()).collect();
-    if let Some(host) = set.iter().find(|host| !host.is_empty()) {
-        return (!is_local(host)).then(|| host.clone());
+    let podman = is_podman(cli);
+    // each CLI's own variable: Docker's reads DOCKER_HOST, Podman's CONTAINER_HOST
+    let variable = if podman { "CONTAINER_HOST" } else { "DOCKER_HOST" };
+    if let Some(host) = std::env::var(variable).ok().filter(|host| !host.is_empty()) {
+        return (!is_local(&host)).then_some(host);
     }
-    let podman = cli.file_name().is_some_and(|name| name.to_string_lossy().contains("podman"));
     let args: &[&str] = if podman {
         &["system", "connection", "list", "--format", "{{.Name}} {{.URI}} {{.Default}}"]
     } else {
@@ -108,8 +108,21 @@ fn endpoint(listed: &str, podman: bool, wanted: Option<&str>) -> Option<String> 
     (!is_local(host)).then(|| format!("{host} ({kind} {name})"))
 }
 
+/// A socket of this machine's, or ssh to this machine (Podman's machine on macOS: a VM that
+/// shares the home folder, so the copy can be mounted). TCP to loopback stays remote: it is how
+/// an engine is reached through a tunnel to another machine.
 fn is_local(host: &str) -> bool {
-    host.is_empty() || host.starts_with("unix://") || host.starts_with("npipe://")
+    let ssh_here = host.strip_prefix("ssh://").is_some_and(|rest| {
+        let authority = rest.split('/').next().unwrap_or_default();
+        let machine = authority.rsplit('@').next().unwrap_or_default();
+        let name = machine.rsplit_once(':').map_or(machine, |(name, _)| name);
+        matches!(name, "127.0.0.1" | "localhost" | "[::1]")
+    });
+    host.is_empty() || host.starts_with("unix://") || host.starts_with("npipe://") || ssh_here
+}
+
+fn is_podman(cli: &Path) -> bool {
+    cli.file_name().is_some_and(|name| name.to_string_lossy().contains("podman"))
 }
 
 /// This machine, for the label: its systemd machine id, else its host name.
@@ -186,6 +199,12 @@ pub fn command_line(
     ];
     if !run.network {
         flags.extend(["--network".into(), "none".into()]);
+    }
+    // rootless Podman maps the user to root inside unless told to keep the ids: the copy it
+    // writes must stay the user's
+    // SAFETY: getuid cannot fail and touches no memory.
+    if is_podman(&engine.cli) && unsafe { libc::getuid() } != 0 {
+        flags.push("--userns=keep-id".into());
     }
     for (name, value) in run.env {
         flags.extend(["-e".into(), format!("{}={}", name.to_string_lossy(), value.to_string_lossy())]);
@@ -378,6 +397,11 @@ mod tests {
             Some("ssh://me@box:22/run/podman/podman.sock (podman connection box)")
         );
         assert_eq!(endpoint(podman, true, Some("local")), None);
+        // Podman's machine on macOS: ssh to this machine's VM, which mounts the home folder
+        assert!(is_local("ssh://core@127.0.0.1:50000/run/user/501/podman/podman.sock"));
+        assert!(is_local("ssh://localhost/run/podman.sock"));
+        assert!(!is_local("ssh://me@worker/run/podman.sock"));
+        assert!(!is_local("tcp://127.0.0.1:2375"), "a tunnel's end");
         assert!(!machine().is_empty());
     }
 

@@ -19,6 +19,13 @@ use super::Policy;
 
 /// The helper's first argument.
 pub const SUBCOMMAND: &str = "__confine";
+/// What the probe says when another supervisor already watches Tokamak (Tokamak run inside
+/// Tokamak's own sandbox, LXD's syscall interception): commands are confined by Landlock, but
+/// what it does not mediate is not watched.
+/// Set when the probe found the watch refused (see [`NOT_WATCHED`]).
+static UNWATCHED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+const NOT_WATCHED: &str =
+    "modes, owners and times are not watched (another seccomp supervisor already watches Tokamak)";
 /// The ABI whose file-system rights are asked for (the latest that adds any); older kernels
 /// enforce what they have.
 const FS_ABI: ABI = ABI::V5;
@@ -30,6 +37,8 @@ struct Request {
     probe: bool,
     /// Do nothing (what the probe runs under the watch: no program on PATH is needed).
     nothing: bool,
+    /// Without the watch over what Landlock does not mediate: another supervisor has it.
+    no_watch: bool,
     /// Only reap: another backend confines the command (a container's CLI).
     unconfined: bool,
     /// Run when the command is stopped or Tokamak is gone (a container's removal).
@@ -45,6 +54,9 @@ struct Request {
 /// The helper's command line for `argv` under `policy`: `helper` is Tokamak's binary.
 pub fn command_line(policy: &Policy, argv: &[String]) -> Vec<String> {
     let mut args = vec![SUBCOMMAND.to_string()];
+    if UNWATCHED.load(std::sync::atomic::Ordering::Relaxed) {
+        args.push("--no-watch".to_string());
+    }
     if policy.network {
         args.push("--network".to_string());
     }
@@ -81,6 +93,7 @@ fn parse(args: &[OsString]) -> Result<Request, String> {
             }
             Some("--probe") => request.probe = true,
             Some("--nothing") => request.nothing = true,
+            Some("--no-watch") => request.no_watch = true,
             Some("--network") => request.policy.network = true,
             Some("--unconfined") => request.unconfined = true,
             Some("--cleanup") => request.cleanup.push(rest.next().ok_or("--cleanup needs a word")?.clone()),
@@ -149,7 +162,14 @@ pub fn helper_main(args: &[OsString]) -> i32 {
             return 126;
         }
     };
-    let setup = match super::supervisor::Setup::new(kernel_abi().is_some_and(|abi| abi >= 6)) {
+    // the command may not read or trace the helper (it holds the watch); a process that is
+    // not dumpable cannot be, by its own user either
+    // SAFETY: prctl(PR_SET_DUMPABLE) takes no pointer.
+    unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
+    if request.no_watch {
+        return super::reaper::run(&request.argv, &request.cleanup, env, None);
+    }
+    let setup = match super::supervisor::Setup::new(kernel_abi().unwrap_or(1)) {
         Ok(setup) => setup,
         Err(err) => {
             eprintln!("{}the command was not run: its watch could not be set up ({err})", super::HELPER_SAYS);
@@ -157,19 +177,29 @@ pub fn helper_main(args: &[OsString]) -> i32 {
         }
     };
     if request.probe {
-        // the watch is tried on a command that does nothing: a kernel that cannot give it
-        // leaves this backend unused rather than a command unwatched
+        // the watch is tried on a program that does nothing: a kernel that cannot give it
+        // leaves this backend unused rather than a command unwatched — but for another
+        // supervisor's watch over Tokamak itself, which the kernel lets be the only one
         let Ok(me) = std::env::current_exe() else {
             eprintln!("{}the command was not run: Tokamak's own binary was not found", super::HELPER_SAYS);
             return 126;
         };
-        let nothing = [me.into_os_string(), OsString::from(SUBCOMMAND), OsString::from("--nothing")];
-        return match super::reaper::run(&nothing, &[], None, Some((setup, &request.policy.writable))) {
-            0 => {
+        return match setup.try_on(me.as_os_str(), &[SUBCOMMAND, "--nothing"]) {
+            Ok(()) => {
                 println!("{enforced}; {}", super::supervisor::DESCRIBED);
                 0
             }
-            _ => 126,
+            Err(err) if err.raw_os_error() == Some(libc::EBUSY) => {
+                println!("{enforced}; {NOT_WATCHED}");
+                0
+            }
+            Err(err) => {
+                eprintln!(
+                    "{}the command was not run: its watch could not be set up ({err})",
+                    super::HELPER_SAYS
+                );
+                126
+            }
         };
     }
     super::reaper::run(&request.argv, &request.cleanup, env, Some((setup, &request.policy.writable)))
@@ -206,10 +236,25 @@ pub fn write_env_file(path: &Path, env: &[(OsString, OsString)]) -> std::io::Res
     file.write_all(&bytes)
 }
 
+/// Reads what [`write_env_file`] wrote, and removes it: only a regular file of this user's,
+/// readable by no one else, with no other name — never through a link, never a FIFO.
 fn read_env_file(path: &Path) -> std::io::Result<Vec<(OsString, OsString)>> {
+    use std::io::Read;
     use std::os::unix::ffi::OsStrExt;
-    let bytes = std::fs::read(path)?;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)?;
     std::fs::remove_file(path)?;
+    let meta = file.metadata()?;
+    // SAFETY: getuid cannot fail and touches no memory.
+    let mine = meta.uid() == unsafe { libc::getuid() };
+    if !meta.file_type().is_file() || !mine || meta.mode() & 0o077 != 0 || meta.nlink() != 0 {
+        return Err(std::io::Error::other("it is not the file Tokamak wrote"));
+    }
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
     Ok(bytes
         .split(|&byte| byte == 0)
         .filter_map(|pair| {
@@ -245,7 +290,7 @@ pub fn stop_tagged(tag: &str) -> usize {
 }
 
 fn signal_tagged(tag: &str) -> Vec<libc::pid_t> {
-    let wanted = format!("\0--tag\0{tag}\0");
+    let helper = helper_binary();
     let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
     let mut stopped = Vec::new();
     for entry in entries.flatten() {
@@ -253,8 +298,7 @@ fn signal_tagged(tag: &str) -> Vec<libc::pid_t> {
             continue;
         };
         let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
-        let line = String::from_utf8_lossy(&cmdline);
-        if line.contains(&format!("\0{SUBCOMMAND}\0")) && line.contains(&wanted) {
+        if tagged(&cmdline, tag) && std::fs::read_link(entry.path().join("exe")).ok() == helper {
             // SAFETY: kill(2) touches no memory; a pid gone since is ESRCH.
             if unsafe { libc::kill(pid, libc::SIGTERM) } == 0 {
                 stopped.push(pid);
@@ -262,6 +306,17 @@ fn signal_tagged(tag: &str) -> Vec<libc::pid_t> {
         }
     }
     stopped
+}
+
+/// Whether `cmdline` (NUL-separated) is a helper's tagged `tag`: its first argument the
+/// helper's, `--tag TAG` among its own options (before `--`), not words of the command.
+fn tagged(cmdline: &[u8], tag: &str) -> bool {
+    let mut words = cmdline.split(|&byte| byte == 0).skip(1);
+    if words.next() != Some(SUBCOMMAND.as_bytes()) {
+        return false;
+    }
+    let own: Vec<&[u8]> = words.take_while(|word| *word != b"--").collect();
+    own.windows(2).any(|pair| pair[0] == b"--tag" && pair[1] == tag.as_bytes())
 }
 
 /// Applies `policy` to this process and its future children. `Ok`: what is enforced, in a
@@ -365,7 +420,9 @@ pub fn usable() -> &'static Result<(PathBuf, String), String> {
     USABLE.get_or_init(|| {
         kernel_abi().ok_or("this kernel has no Landlock (it needs Linux 5.13 or later, enabled at boot)")?;
         let helper = helper_binary().ok_or("Tokamak's own binary, which applies it, was not found")?;
-        probe(&helper)
+        let found = probe(&helper)?;
+        UNWATCHED.store(found.1.ends_with(NOT_WATCHED), std::sync::atomic::Ordering::Relaxed);
+        Ok(found)
     })
 }
 
@@ -396,6 +453,18 @@ fn probe(helper: &Path) -> Result<(PathBuf, String), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_helper_is_found_by_its_own_tag_not_by_words_of_its_command() {
+        let line = |words: &[&str]| words.join("\0").into_bytes();
+        assert!(tagged(&line(&["/bin/tokamak", SUBCOMMAND, "--tag", "t1", "--", "sh"]), "t1"));
+        assert!(!tagged(&line(&["/bin/tokamak", SUBCOMMAND, "--tag", "t1", "--", "sh"]), "t2"));
+        assert!(
+            !tagged(&line(&["/bin/tokamak", SUBCOMMAND, "--", "echo", "--tag", "t1"]), "t1"),
+            "the command's words"
+        );
+        assert!(!tagged(&line(&["/bin/sh", "-c", "--tag", "t1"]), "t1"));
+    }
 
     #[test]
     fn the_command_line_is_read_back_as_written() {

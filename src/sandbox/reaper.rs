@@ -95,8 +95,11 @@ pub fn run(
         if STOP.load(Ordering::SeqCst) || std::os::unix::process::parent_id() != parent {
             kill_children();
             if let Some((program, args)) = cleanup.split_first() {
+                // in a group of its own: an editor that kills the helper's group mid-cleanup
+                // must not take the container's removal with it
                 let _ = std::process::Command::new(program)
                     .args(args)
+                    .process_group(0)
                     .stdin(std::process::Stdio::null())
                     .stdout(std::process::Stdio::null())
                     .stderr(std::process::Stdio::null())

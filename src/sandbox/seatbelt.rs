@@ -32,7 +32,8 @@ const BASE: &str = r#"(version 1)
 /// The Mach services a command may look up: what the C library, the Security framework and
 /// Foundation ask for to resolve users and groups, log, read preferences, check certificates,
 /// find the temp folder and fonts — not the pasteboard, the keychain's agents, Apple Events,
-/// the window server or anything else of the user's session.
+/// LaunchServices (`open -a` would start a program outside the sandbox), the window server or
+/// anything else of the user's session.
 const MACH_SERVICES: &[&str] = &[
     "com.apple.system.opendirectoryd.libinfo",
     "com.apple.system.opendirectoryd.membership",
@@ -49,8 +50,6 @@ const MACH_SERVICES: &[&str] = &[
     "com.apple.trustd.agent",
     "com.apple.securityd.xpc",
     "com.apple.SecurityServer",
-    "com.apple.lsd.mapdb",
-    "com.apple.coreservices.launchservicesd",
     "com.apple.FontObjectsServer",
     "com.apple.fonts",
     "com.apple.PowerManagement.control",
@@ -119,7 +118,9 @@ mod tests {
                 .contains("(allow mach-lookup\n  (global-name \"com.apple.system.opendirectoryd.libinfo\")"),
             "{profile}"
         );
-        assert!(!profile.contains("pasteboard") && !profile.contains("com.apple.pboard"), "{profile}");
+        for outside in ["com.apple.pboard", "launchservicesd", "com.apple.lsd", "com.apple.windowserver"] {
+            assert!(!profile.contains(outside), "{outside}: {profile}");
+        }
         // the denials come after the general read, the writable folders after the denials:
         // Seatbelt lets the last matching rule decide
         let read_all = profile.find("(allow file-read*)").unwrap();

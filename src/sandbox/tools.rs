@@ -42,6 +42,9 @@ pub struct Started {
     pub program: PathBuf,
     pub args: Vec<String>,
     pub env: Option<Vec<(OsString, OsString)>>,
+    /// Started under the Landlock helper, which reaps what the checker leaves when asked to
+    /// stop (SIGTERM) rather than killed.
+    pub reaper: bool,
 }
 
 impl Confinement {
@@ -79,18 +82,24 @@ impl Confinement {
     /// How `program args` starts, able to write only `writable` (its caches; made here when
     /// missing) and its scratch folder. Unconfined as it is without a backend or a scratch
     /// folder.
+    /// `writable` must lie below `cwd`.
     pub fn start(&self, program: &Path, args: &[String], cwd: &Path, writable: &[PathBuf]) -> Started {
-        let plain = Started { program: program.to_path_buf(), args: args.to_vec(), env: None };
+        let plain = Started { program: program.to_path_buf(), args: args.to_vec(), env: None, reaper: false };
         let Some(scratch) = self.scratch().filter(|_| self.confines()) else { return plain };
-        let mut writable: Vec<PathBuf> =
-            writable.iter().filter(|path| std::fs::create_dir_all(path).is_ok()).cloned().collect();
+        // a cache folder that is a link (a repository may commit `.mypy_cache -> ~`) or leads
+        // out of where the checker runs is not made writable
+        let inside = |path: &PathBuf| {
+            let real_cwd = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
+            std::fs::create_dir_all(path).is_ok()
+                && std::fs::symlink_metadata(path).is_ok_and(|meta| meta.is_dir())
+                && std::fs::canonicalize(path).is_ok_and(|real| real.starts_with(&real_cwd))
+        };
+        let mut writable: Vec<PathBuf> = writable.iter().filter(|path| inside(path)).cloned().collect();
         writable.push(scratch.to_path_buf());
         let env = Some(self.environment(scratch));
         let mut argv = vec![program.to_string_lossy().into_owned()];
         argv.extend(args.iter().cloned());
-        // what it checks is never hidden from it (a copy in Tokamak's own cache)
-        let hidden = self.hidden.iter().filter(|secret| !cwd.starts_with(secret)).cloned().collect();
-        let policy = super::Policy { writable, hidden, network: false };
+        let policy = super::Policy { writable, hidden: self.hidden.clone(), network: false };
         let (program, args) = match &self.backend {
             Backend::Bwrap(bwrap) => (bwrap.clone(), bwrap_args(&policy, &argv)),
             #[cfg(target_os = "linux")]
@@ -100,7 +109,8 @@ impl Confinement {
             }
             _ => return plain,
         };
-        Started { program, args, env }
+        let reaper = matches!(self.backend, Backend::Landlock(_));
+        Started { program, args, env, reaper }
     }
 
     fn environment(&self, scratch: &Path) -> Vec<(OsString, OsString)> {
@@ -138,38 +148,13 @@ fn best() -> Backend {
 /// writable folders bound writable, no network, its own process and IPC namespaces.
 fn bwrap_args(policy: &super::Policy, argv: &[String]) -> Vec<String> {
     let path = |p: &Path| p.to_string_lossy().into_owned();
-    let mut args: Vec<String> = [
-        "--die-with-parent",
-        "--new-session",
-        "--unshare-net",
-        "--unshare-pid",
-        "--unshare-ipc",
-        "--ro-bind",
-        "/",
-        "/",
-        "--dev",
-        "/dev",
-        "--proc",
-        "/proc",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    for secret in &policy.hidden {
-        // a path through a link (`/var/run/…`) is hidden where it lives (both are listed);
-        // a writable folder inside a hidden one stays
-        let through_link = std::fs::canonicalize(secret).is_ok_and(|real| &real != secret);
-        if through_link || policy.writable.iter().any(|w| w.starts_with(secret)) {
-            continue;
-        }
-        match std::fs::symlink_metadata(secret) {
-            Ok(metadata) if metadata.is_dir() => args.extend(["--tmpfs".to_string(), path(secret)]),
-            Ok(metadata) if !metadata.file_type().is_symlink() => {
-                args.extend(["--ro-bind".to_string(), "/dev/null".to_string(), path(secret)])
-            }
-            _ => {}
-        }
-    }
+    let mut args: Vec<String> =
+        ["--die-with-parent", "--new-session", "--unshare-net"].iter().map(|s| s.to_string()).collect();
+    args.extend(super::bwrap::SYSTEM.iter().map(|s| s.to_string()));
+    // a writable folder inside a hidden one stays
+    args.extend(super::bwrap::hiding(&policy.hidden, |secret| {
+        policy.writable.iter().any(|w| w.starts_with(secret))
+    }));
     for folder in &policy.writable {
         args.extend(["--bind".to_string(), path(folder), path(folder)]);
     }
@@ -204,6 +189,27 @@ mod tests {
         assert!(text.contains("--unshare-net") && text.ends_with("-- mypy app.py"), "{text}");
     }
 
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_cache_folder_that_is_a_link_is_not_made_writable() {
+        let project = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), project.path().join(".mypy_cache")).unwrap();
+        let confinement = Confinement {
+            backend: Backend::Landlock(PathBuf::from("/bin/tokamak")),
+            hidden: Vec::new(),
+            extra_env: Vec::new(),
+            scratch: Default::default(),
+        };
+        let cache = project.path().join(".mypy_cache");
+        let own = project.path().join("build");
+        let started = confinement.start(Path::new("/bin/mypy"), &[], project.path(), &[cache, own.clone()]);
+        let line = started.args.join(" ");
+        assert!(!line.contains(&elsewhere.path().display().to_string()), "{line}");
+        assert!(!line.contains(".mypy_cache"), "{line}");
+        assert!(line.contains(&format!("--write {}", own.display())), "{line}");
+    }
+
     #[test]
     fn off_starts_a_checker_as_it_is() {
         let settings = SandboxSettings { backend: SandboxMode::Off, ..SandboxSettings::default() };
@@ -212,7 +218,12 @@ mod tests {
         let started = confinement.start(Path::new("/bin/ruff"), &["check".to_string()], Path::new("/p"), &[]);
         assert_eq!(
             started,
-            Started { program: PathBuf::from("/bin/ruff"), args: vec!["check".to_string()], env: None }
+            Started {
+                program: PathBuf::from("/bin/ruff"),
+                args: vec!["check".to_string()],
+                env: None,
+                reaper: false
+            }
         );
     }
 }

@@ -128,16 +128,25 @@ fn attack(backend: Backend) {
     // what Landlock does not mediate: modes, times, owners of files outside; and the helper
     // that reaps what a command leaves, killed by the command
     let metadata = format!(
-        "printf '#!/bin/sh\\necho script-ran\\n' > run.sh; chmod +x run.sh && ./run.sh; chmod 777 {0}/.bashrc; chmod -R go+rwx {0}/.ssh; touch -d 2000-01-01 {1}/victim.txt; chown -R \"$(id -u)\" {0}/.netrc",
+        "printf '#!/bin/sh\\necho script-ran\\n' > run.sh; chmod +x run.sh && ./run.sh; chmod 777 {0}/.bashrc; chmod -R go+rwx {0}/.ssh; touch -d 2000-01-01 {1}/victim.txt; chown -R 1:1 {0}/.netrc",
         home.display(),
         elsewhere.display()
     );
     let reaped = format!("sleep {}", 2_100_000 + u64::from(std::process::id()) * 8 + backend as u64);
-    let modes =
-        |path: &Path| std::fs::metadata(path).map(|meta| (meta.permissions(), meta.modified().ok())).ok();
-    let before =
-        [home.join(".bashrc"), home.join(".ssh/id_rsa"), home.join(".ssh"), elsewhere.join("victim.txt")]
-            .map(|path| (modes(&path), path));
+    let modes = |path: &Path| {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(path)
+            .map(|meta| (meta.permissions(), meta.modified().ok(), meta.uid(), meta.gid()))
+            .ok()
+    };
+    let before = [
+        home.join(".bashrc"),
+        home.join(".ssh/id_rsa"),
+        home.join(".ssh"),
+        home.join(".netrc"),
+        elsewhere.join("victim.txt"),
+    ]
+    .map(|path| (modes(&path), path));
     for reply in [
         openai_chat("1. Try the commands\n"),
         action(json!({"action": "run", "command": ["sh", "-c", steal]})),
@@ -243,7 +252,10 @@ fn attack(backend: Backend) {
             "{}",
             told[5]
         );
-        assert!(told[6].contains("kill=1"), "{}", told[6]);
+        // before Linux 6.12 (no signal scope) a command could still kill its reaper
+        if tokamak::sandbox::landlock::kernel_abi().is_some_and(|abi| abi >= 6) {
+            assert!(told[6].contains("kill=1"), "{}", told[6]);
+        }
     }
 }
 

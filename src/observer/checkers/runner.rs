@@ -87,7 +87,9 @@ pub async fn run(checker: &Checker, input: RunInput<'_>) -> Result<Vec<Diagnosti
         .stdin(if prepared.stdin { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .kill_on_drop(true)
+        // the Landlock helper is asked to stop first (its group killed a moment later): a kill on
+        // drop would kill it before it could kill what the checker left
+        .kill_on_drop(!started.reaper)
         .process_group(0);
     if let Some(search) = &input.search_path {
         command.env("PATH", search);
@@ -97,7 +99,11 @@ pub async fn run(checker: &Checker, input: RunInput<'_>) -> Result<Vec<Diagnosti
         program: input.program.display().to_string(),
         reason,
     })?;
-    let group = crate::process::ProcessGroup::new(child.id());
+    let group = if started.reaper {
+        crate::process::ProcessGroup::with_reaper(child.id())
+    } else {
+        crate::process::ProcessGroup::new(child.id())
+    };
 
     if let Some(mut stdin) = child.stdin.take() {
         // A tool that exits without reading all of it closes the pipe: not our error.
