@@ -6,6 +6,7 @@
 pub mod acp;
 pub mod action;
 pub mod agent;
+pub mod atomic;
 pub mod background;
 pub mod checker;
 pub mod cli;

@@ -45,6 +45,14 @@ impl ProcessGroup {
         }
     }
 
+    /// Kills the whole group now, without asking its leader first (it has been waited for: its
+    /// pid may be another process's by now).
+    pub fn kill_now(mut self) {
+        if let Some(pid) = self.0.take() {
+            kill_group(pid);
+        }
+    }
+
     /// Kills the whole group now.
     pub fn kill(mut self) {
         if let Some(pid) = self.0.take() {

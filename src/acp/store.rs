@@ -74,12 +74,10 @@ impl Store {
 
     /// Writes a session's description whole or not at all.
     fn write(&self, kept: &Kept) -> std::io::Result<()> {
-        let folder = self.folder()?;
+        // the folder made, readable by the user alone
+        self.folder()?;
         let text = serde_json::to_string(kept).map_err(std::io::Error::other)?;
-        let mut temporary = tempfile::NamedTempFile::new_in(folder)?;
-        temporary.write_all(text.as_bytes())?;
-        temporary.persist(self.meta_path(&kept.id)).map_err(|err| err.error)?;
-        Ok(())
+        crate::atomic::replace(&self.meta_path(&kept.id), text.as_bytes(), crate::atomic::Mode::Private)
     }
 
     /// Keeps session `id` over `cwd` (again, when it is loaded or resumed: its title stays).

@@ -84,7 +84,7 @@ impl Index {
         (index, parsed)
     }
 
-    /// Writes every file's facts keyed by content hash (atomically: a temporary file renamed).
+    /// Writes every file's facts keyed by content hash (whole or not at all).
     pub fn save(&self, cache: &Path) -> std::io::Result<()> {
         // written from the entries as they are, not from a copy of them
         let file = CacheFileOut { version: CACHE_VERSION, entries: self.files.values().collect() };
@@ -92,9 +92,7 @@ impl Index {
         if let Some(dir) = cache.parent() {
             std::fs::create_dir_all(dir)?;
         }
-        let temporary = cache.with_extension("tmp");
-        std::fs::write(&temporary, bytes)?;
-        std::fs::rename(&temporary, cache)
+        crate::atomic::replace(cache, &bytes, crate::atomic::Mode::Private)
     }
 
     fn build_reusing(root: &Path, known: HashMap<[u8; 32], Entry>) -> Index {

@@ -47,15 +47,7 @@ pub(super) fn write_new(path: &Path, text: &str) -> std::io::Result<()> {
 }
 
 pub(super) fn write_new_bytes(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let folder = path.parent().unwrap_or(Path::new("."));
-    let mut temporary = tempfile::Builder::new().prefix(".tokamak-").tempfile_in(folder)?;
-    temporary.write_all(bytes)?;
-    temporary.as_file().sync_all()?;
-    // a temporary file is private (0600); a source file is not
-    std::fs::set_permissions(temporary.path(), std::os::unix::fs::PermissionsExt::from_mode(0o644))?;
-    temporary.persist_noclobber(path).map_err(|err| err.error)?;
-    Ok(())
+    crate::atomic::create(path, bytes, crate::atomic::Mode::Source)
 }
 
 impl Executor {

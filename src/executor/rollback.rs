@@ -87,25 +87,31 @@ pub async fn rollback(
         RollbackError::Unavailable("there is no workspace folder, so there are no checkpoints".into())
     })?;
     let checkpoints = history.checkpoints().await.map_err(RollbackError::Unavailable)?;
+    let found: CheckpointInfo =
+        checkpoints.find(wanted).await.map_err(|err| RollbackError::Unavailable(err.to_string()))?;
+    // the folder's lock for the whole rollback: no run starts under it, and a run still going
+    // (the one asked for — then no killed run, though its checkpoint has not ended — or another)
+    // is not undone under its feet
+    let _folder = crate::history::FolderLock::take(history.root(), run_id).map_err(|refused| {
+        let going = format!("({}, process", found.run_id);
+        RollbackError::Unavailable(match refused.find(&going) {
+            Some(at) => {
+                let holder = refused[at + 1..].split(')').next().unwrap_or_default();
+                format!(
+                    "the run {} is still going ({holder}); stop it first, then roll it back",
+                    found.run_id
+                )
+            }
+            None => refused,
+        })
+    })?;
+    // read again under the lock: the run may have ended since
     let mut info: CheckpointInfo =
         checkpoints.find(wanted).await.map_err(|err| RollbackError::Unavailable(err.to_string()))?;
     let log = history.touched(&info.run_id);
     // killed before its end: its checkpoint has no "after" yet — or got one from an earlier
     // rollback of it, which its log (no `exit`) still tells
     let killed = !info.complete || log.as_ref().is_some_and(|(_, ended)| !ended);
-    // the folder's lock for the whole rollback: no run starts under it, and a run still going
-    // (the one asked for — then no killed run, though its checkpoint has not ended — or another)
-    // is not undone under its feet
-    let _folder = crate::history::FolderLock::take(history.root(), run_id).map_err(|refused| {
-        let going = format!("({}, process", info.run_id);
-        RollbackError::Unavailable(match refused.find(&going) {
-            Some(at) => {
-                let holder = refused[at + 1..].split(')').next().unwrap_or_default();
-                format!("the run {} is still going ({holder}); stop it first, then roll it back", info.run_id)
-            }
-            None => refused,
-        })
-    })?;
     if !info.complete {
         info = history.end_killed_run(&info, &context.observer).await.map_err(|reason| {
             RollbackError::Unavailable(format!("the killed run's checkpoint cannot be ended: {reason}"))

@@ -162,14 +162,9 @@ pub fn helper_main(args: &[OsString]) -> i32 {
             return 126;
         }
     };
-    // the command may not read or trace the helper (it holds the watch); a process that is
-    // not dumpable cannot be, by its own user either
-    // SAFETY: prctl(PR_SET_DUMPABLE) takes no pointer.
-    unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
-    if request.no_watch {
-        return super::reaper::run(&request.argv, &request.cleanup, env, None);
-    }
-    let setup = match super::supervisor::Setup::new(kernel_abi().unwrap_or(1)) {
+    // without the watch (another supervisor has the only listener) the rest stays: the
+    // command's own domain, the refused calls, truncation refused where Landlock lets it by
+    let setup = match super::supervisor::Setup::new(kernel_abi().unwrap_or(1), !request.no_watch) {
         Ok(setup) => setup,
         Err(err) => {
             eprintln!("{}the command was not run: its watch could not be set up ({err})", super::HELPER_SAYS);

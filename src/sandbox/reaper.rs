@@ -71,7 +71,7 @@ pub fn run(
     let pid = child.id() as libc::pid_t;
     let mut watch = match setup.map(Arc::try_unwrap) {
         Some(Ok(setup)) => match setup.watch(writable) {
-            Ok(watch) => Some(watch),
+            Ok(watch) => watch,
             Err(err) => {
                 // the command runs with calls nobody answers: stop it rather than leave it hanging
                 eprintln!("{}the command was stopped: {err}", super::HELPER_SAYS);

@@ -87,8 +87,9 @@ const REFUSED_IOCTLS: &[u32] = &[
 /// call goes on; a call of another architecture's ABI (x32, i386) kills the process, as it
 /// could name the same operation by another number. With `truncate_hole` (Landlock before ABI
 /// 3, which lets an open for reading truncate), an open for reading with `O_TRUNC` fails with
-/// EACCES and `openat2`, whose flags a filter cannot see, with ENOSYS.
-fn program(truncate_hole: bool) -> Vec<libc::sock_filter> {
+/// EACCES and `openat2`, whose flags a filter cannot see, with ENOSYS. Not `watching` (another
+/// supervisor has the only listener), the watched calls go on — but `truncate` with the hole.
+fn program(truncate_hole: bool, watching: bool) -> Vec<libc::sock_filter> {
     const LD_W_ABS: u16 = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
     const JEQ: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
     const JSET: u16 = (libc::BPF_JMP | libc::BPF_JSET | libc::BPF_K) as u16;
@@ -127,17 +128,22 @@ fn program(truncate_hole: bool) -> Vec<libc::sock_filter> {
             vec![
                 arg(flags),
                 op(AND, 0, 0, (libc::O_ACCMODE | libc::O_TRUNC) as u32),
-                op(JEQ, 0, 1, libc::O_TRUNC as u32),
+                // read-only, or the access mode 3 that asks for no access at all
+                op(JEQ, 1, 0, libc::O_TRUNC as u32),
+                op(JEQ, 0, 1, (libc::O_TRUNC | libc::O_ACCMODE) as u32),
                 op(RET, 0, 0, errno(libc::EACCES)),
                 nr(),
             ]
         };
         program.extend(when(libc::SYS_openat, read_and_truncate(2)));
+        if !watching {
+            program.extend(when(libc::SYS_truncate, vec![op(RET, 0, 0, errno(libc::EPERM))]));
+        }
         #[cfg(target_arch = "x86_64")]
         program.extend(when(libc::SYS_open, read_and_truncate(1)));
         program.extend(when(libc::SYS_openat2, vec![op(RET, 0, 0, errno(libc::ENOSYS))]));
     }
-    for call in watched() {
+    for call in watched().into_iter().filter(|_| watching) {
         program.extend(when(call, vec![op(RET, 0, 0, libc::SECCOMP_RET_USER_NOTIF)]));
     }
     program.push(op(RET, 0, 0, libc::SECCOMP_RET_ALLOW));
@@ -153,11 +159,13 @@ pub struct Setup {
     /// The command's own Landlock domain: nothing it can ptrace or read of the helper's, nor,
     /// with scopes (ABI 6), signal.
     scope: OwnedFd,
+    watching: bool,
 }
 
 impl Setup {
-    /// For a kernel of Landlock ABI `abi`.
-    pub fn new(abi: i64) -> io::Result<Setup> {
+    /// For a kernel of Landlock ABI `abi`; `watching`: the watched calls go to the helper (else
+    /// they go on, but for truncation where Landlock lets it by).
+    pub fn new(abi: i64, watching: bool) -> io::Result<Setup> {
         let mut pair = [0; 2];
         // SAFETY: socketpair writes two descriptors into `pair`, a local array of two.
         if unsafe {
@@ -168,7 +176,7 @@ impl Setup {
         }
         // SAFETY: both descriptors were just made and are owned by nothing else.
         let (ours, theirs) = unsafe { (OwnedFd::from_raw_fd(pair[0]), OwnedFd::from_raw_fd(pair[1])) };
-        Ok(Setup { program: program(abi < 3), ours, theirs, scope: own_domain(abi)? })
+        Ok(Setup { program: program(abi < 3, watching), watching, ours, theirs, scope: own_domain(abi)? })
     }
 
     /// What runs in the command's process between `fork` and `exec` (the helper has one
@@ -194,6 +202,9 @@ impl Setup {
         };
         // a signal that comes while the helper does the call must not interrupt the caller's
         // wait (it would see EINTR, or its call done twice): Linux 5.19+, else without
+        if !self.watching {
+            return if install(0) == 0 { Ok(()) } else { Err(io::Error::last_os_error()) };
+        }
         let mut listener =
             install(libc::SECCOMP_FILTER_FLAG_NEW_LISTENER | libc::SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV);
         if listener < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL) {
@@ -209,15 +220,18 @@ impl Setup {
         sent
     }
 
-    /// After the command started: the watch over its calls.
-    pub fn watch(self, writable: &[PathBuf]) -> io::Result<Watch> {
+    /// After the command started: the watch over its calls (`None` when not watching).
+    pub fn watch(self, writable: &[PathBuf]) -> io::Result<Option<Watch>> {
         drop(self.theirs);
+        if !self.watching {
+            return Ok(None);
+        }
         let listener = receive_fd(self.ours.as_raw_fd())?;
         let roots = writable
             .iter()
             .map(|root| std::fs::canonicalize(root).unwrap_or_else(|_| root.clone()))
             .collect();
-        Ok(Watch { listener, roots, said: 0, say: sayer() })
+        Ok(Some(Watch { listener, roots, said: 0, say: sayer() }))
     }
 
     /// Whether a watch can be set up here: `args` (a program that does nothing) run under it.
@@ -589,6 +603,9 @@ impl Operation<u64> {
                 let mut bytes = [0u8; 32];
                 memory.read_exact_at(&mut bytes, address).map_err(|_| libc::EFAULT)?;
                 let word = |at: usize| i64::from_ne_bytes(bytes[at..at + 8].try_into().unwrap_or_default());
+                if [word(8), word(24)].iter().any(|micros| !(0..1_000_000).contains(micros)) {
+                    return Err(libc::EINVAL);
+                }
                 let spec =
                     |seconds: i64, micros: i64| libc::timespec { tv_sec: seconds, tv_nsec: micros * 1000 };
                 Operands::Times(Some([spec(word(0), word(8)), spec(word(16), word(24))]))
@@ -830,7 +847,7 @@ mod tests {
     fn the_program_sends_each_watched_call_to_the_helper_and_lets_the_rest_go() {
         let eperm = libc::SECCOMP_RET_ERRNO | libc::EPERM as u32;
         for truncate_hole in [false, true] {
-            let program = program(truncate_hole);
+            let program = program(truncate_hole, true);
             for call in watched() {
                 assert_eq!(verdict(&program, call, [0; 6]), libc::SECCOMP_RET_USER_NOTIF, "call {call}");
             }
@@ -855,13 +872,20 @@ mod tests {
                 libc::SECCOMP_RET_ALLOW
             };
             assert_eq!(verdict(&program, libc::SYS_openat, read_truncate), expected);
+            let no_access_truncate = [0, 0x1000, (libc::O_ACCMODE | libc::O_TRUNC) as u64, 0, 0, 0];
+            assert_eq!(verdict(&program, libc::SYS_openat, no_access_truncate), expected, "access mode 3");
             assert_eq!(verdict(&program, libc::SYS_openat, write_truncate), libc::SECCOMP_RET_ALLOW);
         }
         // x32's numbering is not let through
-        assert_eq!(
-            verdict(&program(false), 0x4000_0000 | libc::SYS_fchmod, [0; 6]),
-            libc::SECCOMP_RET_KILL_PROCESS
-        );
+        let x32 = 0x4000_0000 | libc::SYS_fchmod;
+        assert_eq!(verdict(&program(false, true), x32, [0; 6]), libc::SECCOMP_RET_KILL_PROCESS);
+        // not watching: the watched calls go on, the refused ones do not, truncate neither where
+        // Landlock lets it by
+        let unwatched = program(true, false);
+        assert_eq!(verdict(&unwatched, libc::SYS_fchmodat, [0; 6]), libc::SECCOMP_RET_ALLOW);
+        assert_eq!(verdict(&unwatched, libc::SYS_truncate, [0; 6]), eperm);
+        assert_eq!(verdict(&unwatched, libc::SYS_io_uring_setup, [0; 6]), eperm);
+        assert_eq!(verdict(&program(false, false), libc::SYS_truncate, [0; 6]), libc::SECCOMP_RET_ALLOW);
     }
 
     #[test]

@@ -88,11 +88,15 @@ impl Confinement {
         let Some(scratch) = self.scratch().filter(|_| self.confines()) else { return plain };
         // a cache folder that is a link (a repository may commit `.mypy_cache -> ~`) or leads
         // out of where the checker runs is not made writable
+        let real_cwd = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
+        let below = |path: &Path| std::fs::canonicalize(path).is_ok_and(|real| real.starts_with(&real_cwd));
         let inside = |path: &PathBuf| {
-            let real_cwd = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
-            std::fs::create_dir_all(path).is_ok()
+            // what exists of it already leads nowhere else (`build -> ~` makes no `~/cache`)
+            let existing = path.ancestors().find(|at| std::fs::symlink_metadata(at).is_ok());
+            existing.is_some_and(below)
+                && std::fs::create_dir_all(path).is_ok()
                 && std::fs::symlink_metadata(path).is_ok_and(|meta| meta.is_dir())
-                && std::fs::canonicalize(path).is_ok_and(|real| real.starts_with(&real_cwd))
+                && below(path)
         };
         let mut writable: Vec<PathBuf> = writable.iter().filter(|path| inside(path)).cloned().collect();
         writable.push(scratch.to_path_buf());
@@ -201,9 +205,13 @@ mod tests {
             extra_env: Vec::new(),
             scratch: Default::default(),
         };
+        std::os::unix::fs::symlink(elsewhere.path(), project.path().join("out")).unwrap();
         let cache = project.path().join(".mypy_cache");
+        let through = project.path().join("out/cache");
         let own = project.path().join("build");
-        let started = confinement.start(Path::new("/bin/mypy"), &[], project.path(), &[cache, own.clone()]);
+        let started =
+            confinement.start(Path::new("/bin/mypy"), &[], project.path(), &[cache, through, own.clone()]);
+        assert!(!elsewhere.path().join("cache").exists(), "no folder is made through a link");
         let line = started.args.join(" ");
         assert!(!line.contains(&elsewhere.path().display().to_string()), "{line}");
         assert!(!line.contains(".mypy_cache"), "{line}");

@@ -2,7 +2,6 @@
 //! language server): each request and how it ended, kept in the project's private cache
 //! folder so that a follow-up after a restart still knows what came before.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -100,10 +99,7 @@ impl Conversation {
             std::fs::create_dir_all(folder)?;
             std::fs::set_permissions(folder, std::os::unix::fs::PermissionsExt::from_mode(0o700))?;
             let text = serde_json::to_string(turns).map_err(std::io::Error::other)?;
-            let mut temporary = tempfile::NamedTempFile::new_in(folder)?;
-            temporary.write_all(text.as_bytes())?;
-            temporary.persist(&self.file).map_err(|err| err.error)?;
-            Ok(())
+            crate::atomic::replace(&self.file, text.as_bytes(), crate::atomic::Mode::Private)
         })();
         if let Err(err) = kept {
             tracing::warn!("the conversation could not be kept in {}: {err}", self.file.display());

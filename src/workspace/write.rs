@@ -1,10 +1,8 @@
-//! Writing files headless (SPEC E4): atomically (a temporary file in the same folder, then a
-//! rename), and only when the file on disk is still what the run read — never over a change
+//! Writing files headless (SPEC E4): atomically (`crate::atomic`), and only when the file on disk is still what the run read — never over a change
 //! someone else made meanwhile. A symbolic link is written through to its target (the link
 //! stays a link), and only when that target is inside the workspace; the file keeps its
 //! permissions and owner.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error)]
@@ -42,15 +40,8 @@ pub fn write_bytes_if_unchanged(
     if current != expected {
         return Err(WriteError::Changed { path: path.to_path_buf() });
     }
-    let folder = target.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let mut temporary = tempfile::Builder::new().prefix(".tokamak-").tempfile_in(folder).map_err(io)?;
-    temporary.write_all(new).map_err(io)?;
-    temporary.as_file().sync_all().map_err(io)?;
     let metadata = std::fs::metadata(&target).map_err(io)?;
-    std::fs::set_permissions(temporary.path(), metadata.permissions()).map_err(io)?;
-    keep_owner(temporary.as_file(), &metadata);
-    temporary.persist(&target).map_err(|err| io(err.error))?;
-    Ok(())
+    crate::atomic::replace(&target, new, crate::atomic::Mode::Like(&metadata)).map_err(io)
 }
 
 /// Where writing `path` goes: the file itself, or the end of its chain of links — refused
@@ -69,15 +60,6 @@ fn target_of(path: &Path, root: Option<&Path>) -> Result<PathBuf, WriteError> {
         }
     }
     Ok(target)
-}
-
-/// Gives the new file the old one's owner and group, where the process may (a file of
-/// another user's keeps its group at least when we are in it; failures change nothing).
-fn keep_owner(file: &std::fs::File, old: &std::fs::Metadata) {
-    use std::os::unix::fs::MetadataExt;
-    if let Err(err) = std::os::unix::fs::fchown(file, Some(old.uid()), Some(old.gid())) {
-        tracing::debug!("could not keep the owner of a rewritten file: {err}");
-    }
 }
 
 #[cfg(test)]

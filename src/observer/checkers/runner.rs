@@ -136,7 +136,8 @@ pub async fn run(checker: &Checker, input: RunInput<'_>) -> Result<Vec<Diagnosti
         reason,
     })?;
     let Some((stdout, stderr)) = output else {
-        group.kill();
+        // the leader has been waited for: its group, not its pid
+        group.kill_now();
         return Err(RunError::LeftBehind { name });
     };
     group.disarm();
