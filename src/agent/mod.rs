@@ -1,4 +1,4 @@
-//! The agent: runs that change code. The fix loop (`fix.rs`) with its deterministic rung
+//! The agent: runs that change code. The fix loop (`fix/`, a `FixRun`) with its deterministic rung
 //! (`ladder.rs`), prompt (`prompt.rs`) and targets (`targets.rs`); task runs (`task/`: the run, its modes, its checks),
 //! planned (`planner.rs` → `crate::run::plan`), driven mode by mode (`crate::modes`), each step
 //! carried out by a tool-using loop (`act.rs`) that offers the executor's actions as tools
