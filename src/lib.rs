@@ -33,4 +33,5 @@ pub mod syntax;
 pub mod text;
 pub mod toolbox;
 pub mod trust;
+pub mod walk;
 pub mod workspace;

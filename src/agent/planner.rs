@@ -161,15 +161,7 @@ const MIGRATION: &str = "This goal is a migration: plan it in stages, each a ste
 /// The workspace's files (those `.gitignore` keeps), up to a limit, saying how many were left
 /// out: what a prompt shows when there is no index.
 pub fn workspace_view(root: &Path) -> String {
-    let mut files: Vec<String> = ignore::WalkBuilder::new(root)
-        .hidden(true)
-        .require_git(false)
-        .build()
-        .flatten()
-        .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
-        .filter_map(|e| e.path().strip_prefix(root).ok().map(|p| p.to_string_lossy().to_string()))
-        .collect();
-    files.sort();
+    let files = crate::walk::project(root).relative_files();
     let total = files.len();
     let mut out = format!("The workspace has {total} files:\n");
     for file in files.iter().take(MAX_FILES) {

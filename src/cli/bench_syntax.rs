@@ -257,7 +257,7 @@ pub fn table(rows: &[Row]) -> String {
 fn pick_files(dirs: &[PathBuf], extension: &str, count: usize) -> Vec<PathBuf> {
     let mut all: Vec<PathBuf> = Vec::new();
     for dir in dirs {
-        for entry in ignore::WalkBuilder::new(dir).build().flatten() {
+        for entry in crate::walk::project(dir).with_ignored().entries() {
             let path = entry.path();
             if path.extension().is_some_and(|e| e == extension)
                 && !path.to_string_lossy().ends_with(".d.ts")

@@ -195,17 +195,15 @@ async fn accept(folder: &Path, work: &Path, commands: &[Vec<String>]) -> Result<
 
 /// Every file's path and text under `root` but `.git`: to tell whether a run changed any.
 fn snapshot(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut files: Vec<(PathBuf, Vec<u8>)> = ignore::WalkBuilder::new(root)
-        .hidden(false)
-        .git_ignore(false)
-        .filter_entry(|entry| entry.file_name() != ".git")
-        .build()
-        .filter_map(Result::ok)
-        .filter(|entry| entry.file_type().is_some_and(|t| t.is_file()))
-        .map(|entry| (entry.path().to_path_buf(), std::fs::read(entry.path()).unwrap_or_default()))
-        .collect();
-    files.sort();
-    files
+    crate::walk::project(root)
+        .with_hidden()
+        .with_ignored()
+        .files()
+        .map(|path| {
+            let bytes = std::fs::read(&path).unwrap_or_default();
+            (path, bytes)
+        })
+        .collect()
 }
 
 /// The results as a table, one task a line, then the totals.

@@ -98,7 +98,7 @@ impl Index {
     fn build_reusing(root: &Path, known: HashMap<[u8; 32], Entry>) -> Index {
         let mut paths = Vec::new();
         let mut skipped = Vec::new();
-        for entry in ignore::WalkBuilder::new(root).hidden(true).require_git(false).build().flatten() {
+        for entry in crate::walk::project(root).entries() {
             let path = entry.path();
             if !entry.file_type().is_some_and(|t| t.is_file()) || !indexed_language(path) {
                 continue;

@@ -300,17 +300,9 @@ fn read_skill(dir: &Path, file: &Path, folder_name: &str, source: &str) -> Resul
             .unwrap_or_default()
             .to_string()
     });
-    let mut files: Vec<String> = ignore::WalkBuilder::new(dir)
-        .hidden(true)
-        .follow_links(false)
-        .build()
-        .flatten()
-        .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
-        .filter_map(|e| e.path().strip_prefix(dir).ok().map(|p| p.to_string_lossy().replace('\\', "/")))
-        .filter(|p| p != "SKILL.md")
-        .take(MAX_FILES)
-        .collect();
-    files.sort();
+    let mut files = crate::walk::project(dir).relative_files();
+    files.retain(|p| p != "SKILL.md");
+    files.truncate(MAX_FILES);
     Ok(Skill {
         name: name.trim().to_string(),
         description: description.split_whitespace().collect::<Vec<_>>().join(" "),

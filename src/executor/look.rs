@@ -182,17 +182,7 @@ impl Sink for Collect<'_> {
 /// The files under `dir` that the project does not ignore (`.gitignore`, `.ignore`; hidden
 /// files included, `.git` never), sorted.
 fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = ignore::WalkBuilder::new(dir)
-        .hidden(false)
-        .require_git(false)
-        .filter_entry(|entry| entry.file_name() != ".git")
-        .build()
-        .flatten()
-        .filter(|entry| entry.file_type().is_some_and(|t| t.is_file()))
-        .map(ignore::DirEntry::into_path)
-        .collect();
-    files.sort();
-    files
+    crate::walk::project(dir).with_hidden().files().collect()
 }
 
 fn glob_matcher(pattern: &str) -> Result<GlobMatcher, String> {

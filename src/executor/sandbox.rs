@@ -296,10 +296,8 @@ impl ShadowCopy {
         // Tokamak's own state (its cache, where the copies are made) is never the project's,
         // even when it lies inside it
         let own = [crate::places::cache_dir(), self.dir.clone()];
-        let walker = ignore::WalkBuilder::new(&self.root)
-            .standard_filters(false)
-            .follow_links(false)
-            .filter_entry(move |entry| {
+        let walker = crate::walk::everything(&self.root)
+            .keeping(move |entry| {
                 if entry.depth() == 0 || !entry.file_type().is_some_and(|t| t.is_dir()) {
                     return true;
                 }
@@ -313,11 +311,10 @@ impl ShadowCopy {
                 }
                 !SKIPPED_DIRS.contains(&name.as_ref())
             })
-            .build();
+            .entries();
         let mut dirs = Vec::new();
         let mut links = Vec::new();
         for entry in walker {
-            let Ok(entry) = entry else { continue };
             let Ok(relative) = entry.path().strip_prefix(&self.root).map(Path::to_path_buf) else { continue };
             if relative.as_os_str().is_empty() {
                 continue;
@@ -476,10 +473,8 @@ impl ShadowCopy {
         };
         let doomed_dirs = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let found = std::sync::Arc::clone(&doomed_dirs);
-        let walker = ignore::WalkBuilder::new(&self.dir)
-            .standard_filters(false)
-            .follow_links(false)
-            .filter_entry(move |entry| {
+        let walker = crate::walk::everything(&self.dir)
+            .keeping(move |entry| {
                 // a folder the workspace did not give is removed whole: not walked into
                 let Ok(relative) = entry.path().strip_prefix(&dir) else { return false };
                 let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
@@ -489,9 +484,9 @@ impl ShadowCopy {
                 }
                 !(is_dir && kept(relative) && !relative.as_os_str().is_empty())
             })
-            .build();
+            .entries();
         let mut doomed: Vec<PathBuf> = Vec::new();
-        for entry in walker.flatten() {
+        for entry in walker {
             let Ok(relative) = entry.path().strip_prefix(&self.dir) else { continue };
             let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
             let shared = self.binds.iter().any(|bind| relative.starts_with(bind));
@@ -517,8 +512,7 @@ impl ShadowCopy {
     /// commands leave in heavy folders is not looked at.
     pub fn changed_by_command(&mut self) -> Vec<String> {
         let mut changed = Vec::new();
-        let walker = ignore::WalkBuilder::new(&self.dir).standard_filters(false).follow_links(false).build();
-        for entry in walker.flatten() {
+        for entry in crate::walk::everything(&self.dir).entries() {
             if !entry.file_type().is_some_and(|t| t.is_file()) {
                 continue;
             }
@@ -594,8 +588,7 @@ fn remove_tree(path: &Path) {
         return;
     }
     use std::os::unix::fs::PermissionsExt;
-    let walker = ignore::WalkBuilder::new(path).standard_filters(false).follow_links(false).build();
-    for entry in walker.flatten() {
+    for entry in crate::walk::everything(path).entries() {
         if entry.file_type().is_some_and(|t| t.is_dir()) {
             let _ = std::fs::set_permissions(entry.path(), std::fs::Permissions::from_mode(0o700));
         }

@@ -219,7 +219,7 @@ impl Checkpoints {
         let walker = self.walk(|_| true);
         let mut seen = HashSet::new();
         let mut files = Vec::new();
-        for entry in walker.flatten() {
+        for entry in walker {
             if !entry.file_type().is_some_and(|t| t.is_file()) {
                 continue;
             }
@@ -247,21 +247,20 @@ impl Checkpoints {
     /// The walk a snapshot lists its files by — the project's ignore files respected, `.git`
     /// and nested repositories (their files belong to them) left out — going only where
     /// `within` says of each path (a folder to go down, a file to yield).
-    fn walk(&self, within: impl Fn(&Path) -> bool + Send + Sync + 'static) -> ignore::Walk {
+    fn walk(
+        &self,
+        within: impl Fn(&Path) -> bool + Send + Sync + 'static,
+    ) -> impl Iterator<Item = crate::walk::DirEntry> {
         let root = self.root.clone();
-        ignore::WalkBuilder::new(&self.root)
-            .hidden(false)
-            .require_git(false)
-            .follow_links(false)
-            .filter_entry(move |entry| {
+        crate::walk::project(&self.root)
+            .with_hidden()
+            .keeping(move |entry| {
                 if !entry.file_type().is_some_and(|t| t.is_dir()) {
                     return within(entry.path());
                 }
-                within(entry.path())
-                    && entry.file_name() != ".git"
-                    && (entry.path() == root || !entry.path().join(".git").exists())
+                within(entry.path()) && (entry.path() == root || !entry.path().join(".git").exists())
             })
-            .build()
+            .entries()
     }
 
     /// Whether a checkpoint can hold this file (text, under the size limit, and one a snapshot
@@ -283,7 +282,6 @@ impl Checkpoints {
         }
         let wanted = path.clone();
         self.walk(move |entry| wanted.starts_with(entry))
-            .flatten()
             .any(|entry| entry.path() == path && entry.file_type().is_some_and(|t| t.is_file()))
     }
 

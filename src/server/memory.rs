@@ -137,14 +137,8 @@ fn status(server: &mut Server) -> Result<Value, LatencyError> {
 /// `count` documents of at least `lines` lines each, each made of the root's Python files
 /// one after another from a different starting file, named as new files in the root.
 fn documents(root: &Path, count: usize, lines: usize) -> Vec<(PathBuf, String)> {
-    let mut files: Vec<PathBuf> = ignore::WalkBuilder::new(root)
-        .build()
-        .flatten()
-        .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
-        .map(|e| e.into_path())
-        .filter(|p| p.extension().is_some_and(|x| x == "py"))
-        .collect();
-    files.sort();
+    let files: Vec<PathBuf> =
+        crate::walk::project(root).files().filter(|p| p.extension().is_some_and(|x| x == "py")).collect();
     let texts: Vec<String> = files.iter().filter_map(|p| std::fs::read_to_string(p).ok()).collect();
     if texts.is_empty() {
         return Vec::new();

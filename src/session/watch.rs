@@ -109,8 +109,7 @@ fn add_folders(
     folders: &mut usize,
     mut files: Option<&mut BTreeSet<PathBuf>>,
 ) {
-    let walk = ignore::WalkBuilder::new(folder).follow_links(false).build();
-    for entry in walk.flatten() {
+    for entry in crate::walk::project(folder).entries() {
         if ignored(root, ignore, entry.path()) {
             continue;
         }

@@ -35,20 +35,7 @@ pub fn source_files(roots: &[PathBuf]) -> Result<Vec<PathBuf>, ReadError> {
             files.push(root.clone());
             continue;
         }
-        let walker = ignore::WalkBuilder::new(root).require_git(false).build();
-        for entry in walker {
-            let entry = match entry {
-                Ok(entry) => entry,
-                Err(err) => {
-                    tracing::warn!("skipping part of {}: {err}", root.display());
-                    continue;
-                }
-            };
-            let is_file = entry.file_type().is_some_and(|t| t.is_file());
-            if is_file && Language::from_path(entry.path()).is_parsed() {
-                files.push(entry.into_path());
-            }
-        }
+        files.extend(crate::walk::project(root).files().filter(|path| Language::from_path(path).is_parsed()));
     }
     files.sort();
     files.dedup();
