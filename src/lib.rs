@@ -17,6 +17,7 @@ pub mod edit;
 pub mod editor;
 pub mod executor;
 pub mod history;
+pub mod jsonrpc;
 pub mod logging;
 pub mod mcp;
 pub mod model;

@@ -14,13 +14,13 @@ use tokio_util::sync::CancellationToken;
 use url::Url;
 
 use super::store::Log;
-use super::wire::{ClientError, Connection};
 use crate::diagnostic::Diagnostic;
 use crate::editor::{
     DocumentEdit, EditOutcome, Editor, MessageLevel, Progress, RunEvent, TerminalCommand, TerminalOutcome,
     ToolKind,
 };
 use crate::executor::{Approver, ChangedFile, Decision, Request};
+use crate::jsonrpc::{ClientError, Connection};
 use crate::run::plan::{Plan, StepStatus};
 use crate::run::{Check, RunReport, TestOutcome};
 use crate::sync::lock;

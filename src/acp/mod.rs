@@ -9,16 +9,17 @@ mod commands;
 mod editor;
 mod options;
 mod store;
-mod wire;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use agent_client_protocol_schema::v1::Error as AcpError;
+use serde_json::{Value, json};
+use tokio::io::BufReader;
 
+use crate::jsonrpc::lines::{Line, LineReader, MAX_LINE_BYTES, write_lines};
+use crate::jsonrpc::{Connection, Incoming, RpcError};
 use agent::Agent;
-use wire::{Connection, Incoming};
 
 /// Serves ACP on stdin and stdout until the client closes stdin.
 pub async fn serve() -> anyhow::Result<()> {
@@ -26,44 +27,34 @@ pub async fn serve() -> anyhow::Result<()> {
 }
 
 /// Serves ACP on `input` and `output`.
-pub async fn serve_on<I, O>(input: I, mut output: O) -> anyhow::Result<()>
+pub async fn serve_on<I, O>(input: I, output: O) -> anyhow::Result<()>
 where
     I: tokio::io::AsyncRead + Unpin,
     O: tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let (connection, mut lines) = Connection::new();
+    let (connection, lines) = Connection::new();
     let connection = Arc::new(connection);
-    let writer = tokio::spawn(async move {
-        while let Some(line) = lines.recv().await {
-            let written = async {
-                output.write_all(line.as_bytes()).await?;
-                output.write_all(b"\n").await?;
-                output.flush().await
-            };
-            if let Err(err) = written.await {
-                tracing::warn!("acp: the editor's end of stdout closed: {err}");
-                break;
-            }
-        }
-    });
+    let writer = tokio::spawn(write_lines(output, lines));
     let agent = Arc::new(Agent::new(Arc::clone(&connection)));
-    let mut input = BufReader::new(input);
-    let mut line = Vec::new();
+    let mut input = LineReader::new(BufReader::new(input), MAX_LINE_BYTES);
     loop {
-        line.clear();
-        match input.read_until(b'\n', &mut line).await {
-            Ok(0) => break,
-            Ok(_) => {}
+        let text = match input.next().await {
+            Ok(Some(Line::Text(text))) => text,
+            Ok(Some(Line::TooLong(bytes))) => {
+                let why = format!(
+                    "a line of {bytes} bytes is longer than the {MAX_LINE_BYTES}-byte limit; it was skipped"
+                );
+                tracing::warn!("acp: {why}");
+                connection.respond(Value::Null, Err(RpcError::parse_error().data(json!(why))));
+                continue;
+            }
+            Ok(None) => break,
             Err(err) => {
                 tracing::warn!("acp: stdin could not be read: {err}");
                 break;
             }
-        }
-        let text = String::from_utf8_lossy(&line);
-        if text.trim().is_empty() {
-            continue;
-        }
-        let read = wire::read(&text);
+        };
+        let read = crate::jsonrpc::read(&text);
         let is_prompt = matches!(&read, Ok(Incoming::Request { method, .. }) if method == "session/prompt");
         match read {
             Ok(Incoming::Request { id, method, params }) => {
@@ -71,7 +62,7 @@ where
                 let agent = Arc::clone(&agent);
                 let answer = async move {
                     let answer = agent.handle(&method, params).await;
-                    agent.connection.respond(id, answer.clone());
+                    agent.connection.respond(id, answer.clone().map_err(on_the_wire));
                     agent.after(&method, requested.as_deref(), &answer);
                 };
                 // a prompt runs on a task of its own (it waits on the model and on questions);
@@ -101,4 +92,9 @@ where
     drop(connection);
     let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
     Ok(())
+}
+
+/// ACP's error as the JSON-RPC error object it is on the wire.
+fn on_the_wire(error: AcpError) -> RpcError {
+    RpcError { code: i32::from(error.code), message: error.message, data: error.data }
 }

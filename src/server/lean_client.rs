@@ -73,10 +73,9 @@ impl Server {
     }
 
     fn send(&mut self, message: &Value) -> Result<(), LatencyError> {
-        let body = message.to_string();
-        let frame = format!("Content-Length: {}\r\n\r\n{body}", body.len());
+        let frame = crate::jsonrpc::headers::frame(message.to_string().as_bytes());
         self.stdin
-            .write_all(frame.as_bytes())
+            .write_all(&frame)
             .and_then(|()| self.stdin.flush())
             .map_err(|source| LatencyError::Write { command: self.command.clone(), source })
     }
@@ -188,28 +187,11 @@ impl Server {
     }
 }
 
-/// One `Content-Length`-framed message; `None` when the stream ends or breaks.
+/// One `Content-Length`-framed message; `None` when the stream ends or breaks. A body that is
+/// not JSON is passed over.
 fn read_message(reader: &mut impl BufRead) -> Option<Value> {
     loop {
-        let mut length = None;
-        loop {
-            let mut header = String::new();
-            if reader.read_line(&mut header).ok()? == 0 {
-                return None;
-            }
-            let header = header.trim_end();
-            if header.is_empty() {
-                break;
-            }
-            if let Some((name, value)) = header.split_once(':')
-                && name.eq_ignore_ascii_case("content-length")
-            {
-                length = value.trim().parse::<usize>().ok();
-            }
-        }
-        let Some(length) = length else { continue };
-        let mut body = vec![0; length];
-        reader.read_exact(&mut body).ok()?;
+        let body = crate::jsonrpc::headers::read_blocking(reader).ok()??;
         if let Ok(message) = serde_json::from_slice(&body) {
             return Some(message);
         }

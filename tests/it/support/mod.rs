@@ -242,9 +242,7 @@ impl LspClient {
 
     pub fn send(&mut self, message: &Value) {
         let body = serde_json::to_vec(message).expect("serialize");
-        let mut frame = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
-        frame.extend(body);
-        self.send_raw(&frame);
+        self.send_raw(&tokamak::jsonrpc::headers::frame(&body));
     }
 
     pub fn notify(&mut self, method: &str, params: Value) {
@@ -557,24 +555,10 @@ impl Drop for LspClient {
     }
 }
 
-/// Reads one `Content-Length` framed message; `None` at end of stream.
+/// Reads one `Content-Length` framed message; `None` at end of stream, or when the server
+/// sent a frame that is not JSON.
 pub fn read_message(reader: &mut impl BufRead) -> Option<Value> {
-    let mut length = None;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).ok()? == 0 {
-            return None;
-        }
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        if let Some(value) = line.strip_prefix("Content-Length: ") {
-            length = value.parse::<usize>().ok();
-        }
-    }
-    let mut body = vec![0; length?];
-    reader.read_exact(&mut body).ok()?;
+    let body = tokamak::jsonrpc::headers::read_blocking(reader).ok()??;
     serde_json::from_slice(&body).ok()
 }
 

@@ -1,31 +1,30 @@
-//! The ACP connection's wire: JSON-RPC 2.0, one message per line on stdio (no headers, unlike
-//! LSP); requests to the client with their answers matched by id, each waited for at most a
-//! bound (or until the run is cancelled), and notifications. Writes go through one channel
-//! to one writer, so lines never interleave.
+//! Requests to the client with their answers matched by id, each waited for at most a bound (or
+//! until the caller gives up), notifications, and answers to the client's requests; every
+//! message goes out through one channel to one writer, so none interleave.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use agent_client_protocol_schema::v1::Error as RpcError;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
+use super::RpcError;
 use crate::sync::lock;
 
 /// Why a request to the client came to nothing.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
-    #[error("the editor answered {method} with an error: {message} ({code})")]
+    #[error("the client answered {method} with an error: {message} ({code})")]
     Refused { method: String, code: i32, message: String },
-    #[error("the editor did not answer {method} within {seconds} s")]
+    #[error("the client did not answer {method} within {seconds} s")]
     Timeout { method: String, seconds: u64 },
-    #[error("the editor has gone (its connection closed)")]
+    #[error("the client has gone (its connection closed)")]
     Gone,
-    #[error("the editor's answer to {method} was not understood: {reason}")]
+    #[error("the client's answer to {method} was not understood: {reason}")]
     Malformed { method: String, reason: String },
 }
 
@@ -64,7 +63,7 @@ impl Connection {
     pub fn notify(&self, method: &str, params: &impl Serialize) {
         match serde_json::to_value(params) {
             Ok(params) => self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params})),
-            Err(err) => tracing::error!("acp: {method} could not be written: {err}"),
+            Err(err) => tracing::error!("{method} could not be written: {err}"),
         }
     }
 
@@ -122,7 +121,7 @@ impl Connection {
             }),
             Ok(Err(error)) => Err(ClientError::Refused {
                 method: method.to_string(),
-                code: i32::from(error.code),
+                code: error.code,
                 message: error.message,
             }),
             Err(_) => Err(ClientError::Gone),
@@ -137,8 +136,8 @@ impl Connection {
         let answer = match (message.get("result"), message.get("error")) {
             (_, Some(error)) => Err(serde_json::from_value::<RpcError>(error.clone()).unwrap_or_else(|_| {
                 RpcError::new(
-                    -32603,
-                    format!("an error the editor sent for {method} could not be read: {error}"),
+                    RpcError::INTERNAL_ERROR,
+                    format!("an error the client sent for {method} could not be read: {error}"),
                 )
             })),
             (Some(result), None) => Ok(result.clone()),
@@ -148,7 +147,7 @@ impl Connection {
         true
     }
 
-    /// The editor has gone: every request waiting fails with [`ClientError::Gone`].
+    /// The client has gone: every request waiting fails with [`ClientError::Gone`].
     pub fn close(&self) {
         let mut pending = lock(&self.pending);
         self.closed.store(true, Ordering::SeqCst);
@@ -156,74 +155,9 @@ impl Connection {
     }
 }
 
-/// A message read from a line: a request (with an id), a notification, or a response.
-#[derive(Debug)]
-pub enum Incoming {
-    Request { id: Value, method: String, params: Value },
-    Notification { method: String, params: Value },
-    Response(Value),
-}
-
-/// Reads one line as a JSON-RPC message, or the error to answer it with (and the id to
-/// answer, `null` when there is none).
-pub fn read(line: &str) -> Result<Incoming, Box<(Value, RpcError)>> {
-    let message: Value = serde_json::from_str(line).map_err(|err| {
-        Box::new((Value::Null, RpcError::parse_error().data(json!(format!("the line is not JSON: {err}")))))
-    })?;
-    let Some(object) = message.as_object() else {
-        return Err(Box::new((
-            Value::Null,
-            RpcError::invalid_request().data(json!("a message is a JSON object")),
-        )));
-    };
-    let id = object.get("id").cloned();
-    let params = object.get("params").cloned().unwrap_or(Value::Null);
-    match (object.get("method"), id) {
-        (Some(Value::String(method)), Some(id)) if id.is_string() || id.is_number() => {
-            Ok(Incoming::Request { id, method: method.clone(), params })
-        }
-        (Some(Value::String(method)), None) => Ok(Incoming::Notification { method: method.clone(), params }),
-        (Some(_), id) => Err(Box::new((
-            id.unwrap_or(Value::Null),
-            RpcError::invalid_request()
-                .data(json!("a request has a string method and a number or string id")),
-        ))),
-        (None, Some(_)) if object.contains_key("result") || object.contains_key("error") => {
-            Ok(Incoming::Response(message))
-        }
-        (None, id) => Err(Box::new((
-            id.unwrap_or(Value::Null),
-            RpcError::invalid_request().data(json!("a message without a method")),
-        ))),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_line_reads_as_its_kind_or_as_the_error_to_answer() {
-        let kind = |line: &str| match read(line) {
-            Ok(Incoming::Request { method, .. }) => format!("request {method}"),
-            Ok(Incoming::Notification { method, .. }) => format!("notification {method}"),
-            Ok(Incoming::Response(_)) => "response".to_string(),
-            Err(unreadable) => format!("error {} for {}", i32::from(unreadable.1.code), unreadable.0),
-        };
-        assert_eq!(
-            kind(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#),
-            "request initialize"
-        );
-        assert_eq!(
-            kind(r#"{"jsonrpc":"2.0","method":"session/cancel","params":{}}"#),
-            "notification session/cancel"
-        );
-        assert_eq!(kind(r#"{"jsonrpc":"2.0","id":3,"result":{}}"#), "response");
-        assert_eq!(kind("{not json"), "error -32700 for null");
-        assert_eq!(kind("[1,2]"), "error -32600 for null");
-        assert_eq!(kind(r#"{"jsonrpc":"2.0","id":4,"method":7}"#), "error -32600 for 4");
-        assert_eq!(kind(r#"{"jsonrpc":"2.0","id":{"a":1},"method":"x"}"#), "error -32600 for {\"a\":1}");
-    }
 
     #[tokio::test]
     async fn a_request_gets_its_own_answer_and_a_timeout_forgets_it() {
