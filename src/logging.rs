@@ -26,6 +26,18 @@ where
     install(extra, DEFAULT_FILTER);
 }
 
+/// [`init`], the lines going to `writer` instead of stderr: a language server inside a test's
+/// process, whose log the test reads.
+pub fn init_into<L, W>(extra: Option<L>, writer: W)
+where
+    L: Layer<Registry> + Send + Sync + 'static,
+    W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
+{
+    let filter = EnvFilter::try_from_env("TOKAMAK_LOG").unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
+    let lines = tracing_subscriber::fmt::layer().with_writer(writer).with_target(false).with_ansi(false);
+    let _ = tracing_subscriber::registry().with(extra).with(lines).with(filter).try_init();
+}
+
 fn install<L>(extra: Option<L>, default: &str)
 where
     L: Layer<Registry> + Send + Sync + 'static,

@@ -165,24 +165,55 @@ impl Backend {
 pub async fn run_stdio(log_queue: Option<LogMessageQueue>) -> ! {
     // the editor's pipes, polled by the runtime; anything else read and written the blocking way
     let (stdout, outbox) = match pipe::Pipe::stdout() {
-        Some(pipe) => transport::output_async(pipe),
+        Some(pipe) => transport::output_async(pipe, transport::Ending::Process),
         None => transport::output(std::io::stdout()),
     };
     let lifecycle = Arc::new(transport::Lifecycle::default());
+    let stdin = match pipe::Pipe::stdin() {
+        Some(pipe) => transport::checked_input(pipe, outbox.clone(), Arc::clone(&lifecycle)),
+        None => transport::checked_input(tokio::io::stdin(), outbox.clone(), Arc::clone(&lifecycle)),
+    };
+    serve(stdin, stdout, outbox, lifecycle, log_queue).await;
+    // the writer ends the process once what is queued is written
+    std::future::pending().await
+}
+
+/// Serves LSP on `input` and `output` inside this process — the tests' in-process server — as
+/// [`run_stdio`] does on stdin and stdout, until the client says `exit` or closes `input`;
+/// then returns the status `run_stdio` would have ended the process with, this process's
+/// child processes stopped.
+pub async fn serve_on<I, O>(input: I, output: O, log_queue: Option<LogMessageQueue>) -> i32
+where
+    I: tokio::io::AsyncRead + Unpin + Send + 'static,
+    O: tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let (ended, status) = tokio::sync::oneshot::channel();
+    let (output, outbox) = transport::output_async(output, transport::Ending::Serving(ended));
+    let lifecycle = Arc::new(transport::Lifecycle::default());
+    let input = transport::checked_input(input, outbox.clone(), Arc::clone(&lifecycle));
+    let serving = tokio::spawn(serve(input, output, outbox, lifecycle, log_queue));
+    let code = status.await.unwrap_or(1);
+    serving.abort();
+    code
+}
+
+/// tower-lsp-server over checked frames, one message at a time; at its end the outbox is told
+/// the status to end with.
+async fn serve(
+    input: tokio::io::DuplexStream,
+    output: tokio::io::DuplexStream,
+    outbox: transport::Outbox,
+    lifecycle: Arc<transport::Lifecycle>,
+    log_queue: Option<LogMessageQueue>,
+) {
     let for_backend = outbox.clone();
     let (service, socket) = LspService::build(move |client| Backend::new(client, log_queue, for_backend))
         .custom_method(client_diagnostics::METHOD, Backend::client_diagnostics)
         .custom_method(runs::CANCEL_PROGRESS, Backend::work_done_progress_cancel)
         .custom_method(transport::DEFERRED_METHOD, Backend::deferred)
         .finish();
-    let stdin = match pipe::Pipe::stdin() {
-        Some(pipe) => transport::checked_input(pipe, outbox.clone(), Arc::clone(&lifecycle)),
-        None => transport::checked_input(tokio::io::stdin(), outbox.clone(), Arc::clone(&lifecycle)),
-    };
-    Server::new(stdin, stdout, socket).concurrency_level(1).serve(service).await;
+    Server::new(input, output, socket).concurrency_level(1).serve(service).await;
     outbox.exit(lifecycle.exit_code());
-    // the writer ends the process once what is queued is written
-    std::future::pending().await
 }
 
 impl Backend {

@@ -116,10 +116,29 @@ where
     (server_side, outbox)
 }
 
-/// [`output`] for a stdout the runtime polls ([`super::pipe::Pipe`]): each message written
-/// in one write from a task, which waits (without holding a thread) while the editor is slow
-/// to read.
-pub fn output_async<W>(stdout: W) -> (DuplexStream, Outbox)
+/// What the connection's end ends: the process (an editor's server), or only the serving — a
+/// server inside a test's process, told the status the process would have ended with.
+pub enum Ending {
+    Process,
+    Serving(tokio::sync::oneshot::Sender<i32>),
+}
+
+impl Ending {
+    fn end(&mut self, code: i32) {
+        match std::mem::replace(self, Ending::Process) {
+            Ending::Process => end(code),
+            Ending::Serving(told) => {
+                crate::process::kill_all();
+                let _ = told.send(code);
+            }
+        }
+    }
+}
+
+/// [`output`] for a stdout the runtime polls ([`super::pipe::Pipe`]) or an in-memory stream:
+/// each message written in one write from a task, which waits (without holding a thread)
+/// while the editor is slow to read.
+pub fn output_async<W>(stdout: W, mut ending: Ending) -> (DuplexStream, Outbox)
 where
     W: tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
@@ -133,10 +152,15 @@ where
                     frame_into(&body, &mut message);
                     if stdout.write_all(&message).await.is_err() {
                         // the editor is gone
-                        end(1);
+                        ending.end(1);
+                        return;
                     }
                 }
-                Out::Exit(code) => end(code),
+                Out::Exit(code) => {
+                    let _ = stdout.flush().await;
+                    ending.end(code);
+                    return;
+                }
             }
         }
     });
@@ -212,10 +236,8 @@ where
                 Frame::Body(body) => body,
             };
             let Some(body) = route(body, &outbox, &lifecycle) else { continue };
-            let header = format!("Content-Length: {}\r\n\r\n", body.len());
             let written = async {
-                writer.write_all(header.as_bytes()).await?;
-                writer.write_all(&body).await?;
+                writer.write_all(&crate::jsonrpc::headers::frame(&body)).await?;
                 writer.flush().await
             };
             if written.await.is_err() {

@@ -69,6 +69,7 @@ fn logs_reach_the_editor_as_log_messages() {
 
 #[test]
 fn requests_before_initialize_are_refused_and_shutdown_exits_cleanly() {
+    support::servers_as_processes();
     let mut client = LspClient::start();
     let response =
         client.request("textDocument/documentSymbol", json!({"textDocument": {"uri": "file:///x.py"}}));

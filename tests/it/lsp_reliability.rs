@@ -81,6 +81,7 @@ fn an_editor_that_never_answers_still_gets_answers() {
 
 #[test]
 fn exit_ends_the_process_at_once_with_the_status_lsp_asks_for() {
+    support::servers_as_processes();
     // after shutdown: 0, with stdin still open
     let mut client = LspClient::initialized(&["utf-16"]);
     let response = client.request("shutdown", serde_json::Value::Null);
@@ -98,6 +99,7 @@ fn exit_ends_the_process_at_once_with_the_status_lsp_asks_for() {
 
 #[test]
 fn when_the_editor_goes_the_process_and_its_children_end() {
+    support::servers_as_processes();
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     std::fs::create_dir(root.join(".git")).unwrap();
@@ -216,6 +218,7 @@ fn keystrokes_in_a_large_file_wait_for_no_parse_and_its_syntax_follows() {
 
 #[test]
 fn closing_stdin_while_the_server_waits_on_the_editor_ends_it() {
+    support::servers_as_processes();
     let mut client = LspClient::start();
     client.never_answer("workspace/configuration");
     initialize_with_configuration(&mut client, None);

@@ -182,6 +182,7 @@ fn a_twenty_megabyte_file_is_kept_and_editable() {
 
 #[test]
 fn a_panic_in_a_handler_is_answered_as_an_error() {
+    support::servers_as_processes();
     let mut client = LspClient::start_with_env(&[("TOKAMAK_DEBUG_COMMANDS", "1")]);
     client.initialize(&[]);
     let file = uri("before.py");
@@ -209,6 +210,7 @@ fn the_debug_panic_command_is_refused_without_its_switch() {
 
 #[test]
 fn end_of_input_without_exit_stops_the_server() {
+    support::servers_as_processes();
     let mut client = LspClient::initialized(&[]);
     drop(client.request("shutdown", Value::Null));
     // dropping stdin closes the stream; the server must notice and stop

@@ -28,6 +28,7 @@ mod lsp_documents;
 mod lsp_lifecycle;
 mod lsp_reliability;
 mod lsp_robustness;
+mod lsp_snapshots;
 mod lsp_symbols;
 mod mcp;
 mod mode_runs;

@@ -1,5 +1,7 @@
-//! A small LSP client of our own for tests: starts the real `tokamak` binary and speaks
-//! JSON-RPC to it over stdio.
+//! A small LSP client of our own for tests: speaks JSON-RPC to Tokamak's language server — in
+//! this process (`server::serve_on` on a thread of its own, over a socket pair: the default)
+//! or as the real `tokamak` binary over stdio (`LspClient::as_process`, for what only a
+//! process shows: a crash, its stderr before logging starts, the Landlock helper).
 #![allow(dead_code)] // each test file uses a different part of it
 
 pub mod model_server;
@@ -8,7 +10,9 @@ pub mod scenario;
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -19,8 +23,8 @@ use serde_json::{Value, json};
 pub const TIMEOUT: Duration = Duration::from_secs(30);
 
 pub struct LspClient {
-    child: Child,
-    stdin: Option<ChildStdin>,
+    server: Server,
+    stdin: Option<Box<dyn Write + Send>>,
     incoming: Receiver<Value>,
     /// Messages received while waiting for something else, in order.
     backlog: VecDeque<Value>,
@@ -38,6 +42,91 @@ pub struct LspClient {
     in_turn: std::collections::HashMap<String, VecDeque<Value>>,
     /// The position encoding the server chose (`"utf-16"` until it says otherwise).
     pub encoding: String,
+}
+
+/// Where the server runs.
+enum Server {
+    Process(Child),
+    /// On a thread of this process: the status it ended with, once it has; the socket whose
+    /// writing half is shut to close its input; the environment it was started with, put
+    /// back when the client goes.
+    InProcess {
+        status: Arc<Mutex<Option<i32>>>,
+        socket: UnixStream,
+        _env: EnvGuard,
+        _one: std::sync::MutexGuard<'static, ()>,
+    },
+}
+
+impl Server {
+    fn try_wait(&mut self) -> Option<ExitStatus> {
+        match self {
+            Server::Process(child) => child.try_wait().expect("wait"),
+            Server::InProcess { status, .. } => {
+                status.lock().unwrap().map(|code| ExitStatus::from_raw((code & 0xff) << 8))
+            }
+        }
+    }
+}
+
+/// Environment variables set for a server in this process, and what they were before.
+struct EnvGuard(Vec<(String, Option<std::ffi::OsString>)>);
+
+impl EnvGuard {
+    fn set(vars: &[(String, String)]) -> EnvGuard {
+        let before = vars.iter().map(|(key, _)| (key.clone(), std::env::var_os(key))).collect();
+        for (key, value) in vars {
+            // SAFETY: one in-process server at a time (`IN_PROCESS`) sets it, each test in a
+            // process of its own under nextest; nothing else sets the environment meanwhile
+            unsafe { std::env::set_var(key, value) };
+        }
+        EnvGuard(before)
+    }
+}
+
+impl Drop for EnvGuard {
+    fn drop(&mut self) {
+        for (key, value) in &self.0 {
+            // SAFETY: as in `set`
+            unsafe {
+                match value {
+                    Some(value) => std::env::set_var(key, value),
+                    None => std::env::remove_var(key),
+                }
+            }
+        }
+    }
+}
+
+/// One in-process server at a time: they share this process's environment.
+static IN_PROCESS: Mutex<()> = Mutex::new(());
+
+thread_local! {
+    /// This test's servers are real processes ([`servers_as_processes`]).
+    static AS_PROCESSES: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Every server this test starts from now on is the real binary: for what only a process shows
+/// (its exit status, its children outliving it or not, a crash, its stderr).
+pub fn servers_as_processes() {
+    AS_PROCESSES.with(|it| it.set(true));
+}
+
+/// Everything in-process servers logged, as a process's stderr would hold it.
+static LOG: Mutex<String> = Mutex::new(String::new());
+
+/// Where the in-process servers' log lines go.
+struct LogWriter;
+
+impl Write for LogWriter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        LOG.lock().unwrap_or_else(|e| e.into_inner()).push_str(&String::from_utf8_lossy(bytes));
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// A user's settings folder (`XDG_CONFIG_HOME`) and cache folder (`XDG_CACHE_HOME`) of
@@ -129,8 +218,62 @@ impl LspClient {
         LspClient::start_with(UserDirs::new(), env)
     }
 
-    /// Starts the server with `user`'s settings and cache folders.
+    /// Starts the server with `user`'s settings and cache folders, in this process — or as a
+    /// process when a server is in this process already (a test with two editors; tests run
+    /// as threads of one process): they would share one environment.
     pub fn start_with(user: UserDirs, env: &[(&str, &str)]) -> LspClient {
+        if AS_PROCESSES.with(std::cell::Cell::get) {
+            return LspClient::as_process(user, env);
+        }
+        let one = match IN_PROCESS.try_lock() {
+            Ok(one) => one,
+            Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return LspClient::as_process(user, env),
+        };
+        let mut vars = vec![("TOKAMAK_LOG".to_string(), "debug".to_string())];
+        vars.extend(user.env());
+        vars.extend(env.iter().map(|(key, value)| (key.to_string(), value.to_string())));
+        let env = EnvGuard::set(&vars);
+        LOG.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        let (ours, theirs) = UnixStream::pair().expect("a socket pair");
+        let status = Arc::new(Mutex::new(None));
+        let ended = Arc::clone(&status);
+        std::thread::spawn(move || {
+            let (layer, queue) = tokamak::server::log_message_channel();
+            tokamak::logging::init_into(Some(layer), || LogWriter);
+            let runtime =
+                tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime");
+            let code = runtime.block_on(async move {
+                theirs.set_nonblocking(true).expect("non-blocking");
+                let (input, output) =
+                    tokio::net::UnixStream::from_std(theirs).expect("a socket").into_split();
+                tokamak::server::serve_on(input, output, Some(queue)).await
+            });
+            *ended.lock().unwrap() = Some(code);
+            runtime.shutdown_background();
+        });
+        let (sender, incoming) = channel();
+        let reading = ours.try_clone().expect("the socket again");
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(reading);
+            while let Some(message) = read_message(&mut reader) {
+                if sender.send(message).is_err() {
+                    break;
+                }
+            }
+        });
+        let stdin: Box<dyn Write + Send> = Box::new(ours.try_clone().expect("the socket again"));
+        LspClient::new(
+            Server::InProcess { status, socket: ours, _env: env, _one: one },
+            Some(stdin),
+            incoming,
+            Arc::new(Mutex::new(String::new())),
+            user,
+        )
+    }
+
+    /// Starts the real binary with `user`'s settings and cache folders.
+    pub fn as_process(user: UserDirs, env: &[(&str, &str)]) -> LspClient {
         let mut command = Command::new(env!("CARGO_BIN_EXE_tokamak"));
         command.arg("lsp").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
         command.env("TOKAMAK_LOG", "debug");
@@ -160,14 +303,27 @@ impl LspClient {
                 line.clear();
             }
         });
-        let stdin = child.stdin.take();
+        let stdin: Option<Box<dyn Write + Send>> = match child.stdin.take() {
+            Some(stdin) => Some(Box::new(stdin)),
+            None => None,
+        };
+        LspClient::new(Server::Process(child), stdin, incoming, log, user)
+    }
+
+    fn new(
+        server: Server,
+        stdin: Option<Box<dyn Write + Send>>,
+        incoming: Receiver<Value>,
+        stderr: Arc<Mutex<String>>,
+        user: UserDirs,
+    ) -> LspClient {
         LspClient {
-            child,
+            server,
             stdin,
             incoming,
             backlog: VecDeque::new(),
             next_id: 1,
-            stderr: log,
+            stderr,
             answers: Default::default(),
             editor: None,
             user,
@@ -187,7 +343,7 @@ impl LspClient {
     pub fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
         let deadline = Instant::now() + timeout;
         while Instant::now() < deadline {
-            if let Some(status) = self.child.try_wait().expect("wait") {
+            if let Some(status) = self.server.try_wait() {
                 return Some(status);
             }
             std::thread::sleep(Duration::from_millis(20));
@@ -198,6 +354,9 @@ impl LspClient {
     /// Closes the server's stdin (the editor went away) without waiting.
     pub fn close_stdin(&mut self) {
         self.stdin.take();
+        if let Server::InProcess { socket, .. } = &self.server {
+            let _ = socket.shutdown(std::net::Shutdown::Write);
+        }
     }
 
     /// From now on, answer the server's `method` requests with `result`.
@@ -510,7 +669,10 @@ impl LspClient {
 
     /// Everything the server wrote to stderr so far.
     pub fn stderr(&self) -> String {
-        self.stderr.lock().map(|s| s.clone()).unwrap_or_default()
+        match self.server {
+            Server::Process(_) => self.stderr.lock().map(|s| s.clone()).unwrap_or_default(),
+            Server::InProcess { .. } => LOG.lock().map(|s| s.clone()).unwrap_or_default(),
+        }
     }
 
     /// `shutdown` then `exit`; returns how the process ended.
@@ -518,10 +680,10 @@ impl LspClient {
         let response = self.request("shutdown", Value::Null);
         assert!(response.get("error").is_none(), "shutdown failed: {response}");
         self.notify("exit", Value::Null);
-        self.stdin.take();
+        self.close_stdin();
         let deadline = Instant::now() + TIMEOUT;
         loop {
-            if let Some(status) = self.child.try_wait().expect("wait") {
+            if let Some(status) = self.server.try_wait() {
                 return status;
             }
             assert!(Instant::now() < deadline, "the server did not exit after `exit`");
@@ -531,10 +693,10 @@ impl LspClient {
 
     /// Closes the server's stdin and waits for it to stop; `None` if it did not.
     pub fn shutdown_by_closing_stdin(mut self) -> Option<ExitStatus> {
-        self.stdin.take();
+        self.close_stdin();
         let deadline = Instant::now() + TIMEOUT;
         while Instant::now() < deadline {
-            if let Some(status) = self.child.try_wait().expect("wait") {
+            if let Some(status) = self.server.try_wait() {
                 return Some(status);
             }
             std::thread::sleep(Duration::from_millis(20));
@@ -544,14 +706,22 @@ impl LspClient {
 
     /// Whether the process is still running.
     pub fn is_running(&mut self) -> bool {
-        self.child.try_wait().expect("wait").is_none()
+        self.server.try_wait().is_none()
     }
 }
 
 impl Drop for LspClient {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        match &mut self.server {
+            Server::Process(child) => {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+            // its input closed, it ends by itself (and the test's process with it)
+            Server::InProcess { socket, .. } => {
+                let _ = socket.shutdown(std::net::Shutdown::Both);
+            }
+        }
     }
 }
 
