@@ -18,6 +18,7 @@ pub mod editor;
 pub mod executor;
 pub mod history;
 pub mod jsonrpc;
+pub mod language;
 pub mod logging;
 pub mod mcp;
 pub mod model;

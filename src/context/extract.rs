@@ -5,7 +5,7 @@
 use ropey::Rope;
 use tree_sitter::{Node, Parser, Tree};
 
-use crate::syntax::{Symbol, SymbolKind, grammar, node_symbols, own_symbol};
+use crate::syntax::{Symbol, SymbolKind, node_symbols, own_symbol};
 use crate::text::{Language, TextRange};
 
 /// Deeper than this the tree is not searched (bounded recursion on pathological input).
@@ -54,7 +54,7 @@ pub struct FileFacts {
 /// The facts of `text` in `language`; `None` for a language Tokamak does not parse.
 pub fn facts(language: Language, text: &str) -> Option<FileFacts> {
     let mut parser = Parser::new();
-    parser.set_language(&grammar(language)?).ok()?;
+    parser.set_language(&language.grammar()?).ok()?;
     let tree = parser.parse(text, None)?;
     Some(facts_of_tree(&tree, text, language))
 }

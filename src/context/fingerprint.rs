@@ -9,7 +9,6 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::SystemTime;
 
-use crate::syntax::grammar;
 use crate::text::Language;
 
 /// A file as a run last saw it.
@@ -159,7 +158,7 @@ fn hash(bytes: &[u8]) -> String {
 /// Tokamak parses.
 fn parsed(language: Language, text: &str) -> Option<(Vec<(String, String)>, String)> {
     let mut parser = tree_sitter::Parser::new();
-    parser.set_language(&grammar(language)?).ok()?;
+    parser.set_language(&language.grammar()?).ok()?;
     let tree = parser.parse(text, None)?;
     let facts = super::facts_of_tree(&tree, text, language);
     let definitions = facts

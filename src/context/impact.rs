@@ -161,21 +161,7 @@ pub fn impact(index: &Index, changes: &[(PathBuf, Vec<String>)]) -> Impact {
     out
 }
 
-/// Whether a path is a test file: `test_*.py`, `*_test.py`, `conftest.py`, anything under
-/// `tests/`, `test/` or `__tests__/`, `*.test.*` and `*.spec.*`.
-pub fn is_test_file(path: &Path) -> bool {
-    let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
-    let stem = name.split('.').next().unwrap_or_default();
-    let in_tests =
-        path.components().any(|c| matches!(c.as_os_str().to_str(), Some("tests" | "test" | "__tests__")));
-    let script = matches!(
-        Language::from_path(path),
-        Language::TypeScript | Language::Tsx | Language::JavaScript | Language::Jsx
-    );
-    (name.ends_with(".py") && (stem.starts_with("test_") || stem.ends_with("_test") || stem == "conftest"))
-        || in_tests
-        || (script && (name.contains(".test.") || name.contains(".spec.")))
-}
+pub use crate::language::is_test_file;
 
 /// The test command narrowed to `tests` (relative to `root`), when its runner is one Tokamak
 /// knows: pytest gets node ids (`tests/test_user.py::TestUser::test_email`), vitest and jest
@@ -191,14 +177,19 @@ pub fn focused_test_command(command: &[String], root: &Path, tests: &[TestTarget
             name == tool || name.starts_with(&format!("{tool}."))
         })
     };
+    // the tests in the languages the command's runner runs
+    let ran: Vec<&TestTarget> = tests
+        .iter()
+        .filter(|t| {
+            Language::from_path(&t.path).spec().is_some_and(|spec| spec.test_runners.iter().any(|r| runs(r)))
+        })
+        .collect();
+    if ran.is_empty() {
+        return None;
+    }
     let mut argv = command.to_vec();
     if runs("pytest") || runs("py.test") {
-        let python: Vec<&TestTarget> =
-            tests.iter().filter(|t| Language::from_path(&t.path) == Language::Python).collect();
-        if python.is_empty() {
-            return None;
-        }
-        for test in python {
+        for test in ran {
             argv.push(match &test.test {
                 Some(name) => format!("{}::{name}", relative(&test.path)),
                 None => relative(&test.path),
@@ -207,15 +198,8 @@ pub fn focused_test_command(command: &[String], root: &Path, tests: &[TestTarget
         return Some(argv);
     }
     if runs("vitest") || runs("jest") {
-        let mut files: Vec<String> = tests
-            .iter()
-            .filter(|t| Language::from_path(&t.path) != Language::Python)
-            .map(|t| relative(&t.path))
-            .collect();
+        let mut files: Vec<String> = ran.iter().map(|t| relative(&t.path)).collect();
         files.dedup();
-        if files.is_empty() {
-            return None;
-        }
         argv.extend(files);
         return Some(argv);
     }

@@ -458,9 +458,9 @@ impl Index {
 pub fn module_name(root: &Path, path: &Path) -> String {
     let rel = path.strip_prefix(root).unwrap_or(path).with_extension("");
     let rel = rel.to_string_lossy().replace('\\', "/");
-    match Language::from_path(path) {
-        Language::Python => rel.trim_end_matches("/__init__").replace('/', "."),
-        _ => rel,
+    match Language::from_path(path).spec() {
+        Some(spec) => (spec.module_name)(&rel),
+        None => rel,
     }
 }
 
@@ -479,10 +479,7 @@ fn normalize(path: &Path) -> PathBuf {
 }
 
 fn indexed_language(path: &Path) -> bool {
-    matches!(
-        Language::from_path(path),
-        Language::Python | Language::TypeScript | Language::Tsx | Language::JavaScript | Language::Jsx
-    )
+    Language::from_path(path).is_parsed()
 }
 
 /// What the cache file holds: every entry (its content hash inside), for one version of the

@@ -204,18 +204,13 @@ fn closer(open: char) -> char {
     }
 }
 
-/// A Python block header (`if x`, `def f()`) whose line does not end with `:`.
+/// A block header (Python's `if x`, `def f()`) whose line does not end with the `:` its
+/// language asks for.
 fn block_header_hint(text: &str, language: Language) -> Option<String> {
-    const HEADERS: &[&str] = &[
-        "if", "elif", "else", "for", "while", "def", "class", "with", "try", "except", "finally", "async",
-        "match", "case",
-    ];
-    if language != Language::Python {
-        return None;
-    }
+    let headers = language.spec()?.colon_headers;
     let line = text.lines().next()?.trim();
     let keyword = line.split(|c: char| !c.is_alphanumeric() && c != '_').next()?;
-    (HEADERS.contains(&keyword) && !line.ends_with(':'))
+    (headers.contains(&keyword) && !line.ends_with(':'))
         .then(|| "expected \":\" at the end of the line".to_string())
 }
 

@@ -3,7 +3,6 @@
 
 mod comments;
 mod errors;
-mod grammar;
 mod neutral;
 mod repair;
 mod strict;
@@ -12,7 +11,6 @@ mod tree;
 
 pub use comments::{TodoComment, todo_comment};
 pub use errors::{MAX_SYNTAX_PROBLEMS, SyntaxErrorKind, SyntaxProblem, syntax_problems};
-pub use grammar::grammar;
 pub use neutral::{CommentSpan, comment_edit};
 pub use repair::{Placement, diagnose, place};
 pub use strict::{StrictError, parses_strictly, strict_errors, strict_errors_as};

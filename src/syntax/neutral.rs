@@ -39,11 +39,11 @@ pub fn comment_edit(tree: &Tree, language: Language, rope: &Rope, edit: &ByteEdi
         start + text.len() <= edit.start
             && rope.get_byte_slice(start..start + text.len()).is_some_and(|s| s == text)
     };
-    let span = if language == Language::Python {
-        marker("#").then_some(CommentSpan { content_start: start + 1, content_end: end, block: false })
-    } else if marker("//") {
-        Some(CommentSpan { content_start: start + 2, content_end: end, block: false })
-    } else if marker("/*") && end >= start + 4 {
+    let spec = language.spec()?;
+    let line_comment = spec.line_comment;
+    let span = if marker(line_comment) {
+        Some(CommentSpan { content_start: start + line_comment.len(), content_end: end, block: false })
+    } else if spec.block_comments && marker("/*") && end >= start + 4 {
         Some(CommentSpan { content_start: start + 2, content_end: end - 2, block: true })
     } else {
         None

@@ -17,7 +17,6 @@ use ropey::Rope;
 use tree_sitter::{Node, Parser, Tree};
 
 use super::errors::{SyntaxErrorKind, SyntaxProblem, syntax_problems};
-use super::grammar::grammar;
 use crate::text::{Language, TextRange};
 
 /// Larger documents keep the tree's explanation (the repaired document is parsed whole once
@@ -135,10 +134,7 @@ impl Repair {
 /// left open, an opener for each closer that closes nothing (both when the balance is off
 /// in a way that says neither). Strings and comments are skipped.
 fn tokens(language: Language, region: &str) -> Vec<&'static str> {
-    let mut out: Vec<&'static str> = match language {
-        Language::Python => vec![":", ","],
-        _ => vec![";", ","],
-    };
+    let mut out: Vec<&'static str> = language.spec().map_or(&[][..], |spec| spec.separators).to_vec();
     let (open, stray) = balance(region, language);
     for (c, _) in open {
         out.push(match c {
@@ -165,27 +161,22 @@ fn balance(text: &str, language: Language) -> (Vec<(char, usize)>, Vec<char>) {
     let mut open: Vec<(char, usize)> = Vec::new();
     let mut stray: Vec<char> = Vec::new();
     let mut quote: Option<char> = None;
+    let spec = language.spec();
+    let (comment, multiline) = spec.map_or(("", None), |spec| (spec.line_comment, spec.multiline_quote));
     let mut chars = text.char_indices().peekable();
     while let Some((offset, c)) = chars.next() {
         if let Some(q) = quote {
             if c == '\\' {
                 chars.next();
-            } else if c == q || (c == '\n' && q != '`') {
+            } else if c == q || (c == '\n' && Some(q) != multiline) {
                 quote = None;
             }
             continue;
         }
         match c {
             '"' | '\'' => quote = Some(c),
-            '`' if language != Language::Python => quote = Some(c),
-            '#' if language == Language::Python => {
-                for (_, c) in chars.by_ref() {
-                    if c == '\n' {
-                        break;
-                    }
-                }
-            }
-            '/' if language != Language::Python && chars.peek().map(|(_, c)| *c) == Some('/') => {
+            c if Some(c) == multiline => quote = Some(c),
+            _ if !comment.is_empty() && text[offset..].starts_with(comment) => {
                 for (_, c) in chars.by_ref() {
                     if c == '\n' {
                         break;
@@ -406,10 +397,9 @@ impl Window {
         let from = starts[top];
         let to = starts.get(bottom + 1).copied().unwrap_or(text.len());
         let lines = &text[from..to];
-        let wrappers: &[(&str, &str)] = match (language, top_indent > 0) {
-            (_, false) => &[("", "")],
-            (Language::Python, true) => &[("if 1:\n", ""), ("class _:\n", "")],
-            (_, true) => &[("class _ {\n", "\n}\n"), ("function _() {\n", "\n}\n"), ("_ = {\n", "\n}\n")],
+        let wrappers: &[(&str, &str)] = match language.spec() {
+            Some(spec) if top_indent > 0 => spec.fragment_wrappers,
+            _ => &[("", "")],
         };
         for (open, close) in wrappers {
             let window =
@@ -430,7 +420,7 @@ impl Window {
 
 /// Looks for up to [`MAX_ROUNDS`] repairs; `None` when not even the first problem has one.
 fn repaired(tree: &Tree, rope: &Rope, language: Language) -> Option<Vec<SyntaxProblem>> {
-    let grammar = grammar(language)?;
+    let grammar = language.grammar()?;
     let mut parser = Parser::new();
     parser.set_language(&grammar).ok()?;
     let original = rope.to_string();
@@ -680,7 +670,7 @@ fn best_repair(
     };
     // a block left open closes where its indentation ends (often past the window)
     let mut shortlist = shortlist;
-    if language != Language::Python
+    if language.spec().is_some_and(|spec| spec.braces)
         && let Some(closer) = block_closer_at_dedent(text, &starts, starts[line])
     {
         let line = line_of(&starts, closer.at);

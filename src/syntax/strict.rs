@@ -1,81 +1,28 @@
 //! The language's own rules: a whole text parsed strictly, as the language's compiler would
-//! — ruff's parser for Python (what CPython's `ast.parse` accepts), oxc's for TypeScript and
-//! JavaScript (what `tsc` accepts as syntax). Tree-sitter recovers from errors wherever its
-//! grammar lets it and accepts some texts the language rejects (a block header's `:` put at
-//! the end of its body line, say), so a repair made on tree-sitter's word is only kept when
-//! this check agrees.
+//! — each language's parser is its `language::Spec`'s (ruff's for Python, what CPython's
+//! `ast.parse` accepts; oxc's for TypeScript and JavaScript, what `tsc` accepts as syntax).
+//! Tree-sitter recovers from errors wherever its grammar lets it and accepts some texts the
+//! language rejects (a block header's `:` put at the end of its body line, say), so a repair
+//! made on tree-sitter's word is only kept when this check agrees.
 
+pub use crate::language::StrictError;
 use crate::text::Language;
-
-/// A syntax error the language's own parser reports.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StrictError {
-    /// Byte offset in the text.
-    pub at: usize,
-    /// Where what it is about ends (`at` for a point).
-    pub end: usize,
-    pub message: String,
-}
 
 /// Whether the language has a parser of its own here.
 pub fn parses_strictly(language: Language) -> bool {
-    language != Language::PlainText
+    language.is_parsed()
 }
 
 /// The syntax errors of `text` under the language's own parser, in the order they appear;
 /// `None` for a language without one (plain text).
 pub fn strict_errors(language: Language, text: &str) -> Option<Vec<StrictError>> {
-    strict_errors_as(language, false, text)
+    language.strict_errors(false, text)
 }
 
 /// [`strict_errors`] for a file that may be a TypeScript declaration file (`.d.ts`, where a
 /// function without a body is the rule, not an error).
 pub fn strict_errors_as(language: Language, declaration: bool, text: &str) -> Option<Vec<StrictError>> {
-    match language {
-        Language::Python => Some(python(text)),
-        Language::TypeScript if declaration => Some(ecmascript(text, oxc_span::SourceType::d_ts())),
-        Language::TypeScript => Some(ecmascript(text, oxc_span::SourceType::ts())),
-        Language::Tsx => Some(ecmascript(text, oxc_span::SourceType::tsx())),
-        Language::JavaScript => Some(ecmascript(text, oxc_span::SourceType::mjs())),
-        Language::Jsx => Some(ecmascript(text, oxc_span::SourceType::jsx())),
-        Language::PlainText => None,
-    }
-}
-
-fn python(text: &str) -> Vec<StrictError> {
-    let parsed = ruff_python_parser::parse_unchecked(
-        text,
-        ruff_python_parser::ParseOptions::from(ruff_python_parser::Mode::Module),
-    );
-    let mut errors: Vec<StrictError> = parsed
-        .errors()
-        .iter()
-        .map(|error| StrictError {
-            at: error.location.start().to_usize(),
-            end: error.location.end().to_usize(),
-            message: error.error.to_string(),
-        })
-        .collect();
-    errors.sort_by_key(|e| e.at);
-    errors
-}
-
-fn ecmascript(text: &str, source_type: oxc_span::SourceType) -> Vec<StrictError> {
-    let allocator = oxc_allocator::Allocator::default();
-    let parsed = oxc_parser::Parser::new(&allocator, text, source_type).parse();
-    let mut errors: Vec<StrictError> = parsed
-        .diagnostics
-        .iter()
-        .map(|diagnostic| {
-            let (at, end) = diagnostic.labels.first().map_or((text.len(), text.len()), |label| {
-                let span = label.span();
-                (span.start as usize, span.end as usize)
-            });
-            StrictError { at, end, message: diagnostic.message.to_string() }
-        })
-        .collect();
-    errors.sort_by_key(|e| e.at);
-    errors
+    language.strict_errors(declaration, text)
 }
 
 #[cfg(test)]

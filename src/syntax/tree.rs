@@ -3,7 +3,6 @@
 use ropey::Rope;
 use tree_sitter::{InputEdit, Parser, Point, Tree};
 
-use super::grammar::grammar;
 use crate::text::{ByteEdit, Language, LineCol};
 
 #[derive(Debug, thiserror::Error)]
@@ -32,7 +31,7 @@ impl std::fmt::Debug for SyntaxTree {
 impl SyntaxTree {
     /// Parses `rope` from scratch. `Ok(None)` for a language Tokamak does not parse.
     pub fn parse(language: Language, rope: &Rope) -> Result<Option<SyntaxTree>, SyntaxError> {
-        let Some(grammar) = grammar(language) else {
+        let Some(grammar) = language.grammar() else {
             return Ok(None);
         };
         let mut parser = Parser::new();
@@ -98,7 +97,7 @@ pub fn parse_detached(language: Language, rope: &Rope) -> Result<Tree, SyntaxErr
 }
 
 fn parser(language: Language) -> Result<Parser, SyntaxError> {
-    let grammar = grammar(language).ok_or(SyntaxError::ParseFailed { language })?;
+    let grammar = language.grammar().ok_or(SyntaxError::ParseFailed { language })?;
     let mut parser = Parser::new();
     parser
         .set_language(&grammar)

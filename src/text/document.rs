@@ -2,8 +2,8 @@
 
 use ropey::Rope;
 
-use super::language::Language;
 use super::position::{LineCol, PositionEncoding, line_col_to_offset, offset_to_line_col};
+use crate::language::Language;
 
 /// A half-open range of byte offsets into a document.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]

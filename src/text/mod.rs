@@ -4,11 +4,10 @@
 mod cut;
 mod document;
 mod front_matter;
-mod language;
 mod position;
 
+pub use crate::language::Language;
 pub use cut::{CHARS_PER_TOKEN, cut};
 pub use document::{AppliedChange, ByteEdit, ChangeOutcome, TextChange, TextDocument, TextRange};
 pub use front_matter::{FrontMatter, front_matter};
-pub use language::Language;
 pub use position::{LineCol, PositionEncoding, Resolved, line_col_to_offset, offset_to_line_col};

@@ -114,10 +114,10 @@ impl Runner<'_> {
     }
 }
 
-/// Whether coverage is measured for `path`'s language: Python, and JavaScript (TypeScript run
-/// through a transpiler is reported on lines that are not its own, so it is not judged).
+/// Whether coverage is measured for `path`'s language (`language::Spec::coverage`: Python, and
+/// JavaScript — TypeScript run through a transpiler is reported on lines not its own).
 fn measured_language(path: &str) -> bool {
-    matches!(Language::from_path(Path::new(path)), Language::Python | Language::JavaScript | Language::Jsx)
+    Language::from_path(Path::new(path)).spec().is_some_and(|spec| spec.coverage)
 }
 
 /// The test command measuring coverage: pytest run by a Python (`python -m pytest ARGS`, or
@@ -206,7 +206,7 @@ pub fn added_statements(path: &str, before: Option<&str>, after: &str) -> Vec<us
         return Vec::new();
     }
     let mut parser = tree_sitter::Parser::new();
-    let Some(grammar) = crate::syntax::grammar(language) else { return Vec::new() };
+    let Some(grammar) = language.grammar() else { return Vec::new() };
     if parser.set_language(&grammar).is_err() {
         return Vec::new();
     }
