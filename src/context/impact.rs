@@ -177,18 +177,19 @@ pub fn focused_test_command(command: &[String], root: &Path, tests: &[TestTarget
             name == tool || name.starts_with(&format!("{tool}."))
         })
     };
-    // the tests in the languages the command's runner runs
+    // the runner the command runs, and the tests in the languages it runs
+    let runner = ["pytest", "py.test", "vitest", "jest"].into_iter().find(|r| runs(r))?;
     let ran: Vec<&TestTarget> = tests
         .iter()
         .filter(|t| {
-            Language::from_path(&t.path).spec().is_some_and(|spec| spec.test_runners.iter().any(|r| runs(r)))
+            Language::from_path(&t.path).spec().is_some_and(|spec| spec.test_runners.contains(&runner))
         })
         .collect();
     if ran.is_empty() {
         return None;
     }
     let mut argv = command.to_vec();
-    if runs("pytest") || runs("py.test") {
+    if runner.starts_with("py") {
         for test in ran {
             argv.push(match &test.test {
                 Some(name) => format!("{}::{name}", relative(&test.path)),
@@ -197,13 +198,11 @@ pub fn focused_test_command(command: &[String], root: &Path, tests: &[TestTarget
         }
         return Some(argv);
     }
-    if runs("vitest") || runs("jest") {
-        let mut files: Vec<String> = ran.iter().map(|t| relative(&t.path)).collect();
-        files.dedup();
-        argv.extend(files);
-        return Some(argv);
-    }
-    None
+    // vitest and jest: the test files
+    let mut files: Vec<String> = ran.iter().map(|t| relative(&t.path)).collect();
+    files.dedup();
+    argv.extend(files);
+    Some(argv)
 }
 
 /// The impact as the model and people read it.

@@ -199,32 +199,34 @@ pub fn frame(body: &[u8]) -> Vec<u8> {
     message
 }
 
-/// The next frame's body from a blocking reader, as a client reads a server it trusts (the
-/// benchmarks' and the tests'): headers other than `Content-Length` passed over, a header
-/// block without one skipped; `None` when the stream ends.
+/// The next frame's body from a blocking reader, as a client reads the server it tests or
+/// measures — strictly: a header block without a `Content-Length` of at most
+/// [`MAX_FRAME_BYTES`] is an error (a server's framing gone wrong shows); other headers are
+/// passed over; `None` when the stream ends.
 pub fn read_blocking(reader: &mut impl BufRead) -> std::io::Result<Option<Vec<u8>>> {
+    let mut length = None;
     loop {
-        let mut length = None;
-        loop {
-            let mut header = String::new();
-            if reader.read_line(&mut header)? == 0 {
-                return Ok(None);
-            }
-            let header = header.trim_end();
-            if header.is_empty() {
-                break;
-            }
-            if let Some((name, value)) = header.split_once(':')
-                && name.eq_ignore_ascii_case("content-length")
-            {
-                length = value.trim().parse::<usize>().ok().filter(|&n| n <= MAX_FRAME_BYTES);
-            }
+        let mut header = String::new();
+        if reader.read_line(&mut header)? == 0 {
+            return Ok(None);
         }
-        let Some(length) = length else { continue };
-        let mut body = vec![0; length];
-        reader.read_exact(&mut body)?;
-        return Ok(Some(body));
+        let header = header.trim_end();
+        if header.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = header.split_once(':')
+            && name.eq_ignore_ascii_case("content-length")
+        {
+            length = value.trim().parse::<usize>().ok().filter(|&n| n <= MAX_FRAME_BYTES);
+        }
     }
+    let Some(length) = length else {
+        let problem = "a header block without a Content-Length the reader can believe";
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, problem));
+    };
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body)?;
+    Ok(Some(body))
 }
 
 #[cfg(test)]
@@ -314,13 +316,16 @@ mod tests {
     }
 
     #[test]
-    fn a_frame_written_is_read_back_blocking() {
+    fn a_frame_written_is_read_back_blocking_and_a_block_without_a_length_is_an_error() {
         let mut wire = frame(b"{\"a\":1}");
-        wire.extend_from_slice(b"Content-Type: x\r\n\r\n"); // no length: passed over
-        wire.extend_from_slice(&frame(b"[]"));
+        wire.extend_from_slice(b"Content-Type: x\r\ncontent-length: 2\r\n\r\n[]");
         let mut reader = std::io::BufReader::new(&wire[..]);
         assert_eq!(read_blocking(&mut reader).unwrap().as_deref(), Some(&b"{\"a\":1}"[..]));
         assert_eq!(read_blocking(&mut reader).unwrap().as_deref(), Some(&b"[]"[..]));
         assert_eq!(read_blocking(&mut reader).unwrap(), None);
+        for bad in [&b"Content-Type: x\r\n\r\n{}"[..], b"Content-Length: 99999999999\r\n\r\n{}"] {
+            let error = read_blocking(&mut std::io::BufReader::new(bad)).unwrap_err();
+            assert_eq!(error.kind(), std::io::ErrorKind::InvalidData);
+        }
     }
 }

@@ -179,20 +179,32 @@ pub async fn run_stdio(log_queue: Option<LogMessageQueue>) -> ! {
 }
 
 /// Serves LSP on `input` and `output` inside this process — the tests' in-process server — as
-/// [`run_stdio`] does on stdin and stdout, until the client says `exit` or closes `input`;
-/// then returns the status `run_stdio` would have ended the process with, this process's
-/// child processes stopped.
-pub async fn serve_on<I, O>(input: I, output: O, log_queue: Option<LogMessageQueue>) -> i32
+/// [`run_stdio`] does on stdin and stdout, until the client says `exit` or closes `input`, or
+/// `stop` comes (at once, without the grace the end of the input gets); then returns the
+/// status `run_stdio` would have ended the process with, this process's child processes
+/// stopped.
+pub async fn serve_on<I, O>(
+    input: I,
+    output: O,
+    log_queue: Option<LogMessageQueue>,
+    stop: impl std::future::Future<Output = ()>,
+) -> i32
 where
     I: tokio::io::AsyncRead + Unpin + Send + 'static,
     O: tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let (ended, status) = tokio::sync::oneshot::channel();
+    let (ended, mut status) = tokio::sync::oneshot::channel();
     let (output, outbox) = transport::output_async(output, transport::Ending::Serving(ended));
     let lifecycle = Arc::new(transport::Lifecycle::default());
     let input = transport::checked_input(input, outbox.clone(), Arc::clone(&lifecycle));
-    let serving = tokio::spawn(serve(input, output, outbox, lifecycle, log_queue));
-    let code = status.await.unwrap_or(1);
+    let serving = tokio::spawn(serve(input, output, outbox.clone(), Arc::clone(&lifecycle), log_queue));
+    let code = tokio::select! {
+        code = &mut status => code.unwrap_or(1),
+        () = stop => {
+            outbox.exit(lifecycle.exit_code());
+            status.await.unwrap_or(1)
+        }
+    };
     serving.abort();
     code
 }

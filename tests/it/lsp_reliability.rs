@@ -53,6 +53,8 @@ fn a_backlog_of_notifications_before_the_editor_reads_does_not_deadlock() {
 
 #[test]
 fn an_editor_that_never_answers_still_gets_answers() {
+    // a panic is written to the process's stderr: only a process shows it
+    support::servers_as_processes();
     let mut client = LspClient::start();
     client.never_answer("workspace/configuration");
     initialize_with_configuration(&mut client, None);

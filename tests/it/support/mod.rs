@@ -48,13 +48,14 @@ pub struct LspClient {
 enum Server {
     Process(Child),
     /// On a thread of this process: the status it ended with, once it has; the socket whose
-    /// writing half is shut to close its input; the environment it was started with, put
-    /// back when the client goes.
+    /// writing half is shut to close its input; what stops it at once, and its thread, joined
+    /// when the client goes — before the environment it was started with is put back.
     InProcess {
         status: Arc<Mutex<Option<i32>>>,
         socket: UnixStream,
+        stop: Option<tokio::sync::oneshot::Sender<()>>,
+        thread: Option<std::thread::JoinHandle<()>>,
         _env: EnvGuard,
-        _one: std::sync::MutexGuard<'static, ()>,
     },
 }
 
@@ -69,37 +70,55 @@ impl Server {
     }
 }
 
-/// Environment variables set for a server in this process, and what they were before.
-struct EnvGuard(Vec<(String, Option<std::ffi::OsString>)>);
+/// Environment variables set for the server in this process, and what they were before.
+struct EnvGuard;
+
+/// What the in-process server's environment replaced, while it is set: a process the test
+/// starts meanwhile gets the environment from before (`clean_env`).
+static REPLACED: Mutex<Vec<(String, Option<std::ffi::OsString>)>> = Mutex::new(Vec::new());
 
 impl EnvGuard {
     fn set(vars: &[(String, String)]) -> EnvGuard {
-        let before = vars.iter().map(|(key, _)| (key.clone(), std::env::var_os(key))).collect();
+        let mut replaced = REPLACED.lock().unwrap_or_else(|e| e.into_inner());
+        *replaced = vars.iter().map(|(key, _)| (key.clone(), std::env::var_os(key))).collect();
         for (key, value) in vars {
-            // SAFETY: one in-process server at a time (`IN_PROCESS`) sets it, each test in a
-            // process of its own under nextest; nothing else sets the environment meanwhile
+            // SAFETY: set before the server's threads start, by the one in-process server a
+            // process ever has (`IN_PROCESS_USED`); each test is a process of its own under
+            // nextest, and under `cargo test` only the first test to start a server sets it
             unsafe { std::env::set_var(key, value) };
         }
-        EnvGuard(before)
+        EnvGuard
     }
 }
 
 impl Drop for EnvGuard {
     fn drop(&mut self) {
-        for (key, value) in &self.0 {
-            // SAFETY: as in `set`
+        let mut replaced = REPLACED.lock().unwrap_or_else(|e| e.into_inner());
+        for (key, value) in replaced.drain(..) {
+            // SAFETY: as in `set`; the server's thread has been joined
             unsafe {
                 match value {
-                    Some(value) => std::env::set_var(key, value),
-                    None => std::env::remove_var(key),
+                    Some(value) => std::env::set_var(&key, value),
+                    None => std::env::remove_var(&key),
                 }
             }
         }
     }
 }
 
-/// One in-process server at a time: they share this process's environment.
-static IN_PROCESS: Mutex<()> = Mutex::new(());
+/// A process the test starts gets the environment from before the in-process server's.
+pub fn clean_env(command: &mut Command) {
+    for (key, value) in REPLACED.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+        match value {
+            Some(value) => command.env(key, value),
+            None => command.env_remove(key),
+        };
+    }
+}
+
+/// Whether this process has had its in-process server: the next ones are real processes (the
+/// environment, the log and the logging layer are the process's, once).
+static IN_PROCESS_USED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 thread_local! {
     /// This test's servers are real processes ([`servers_as_processes`]).
@@ -183,6 +202,7 @@ impl UserDirs {
     /// `tokamak` with `args`, using these folders.
     pub fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_tokamak"));
+        clean_env(&mut command);
         command.args(args).envs(self.env());
         command
     }
@@ -219,17 +239,15 @@ impl LspClient {
     }
 
     /// Starts the server with `user`'s settings and cache folders, in this process — or as a
-    /// process when a server is in this process already (a test with two editors; tests run
-    /// as threads of one process): they would share one environment.
+    /// process when this process has had its in-process server already (a test with a
+    /// second editor or a restart; tests run as threads of one process): the environment, the
+    /// log and the logging layer are the process's, once.
     pub fn start_with(user: UserDirs, env: &[(&str, &str)]) -> LspClient {
-        if AS_PROCESSES.with(std::cell::Cell::get) {
+        if AS_PROCESSES.with(std::cell::Cell::get)
+            || IN_PROCESS_USED.swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
             return LspClient::as_process(user, env);
         }
-        let one = match IN_PROCESS.try_lock() {
-            Ok(one) => one,
-            Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
-            Err(std::sync::TryLockError::WouldBlock) => return LspClient::as_process(user, env),
-        };
         let mut vars = vec![("TOKAMAK_LOG".to_string(), "debug".to_string())];
         vars.extend(user.env());
         vars.extend(env.iter().map(|(key, value)| (key.to_string(), value.to_string())));
@@ -238,7 +256,8 @@ impl LspClient {
         let (ours, theirs) = UnixStream::pair().expect("a socket pair");
         let status = Arc::new(Mutex::new(None));
         let ended = Arc::clone(&status);
-        std::thread::spawn(move || {
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
             let (layer, queue) = tokamak::server::log_message_channel();
             tokamak::logging::init_into(Some(layer), || LogWriter);
             let runtime =
@@ -247,10 +266,14 @@ impl LspClient {
                 theirs.set_nonblocking(true).expect("non-blocking");
                 let (input, output) =
                     tokio::net::UnixStream::from_std(theirs).expect("a socket").into_split();
-                tokamak::server::serve_on(input, output, Some(queue)).await
+                let stop = async {
+                    let _ = stopped.await;
+                };
+                tokamak::server::serve_on(input, output, Some(queue), stop).await
             });
+            // what the server left running (a run's task, a blocking wait) goes with it
+            runtime.shutdown_timeout(Duration::from_secs(5));
             *ended.lock().unwrap() = Some(code);
-            runtime.shutdown_background();
         });
         let (sender, incoming) = channel();
         let reading = ours.try_clone().expect("the socket again");
@@ -264,7 +287,7 @@ impl LspClient {
         });
         let stdin: Box<dyn Write + Send> = Box::new(ours.try_clone().expect("the socket again"));
         LspClient::new(
-            Server::InProcess { status, socket: ours, _env: env, _one: one },
+            Server::InProcess { status, socket: ours, stop: Some(stop), thread: Some(thread), _env: env },
             Some(stdin),
             incoming,
             Arc::new(Mutex::new(String::new())),
@@ -275,6 +298,7 @@ impl LspClient {
     /// Starts the real binary with `user`'s settings and cache folders.
     pub fn as_process(user: UserDirs, env: &[(&str, &str)]) -> LspClient {
         let mut command = Command::new(env!("CARGO_BIN_EXE_tokamak"));
+        clean_env(&mut command);
         command.arg("lsp").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
         command.env("TOKAMAK_LOG", "debug");
         command.envs(user.env());
@@ -717,9 +741,16 @@ impl Drop for LspClient {
                 let _ = child.kill();
                 let _ = child.wait();
             }
-            // its input closed, it ends by itself (and the test's process with it)
-            Server::InProcess { socket, .. } => {
+            // stopped at once and waited for: nothing of it outlives the client (its
+            // environment, its user folders)
+            Server::InProcess { socket, stop, thread, .. } => {
                 let _ = socket.shutdown(std::net::Shutdown::Both);
+                if let Some(stop) = stop.take() {
+                    let _ = stop.send(());
+                }
+                if let Some(thread) = thread.take() {
+                    let _ = thread.join();
+                }
             }
         }
     }
