@@ -1,4 +1,6 @@
-//! `tokamak acp` over stdio, with a client written here from the ACP schema's own types (the
+//! The ACP agent — in the test's process (`acp::serve_on` over a socket pair, as
+//! `support::InProcess` runs it), or `tokamak acp` over stdio where a test needs a process —
+//! with a client written here from the ACP schema's own types (the
 //! editor's side: it answers `fs/write_text_file` by writing the file, as an editor saves its
 //! buffer, and `session/request_permission` as the test says): seed 000's scenario end to end
 //! — the plan as `plan` updates, each action a tool call of its kind with its diff, a
@@ -11,7 +13,7 @@ use crate::support;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -34,8 +36,8 @@ enum Permit {
 
 /// The editor's side of an ACP connection.
 struct Client {
-    child: Child,
-    stdin: Option<ChildStdin>,
+    agent: Agent,
+    stdin: Option<Box<dyn Write + Send>>,
     messages: mpsc::Receiver<Value>,
     /// Every message Tokamak sent, in order.
     seen: Vec<Value>,
@@ -55,6 +57,30 @@ struct Client {
     /// The environment the editor started Tokamak with, which its terminals have too.
     env: Vec<(String, String)>,
     _user: Option<UserDirs>,
+}
+
+/// Where the agent runs.
+enum Agent {
+    Process(Child),
+    InProcess(support::InProcess),
+}
+
+impl Agent {
+    fn try_wait(&mut self) -> Option<std::process::ExitStatus> {
+        match self {
+            Agent::Process(child) => child.try_wait().ok().flatten(),
+            Agent::InProcess(agent) => agent.status(),
+        }
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        if let Agent::Process(child) = self {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
 }
 
 /// A command in the test editor's terminal: its output, both streams, as it comes.
@@ -109,23 +135,49 @@ impl Client {
         client
     }
 
-    /// A client whose user folders the caller keeps (`env` names them).
+    /// A client whose user folders the caller keeps (`env` names them): the agent in this
+    /// process, or the binary when the process has had its in-process agent.
     fn start_env(env: &[(String, String)]) -> Client {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_tokamak"))
-            .arg("acp")
-            .envs(support::tool_env())
-            .envs(env.iter().cloned())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start tokamak acp");
-        let stdout = child.stdout.take().expect("stdout");
+        let mut vars = support::tool_env();
+        vars.extend(env.iter().cloned());
+        let started = support::InProcess::start(&vars, |input, output, _stop| async move {
+            tokamak::logging::init_into(None::<tracing_subscriber::layer::Identity>, || {
+                support::in_process::LogWriter
+            });
+            // the end of its input ends it
+            match tokamak::acp::serve_on(input, output).await {
+                Ok(()) => 0,
+                Err(_) => 1,
+            }
+        });
+        let (agent, stdout, stdin): (Agent, Box<dyn std::io::Read + Send>, Box<dyn Write + Send>) =
+            match started {
+                Some(agent) => {
+                    let stdout = Box::new(agent.socket.try_clone().expect("the socket again"));
+                    let stdin = Box::new(agent.socket.try_clone().expect("the socket again"));
+                    (Agent::InProcess(agent), stdout, stdin)
+                }
+                None => {
+                    let mut command = Command::new(env!("CARGO_BIN_EXE_tokamak"));
+                    support::clean_env(&mut command);
+                    let mut child = command
+                        .arg("acp")
+                        .envs(vars.iter().cloned())
+                        .stdin(Stdio::piped())
+                        .stdout(Stdio::piped())
+                        .stderr(Stdio::inherit())
+                        .spawn()
+                        .expect("start tokamak acp");
+                    let stdout = Box::new(child.stdout.take().expect("stdout"));
+                    let stdin = Box::new(child.stdin.take().expect("stdin"));
+                    (Agent::Process(child), stdout, stdin)
+                }
+            };
         let (tell, messages) = mpsc::channel();
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
-                // stdout carries the protocol only: every line is one JSON-RPC message
+                // the output carries the protocol only: every line is one JSON-RPC message
                 let message: Value = serde_json::from_str(&line)
                     .unwrap_or_else(|err| panic!("a line on stdout that is not JSON ({err}): {line}"));
                 if tell.send(message).is_err() {
@@ -133,10 +185,9 @@ impl Client {
                 }
             }
         });
-        let stdin = child.stdin.take();
         Client {
-            child,
-            stdin,
+            agent,
+            stdin: Some(stdin),
             messages,
             seen: Vec::new(),
             next_id: 1,
@@ -346,14 +397,16 @@ impl Client {
     /// Closes stdin and waits for Tokamak to end.
     fn end(mut self) -> Option<std::process::ExitStatus> {
         drop(self.stdin.take());
+        if let Agent::InProcess(agent) = &self.agent {
+            agent.close_input();
+        }
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
-            if let Ok(Some(status)) = self.child.try_wait() {
+            if let Some(status) = self.agent.try_wait() {
                 return Some(status);
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        let _ = self.child.kill();
         None
     }
 }

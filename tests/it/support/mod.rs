@@ -4,20 +4,21 @@
 //! process shows: a crash, its stderr before logging starts, the Landlock helper).
 #![allow(dead_code)] // each test file uses a different part of it
 
+pub mod in_process;
 pub mod model_server;
 pub mod replies;
 pub mod scenario;
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::net::UnixStream;
-use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+
+pub use in_process::{InProcess, clean_env, servers_as_processes};
 
 /// How long any single wait may take before the test fails (generous: CI machines are slow).
 pub const TIMEOUT: Duration = Duration::from_secs(30);
@@ -47,104 +48,15 @@ pub struct LspClient {
 /// Where the server runs.
 enum Server {
     Process(Child),
-    /// On a thread of this process: the status it ended with, once it has; the socket whose
-    /// writing half is shut to close its input; what stops it at once, and its thread, joined
-    /// when the client goes — before the environment it was started with is put back.
-    InProcess {
-        status: Arc<Mutex<Option<i32>>>,
-        socket: UnixStream,
-        stop: Option<tokio::sync::oneshot::Sender<()>>,
-        thread: Option<std::thread::JoinHandle<()>>,
-        _env: EnvGuard,
-    },
+    InProcess(InProcess),
 }
 
 impl Server {
     fn try_wait(&mut self) -> Option<ExitStatus> {
         match self {
             Server::Process(child) => child.try_wait().expect("wait"),
-            Server::InProcess { status, .. } => {
-                status.lock().unwrap().map(|code| ExitStatus::from_raw((code & 0xff) << 8))
-            }
+            Server::InProcess(server) => server.status(),
         }
-    }
-}
-
-/// Environment variables set for the server in this process, and what they were before.
-struct EnvGuard;
-
-/// What the in-process server's environment replaced, while it is set: a process the test
-/// starts meanwhile gets the environment from before (`clean_env`).
-static REPLACED: Mutex<Vec<(String, Option<std::ffi::OsString>)>> = Mutex::new(Vec::new());
-
-impl EnvGuard {
-    fn set(vars: &[(String, String)]) -> EnvGuard {
-        let mut replaced = REPLACED.lock().unwrap_or_else(|e| e.into_inner());
-        *replaced = vars.iter().map(|(key, _)| (key.clone(), std::env::var_os(key))).collect();
-        for (key, value) in vars {
-            // SAFETY: set before the server's threads start, by the one in-process server a
-            // process ever has (`IN_PROCESS_USED`); each test is a process of its own under
-            // nextest, and under `cargo test` only the first test to start a server sets it
-            unsafe { std::env::set_var(key, value) };
-        }
-        EnvGuard
-    }
-}
-
-impl Drop for EnvGuard {
-    fn drop(&mut self) {
-        let mut replaced = REPLACED.lock().unwrap_or_else(|e| e.into_inner());
-        for (key, value) in replaced.drain(..) {
-            // SAFETY: as in `set`; the server's thread has been joined
-            unsafe {
-                match value {
-                    Some(value) => std::env::set_var(&key, value),
-                    None => std::env::remove_var(&key),
-                }
-            }
-        }
-    }
-}
-
-/// A process the test starts gets the environment from before the in-process server's.
-pub fn clean_env(command: &mut Command) {
-    for (key, value) in REPLACED.lock().unwrap_or_else(|e| e.into_inner()).iter() {
-        match value {
-            Some(value) => command.env(key, value),
-            None => command.env_remove(key),
-        };
-    }
-}
-
-/// Whether this process has had its in-process server: the next ones are real processes (the
-/// environment, the log and the logging layer are the process's, once).
-static IN_PROCESS_USED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-thread_local! {
-    /// This test's servers are real processes ([`servers_as_processes`]).
-    static AS_PROCESSES: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Every server this test starts from now on is the real binary: for what only a process shows
-/// (its exit status, its children outliving it or not, a crash, its stderr).
-pub fn servers_as_processes() {
-    AS_PROCESSES.with(|it| it.set(true));
-}
-
-/// Everything in-process servers logged, as a process's stderr would hold it.
-static LOG: Mutex<String> = Mutex::new(String::new());
-
-/// Where the in-process servers' log lines go.
-struct LogWriter;
-
-impl Write for LogWriter {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        LOG.lock().unwrap_or_else(|e| e.into_inner()).push_str(&String::from_utf8_lossy(bytes));
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
     }
 }
 
@@ -243,40 +155,22 @@ impl LspClient {
     /// second editor or a restart; tests run as threads of one process): the environment, the
     /// log and the logging layer are the process's, once.
     pub fn start_with(user: UserDirs, env: &[(&str, &str)]) -> LspClient {
-        if AS_PROCESSES.with(std::cell::Cell::get)
-            || IN_PROCESS_USED.swap(true, std::sync::atomic::Ordering::SeqCst)
-        {
-            return LspClient::as_process(user, env);
-        }
         let mut vars = vec![("TOKAMAK_LOG".to_string(), "debug".to_string())];
         vars.extend(user.env());
         vars.extend(env.iter().map(|(key, value)| (key.to_string(), value.to_string())));
-        let env = EnvGuard::set(&vars);
-        LOG.lock().unwrap_or_else(|e| e.into_inner()).clear();
-        let (ours, theirs) = UnixStream::pair().expect("a socket pair");
-        let status = Arc::new(Mutex::new(None));
-        let ended = Arc::clone(&status);
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let thread = std::thread::spawn(move || {
+        let started = InProcess::start(&vars, |input, output, stop| async move {
             let (layer, queue) = tokamak::server::log_message_channel();
-            tokamak::logging::init_into(Some(layer), || LogWriter);
-            let runtime =
-                tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime");
-            let code = runtime.block_on(async move {
-                theirs.set_nonblocking(true).expect("non-blocking");
-                let (input, output) =
-                    tokio::net::UnixStream::from_std(theirs).expect("a socket").into_split();
-                let stop = async {
-                    let _ = stopped.await;
-                };
-                tokamak::server::serve_on(input, output, Some(queue), stop).await
-            });
-            // what the server left running (a run's task, a blocking wait) goes with it
-            runtime.shutdown_timeout(Duration::from_secs(5));
-            *ended.lock().unwrap() = Some(code);
+            tokamak::logging::init_into(Some(layer), || in_process::LogWriter);
+            let stop = async {
+                let _ = stop.await;
+            };
+            tokamak::server::serve_on(input, output, Some(queue), stop).await
         });
+        let Some(server) = started else {
+            return LspClient::as_process(user, env);
+        };
         let (sender, incoming) = channel();
-        let reading = ours.try_clone().expect("the socket again");
+        let reading = server.socket.try_clone().expect("the socket again");
         std::thread::spawn(move || {
             let mut reader = BufReader::new(reading);
             while let Some(message) = read_message(&mut reader) {
@@ -285,9 +179,9 @@ impl LspClient {
                 }
             }
         });
-        let stdin: Box<dyn Write + Send> = Box::new(ours.try_clone().expect("the socket again"));
+        let stdin: Box<dyn Write + Send> = Box::new(server.socket.try_clone().expect("the socket again"));
         LspClient::new(
-            Server::InProcess { status, socket: ours, stop: Some(stop), thread: Some(thread), _env: env },
+            Server::InProcess(server),
             Some(stdin),
             incoming,
             Arc::new(Mutex::new(String::new())),
@@ -378,8 +272,8 @@ impl LspClient {
     /// Closes the server's stdin (the editor went away) without waiting.
     pub fn close_stdin(&mut self) {
         self.stdin.take();
-        if let Server::InProcess { socket, .. } = &self.server {
-            let _ = socket.shutdown(std::net::Shutdown::Write);
+        if let Server::InProcess(server) = &self.server {
+            server.close_input();
         }
     }
 
@@ -695,7 +589,7 @@ impl LspClient {
     pub fn stderr(&self) -> String {
         match self.server {
             Server::Process(_) => self.stderr.lock().map(|s| s.clone()).unwrap_or_default(),
-            Server::InProcess { .. } => LOG.lock().map(|s| s.clone()).unwrap_or_default(),
+            Server::InProcess(_) => in_process::log(),
         }
     }
 
@@ -741,17 +635,8 @@ impl Drop for LspClient {
                 let _ = child.kill();
                 let _ = child.wait();
             }
-            // stopped at once and waited for: nothing of it outlives the client (its
-            // environment, its user folders)
-            Server::InProcess { socket, stop, thread, .. } => {
-                let _ = socket.shutdown(std::net::Shutdown::Both);
-                if let Some(stop) = stop.take() {
-                    let _ = stop.send(());
-                }
-                if let Some(thread) = thread.take() {
-                    let _ = thread.join();
-                }
-            }
+            // stopped at once and joined when it drops
+            Server::InProcess(_) => {}
         }
     }
 }
