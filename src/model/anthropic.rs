@@ -191,10 +191,7 @@ impl Model for Anthropic {
     }
 
     async fn served(&self) -> Vec<String> {
-        match self.client.get_json("/v1/models", &self.headers()).await {
-            Some(reply) => super::served_names(&reply),
-            None => Vec::new(),
-        }
+        self.client.served("/v1/models", &self.headers()).await
     }
 
     /// The settings' only: the API does not say.

@@ -88,6 +88,15 @@ impl Client {
         }
     }
 
+    /// The names of the models the server at `path` lists (`Model::served`); none when it does
+    /// not answer.
+    pub async fn served(&self, path: &str, headers: &[(&str, String)]) -> Vec<String> {
+        match self.get_json(path, headers).await {
+            Some(reply) => super::served_names(&reply),
+            None => Vec::new(),
+        }
+    }
+
     pub fn endpoint(&self, path: &str) -> String {
         self.config.endpoint(path)
     }

@@ -129,6 +129,13 @@ pub struct Tool {
     pub parameters: serde_json::Value,
 }
 
+impl Tool {
+    /// As OpenAI's function calling declares it (which Ollama and vLLM take as it is).
+    fn as_function(&self) -> serde_json::Value {
+        serde_json::json!({"type": "function", "function": {"name": self.name, "description": self.description, "parameters": self.parameters}})
+    }
+}
+
 /// A tool call the model made.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolCall {

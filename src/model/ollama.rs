@@ -47,13 +47,7 @@ impl Ollama {
             Input::Chat(messages) => {
                 body["messages"] = messages.iter().map(message).collect();
                 if !request.tools.is_empty() {
-                    body["tools"] = request
-                        .tools
-                        .iter()
-                        .map(|t| {
-                            json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}})
-                        })
-                        .collect();
+                    body["tools"] = request.tools.iter().map(super::Tool::as_function).collect();
                 }
                 (CHAT, body)
             }
@@ -149,10 +143,7 @@ impl Model for Ollama {
     }
 
     async fn served(&self) -> Vec<String> {
-        match self.client.get_json("/api/tags", &[]).await {
-            Some(reply) => super::served_names(&reply),
-            None => Vec::new(),
-        }
+        self.client.served("/api/tags", &[]).await
     }
 
     /// `/api/ps`: the context the model is loaded with (Ollama's own choice or `num_ctx`), when

@@ -47,13 +47,7 @@ impl OpenAi {
             Input::Chat(messages) => {
                 body["messages"] = messages.iter().map(message).collect();
                 if !request.tools.is_empty() {
-                    body["tools"] = request
-                        .tools
-                        .iter()
-                        .map(|t| {
-                            json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}})
-                        })
-                        .collect();
+                    body["tools"] = request.tools.iter().map(super::Tool::as_function).collect();
                     body["tool_choice"] = json!("auto");
                 }
                 (CHAT, body)
@@ -203,10 +197,7 @@ impl Model for OpenAi {
     }
 
     async fn served(&self) -> Vec<String> {
-        match self.client.get_json("/v1/models", &self.headers()).await {
-            Some(reply) => super::served_names(&reply),
-            None => Vec::new(),
-        }
+        self.client.served("/v1/models", &self.headers()).await
     }
 
     /// llama.cpp's `/props` (the context it was started with), else vLLM's `/v1/models`
