@@ -178,7 +178,7 @@ pub fn focused_test_command(command: &[String], root: &Path, tests: &[TestTarget
         })
     };
     // the runner the command runs, and the tests in the languages it runs
-    let runner = ["pytest", "py.test", "vitest", "jest"].into_iter().find(|r| runs(r))?;
+    let runner = crate::language::test_runners().find(|r| runs(r))?;
     let ran: Vec<&TestTarget> = tests
         .iter()
         .filter(|t| {

@@ -141,6 +141,11 @@ impl fmt::Display for Language {
     }
 }
 
+/// Every test runner a language names (`Spec::test_runners`), in the languages' order.
+pub fn test_runners() -> impl Iterator<Item = &'static str> {
+    PARSED.into_iter().filter_map(Language::spec).flat_map(|spec| spec.test_runners.iter().copied())
+}
+
 /// Whether a path is a test file: anything under `tests/`, `test/` or `__tests__/`, and the
 /// files its language's names make tests (`test_*.py`, `*.spec.ts` …).
 pub fn is_test_file(path: &Path) -> bool {

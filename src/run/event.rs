@@ -3,7 +3,7 @@
 //! the model's as a tool call (its kind, title and files) and its result, what the checks found after a step, and the report
 //! at the end. The engine sends them
 //! through `Editor::run_event`; the server renders them as LSP notifications, the command line
-//! as terminal lines, the ACP front end (`acp/editor.rs`) as `session/update`s.
+//! as terminal lines, the ACP front end (`acp/editor/updates.rs`) as `session/update`s.
 
 use crate::action::{ChangedFile, ToolKind};
 use crate::diagnostic::Diagnostic;
