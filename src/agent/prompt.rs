@@ -5,6 +5,7 @@
 
 use std::fmt::Write as _;
 
+use crate::language::Nodes;
 use crate::model::Message;
 use crate::observer::{Diagnostic, about_names, error_summary};
 use crate::syntax::{SymbolKind, enclosing_symbol, node_symbols, outline};
@@ -280,10 +281,8 @@ fn nearest_members(symbols: &[crate::syntax::Symbol], offset: usize, budget: usi
 /// The lines from the file's first top-level import to its last (`import`, `from … import`,
 /// an ES `import`); without imports, the top of the file up to its first statement, where
 /// one would go.
-fn import_block(statements: Statements<'_>) -> Option<(usize, usize)> {
-    let is_import = |n: &tree_sitter::Node<'_>| {
-        matches!(n.kind(), "import_statement" | "import_from_statement" | "future_import_statement")
-    };
+fn import_block(statements: Statements<'_>, grammar: &Nodes) -> Option<(usize, usize)> {
+    let is_import = |n: &tree_sitter::Node<'_>| grammar.is_import(n.kind());
     // the statements from the top, comments left out, read only as far as the imports go
     let mut next = statements.first();
     let mut walk = std::iter::from_fn(|| {
@@ -300,7 +299,7 @@ fn import_block(statements: Statements<'_>) -> Option<(usize, usize)> {
     // the leading run of imports (after a docstring), not one far below the others
     let mut walk = walk
         .skip_while(|n| {
-            !is_import(n) && n.kind() == "expression_statement" && n.start_position().row < WINDOW
+            !is_import(n) && n.kind() == grammar.expression_statement && n.start_position().row < WINDOW
         })
         .take_while(is_import);
     let Some(first) = walk.next() else { return Some((0, first_statement.min(WINDOW))) };
@@ -342,7 +341,8 @@ fn context_of(
     // a name that is undefined or unused, or an import that does not resolve, is fixed in the
     // imports as often as where it is reported: they are shown too, however far above
     if targets.iter().any(about_names)
-        && let Some(imports) = import_block(statements)
+        && let Some(grammar) = snapshot.language.nodes()
+        && let Some(imports) = import_block(statements, grammar)
     {
         spans.push(imports);
     }

@@ -5,8 +5,9 @@
 use ropey::Rope;
 use tree_sitter::{Node, Parser, Tree};
 
+use crate::language::{Imported, Nodes};
 use crate::syntax::{Symbol, SymbolKind, node_symbols, own_symbol};
-use crate::text::{Language, TextRange};
+use crate::text::Language;
 
 /// Deeper than this the tree is not searched (bounded recursion on pathological input).
 const MAX_DEPTH: usize = 200;
@@ -64,8 +65,8 @@ pub fn facts(language: Language, text: &str) -> Option<FileFacts> {
 pub fn facts_of_tree(tree: &Tree, text: &str, language: Language) -> FileFacts {
     let rope = Rope::from_str(text);
     let mut out = FileFacts::default();
-    for piece in pieces(tree, text) {
-        piece.facts_into(text, &rope, language, &mut out);
+    for piece in pieces(tree, text, language) {
+        piece.facts_into(text, &rope, &mut out);
     }
     out
 }
@@ -83,6 +84,7 @@ pub struct Piece<'t> {
     /// The line its node starts on.
     pub row: usize,
     node: Node<'t>,
+    language: Language,
     role: Role<'t>,
 }
 
@@ -99,13 +101,13 @@ enum Role<'t> {
     },
 }
 
-/// The pieces of a parsed text, in order.
-pub fn pieces<'t>(tree: &'t Tree, text: &str) -> Vec<Piece<'t>> {
+/// The pieces of a parsed text in `language`, in order.
+pub fn pieces<'t>(tree: &'t Tree, text: &str, language: Language) -> Vec<Piece<'t>> {
     let mut nodes: Vec<(Node<'t>, Role<'t>)> = Vec::new();
     let root = tree.root_node();
     let mut cursor = root.walk();
     for node in root.named_children(&mut cursor) {
-        match split(node, text) {
+        match language.nodes().and_then(|grammar| split(grammar, node, text)) {
             Some((body, container, kind)) => {
                 nodes.push((node, Role::Header { body }));
                 let mut members = body.walk();
@@ -122,26 +124,19 @@ pub fn pieces<'t>(tree: &'t Tree, text: &str) -> Vec<Piece<'t>> {
         if let Some(last) = pieces.last_mut() {
             last.end = start.max(last.start);
         }
-        pieces.push(Piece { start, end: text.len(), row: node.start_position().row, node, role });
+        pieces.push(Piece { start, end: text.len(), row: node.start_position().row, node, language, role });
     }
     pieces
 }
 
 /// The body, name and kind of a long top-level definition whose body holds statements.
-fn split<'t>(node: Node<'t>, text: &str) -> Option<(Node<'t>, String, SymbolKind)> {
+fn split<'t>(grammar: &Nodes, node: Node<'t>, text: &str) -> Option<(Node<'t>, String, SymbolKind)> {
     if node.end_position().row - node.start_position().row < SPLIT_LINES {
         return None;
     }
-    let definition = match node.kind() {
-        "decorated_definition" => node.child_by_field_name("definition")?,
-        "export_statement" => node.child_by_field_name("declaration")?,
-        _ => node,
-    };
-    let kind = match definition.kind() {
-        "class_definition" | "class_declaration" | "abstract_class_declaration" => SymbolKind::Class,
-        "function_definition" | "function_declaration" | "generator_function_declaration" => {
-            SymbolKind::Function
-        }
+    let definition = grammar.unwrapped(node)?;
+    let kind = match grammar.defines(definition.kind(), None)? {
+        kind @ (SymbolKind::Class | SymbolKind::Function) => kind,
         _ => return None,
     };
     let body = definition.child_by_field_name("body")?;
@@ -181,48 +176,36 @@ impl Piece<'_> {
     /// member's (`pieces.rs` sets it after moving the members); `None` for other pieces.
     pub fn header_end_row(&self, rope: &Rope) -> Option<usize> {
         let Role::Header { .. } = self.role else { return None };
-        let node = match self.node.kind() {
-            "export_statement" => self.node.child_by_field_name("declaration")?,
-            _ => self.node,
+        let node = match self.language.nodes()?.exported(self.node) {
+            Some(declaration) => declaration,
+            None => self.node,
         };
         let end = node.end_byte().min(rope.len_bytes());
         Some(rope.byte_to_line(end.saturating_sub(1)))
     }
 
     /// Appends this piece's facts to `out`, with lines counted from the start of the file.
-    pub fn facts_into(&self, text: &str, rope: &Rope, language: Language, out: &mut FileFacts) {
+    pub fn facts_into(&self, text: &str, rope: &Rope, out: &mut FileFacts) {
+        let language = self.language;
+        let Some(grammar) = language.nodes() else { return };
         match &self.role {
             Role::Whole => {
                 let symbols = node_symbols(self.node, rope, language, None);
                 flatten(&symbols, None, rope, &mut out.definitions);
-                Walk { text, language, out, definitions: Vec::new() }.tree(self.node, None);
+                Walk { text, grammar, out, definitions: Vec::new() }.tree(self.node, None);
             }
             Role::Header { body } => {
-                let symbol = match self.node.kind() {
-                    // a Python definition's decorators are part of it, as in the whole tree
-                    "decorated_definition" => self
-                        .node
-                        .child_by_field_name("definition")
-                        .and_then(|d| own_symbol(d, rope, language))
-                        .map(|mut symbol| {
-                            symbol.range = TextRange::new(self.node.start_byte(), self.node.end_byte());
-                            symbol
-                        }),
-                    "export_statement" => self
-                        .node
-                        .child_by_field_name("declaration")
-                        .and_then(|d| own_symbol(d, rope, language)),
-                    _ => own_symbol(self.node, rope, language),
-                };
-                if let Some(symbol) = symbol {
+                // a decorated definition's symbol spans its decorators, as in the whole tree
+                let definition = grammar.exported(self.node).unwrap_or(self.node);
+                if let Some(symbol) = own_symbol(definition, rope, language) {
                     flatten(std::slice::from_ref(&symbol), None, rope, &mut out.definitions);
                 }
-                Walk { text, language, out, definitions: Vec::new() }.tree(self.node, Some(body.id()));
+                Walk { text, grammar, out, definitions: Vec::new() }.tree(self.node, Some(body.id()));
             }
             Role::Member { container, kind } => {
                 let symbols = node_symbols(self.node, rope, language, Some(*kind));
                 flatten(&symbols, Some(container), rope, &mut out.definitions);
-                Walk { text, language, out, definitions: vec![container.clone()] }.tree(self.node, None);
+                Walk { text, grammar, out, definitions: vec![container.clone()] }.tree(self.node, None);
             }
         }
     }
@@ -244,7 +227,7 @@ fn flatten(symbols: &[Symbol], container: Option<&str>, rope: &Rope, out: &mut V
 
 struct Walk<'a> {
     text: &'a str,
-    language: Language,
+    grammar: &'static Nodes,
     out: &'a mut FileFacts,
     /// The definitions the walk is inside, innermost last.
     definitions: Vec<String>,
@@ -262,12 +245,12 @@ impl Walk<'_> {
         loop {
             let node = cursor.node();
             let skipped = skip == Some(node.id());
-            match node.kind() {
-                _ if skipped => {}
-                "import_statement" | "import_from_statement" | "future_import_statement" => self.import(node),
-                "call" | "call_expression" => self.call(node, "function"),
-                "new_expression" => self.call(node, "constructor"),
-                _ => {}
+            if !skipped {
+                if self.grammar.is_import(node.kind()) {
+                    self.import(node);
+                } else if let Some(field) = self.grammar.callee_field(node.kind()) {
+                    self.call(node, field);
+                }
             }
             if let Some(name) = self.defines(node).filter(|_| !skipped) {
                 self.definitions.push(name);
@@ -294,26 +277,14 @@ impl Walk<'_> {
         }
     }
 
-    /// The name a node defines (a function, class or method; `const f = () => …`).
+    /// The name a node defines (a class, a function or a method; `const f = () => …`).
     fn defines(&self, node: Node<'_>) -> Option<String> {
-        match node.kind() {
-            "function_definition"
-            | "class_definition"
-            | "function_declaration"
-            | "class_declaration"
-            | "method_definition"
-            | "generator_function_declaration"
-            | "abstract_class_declaration" => {
-                node.child_by_field_name("name").map(|n| self.slice(n).to_string())
-            }
-            // `const f = () => …`: the arrow function is `f`
-            "variable_declarator" => node
-                .child_by_field_name("value")
-                .filter(|v| matches!(v.kind(), "arrow_function" | "function_expression" | "function"))
-                .and_then(|_| node.child_by_field_name("name"))
-                .map(|n| self.slice(n).to_string()),
-            _ => None,
-        }
+        let named = match self.grammar.defines(node.kind(), None) {
+            Some(SymbolKind::Class | SymbolKind::Function | SymbolKind::Method) => true,
+            Some(_) => false,
+            None => self.grammar.bound_function(node).is_some(),
+        };
+        named.then(|| node.child_by_field_name("name")).flatten().map(|n| self.slice(n).to_string())
     }
 
     fn slice(&self, node: Node<'_>) -> &str {
@@ -322,20 +293,17 @@ impl Walk<'_> {
 
     fn call(&mut self, node: Node<'_>, field: &str) {
         let Some(callee) = node.child_by_field_name(field) else { return };
-        let (name, receiver) = match callee.kind() {
-            "identifier" => (self.slice(callee).to_string(), None),
-            "attribute" | "member_expression" => {
-                let property = callee
-                    .child_by_field_name("attribute")
-                    .or_else(|| callee.child_by_field_name("property"));
-                let object = callee.child_by_field_name("object");
-                let Some(property) = property else { return };
-                let receiver = object
-                    .filter(|o| o.kind() == "identifier" || o.kind() == "this")
-                    .map(|o| self.slice(o).to_string());
-                (self.slice(property).to_string(), receiver)
-            }
-            _ => return,
+        let (name, receiver) = if callee.kind() == self.grammar.identifier {
+            (self.slice(callee).to_string(), None)
+        } else if let Some(property) = self.grammar.property_field(callee.kind()) {
+            let Some(property) = callee.child_by_field_name(property) else { return };
+            let receiver = callee
+                .child_by_field_name("object")
+                .filter(|object| self.grammar.receivers.contains(&object.kind()))
+                .map(|object| self.slice(object).to_string());
+            (self.slice(property).to_string(), receiver)
+        } else {
+            return;
         };
         if name.is_empty() {
             return;
@@ -346,80 +314,9 @@ impl Walk<'_> {
 
     fn import(&mut self, node: Node<'_>) {
         let line = node.start_position().row;
-        if self.language == Language::Python {
-            self.python_import(node, line);
-        } else {
-            self.script_import(node, line);
+        for Imported { module, names } in (self.grammar.read_import)(node, self.text) {
+            self.out.imports.push(Import { module, names, line });
         }
-    }
-
-    fn python_import(&mut self, node: Node<'_>, line: usize) {
-        let mut cursor = node.walk();
-        if node.kind() == "import_statement" {
-            // `import a.b, c as d`: one import each
-            for child in node.children_by_field_name("name", &mut cursor) {
-                let (module, alias) = match child.kind() {
-                    "aliased_import" => (
-                        child.child_by_field_name("name").map(|n| self.slice(n).to_string()),
-                        child.child_by_field_name("alias").map(|n| self.slice(n).to_string()),
-                    ),
-                    _ => (Some(self.slice(child).to_string()), None),
-                };
-                if let Some(module) = module {
-                    self.out.imports.push(Import { module, names: alias.into_iter().collect(), line });
-                }
-            }
-            return;
-        }
-        let module = node
-            .child_by_field_name("module_name")
-            .map(|n| self.slice(n).to_string())
-            .unwrap_or_else(|| "__future__".to_string());
-        let mut names = Vec::new();
-        for child in node.children_by_field_name("name", &mut cursor) {
-            let name = match child.kind() {
-                "aliased_import" => child.child_by_field_name("alias").map(|n| self.slice(n).to_string()),
-                _ => Some(self.slice(child).to_string()),
-            };
-            names.extend(name);
-        }
-        self.out.imports.push(Import { module, names, line });
-    }
-
-    fn script_import(&mut self, node: Node<'_>, line: usize) {
-        let Some(source) = node.child_by_field_name("source") else { return };
-        let module = self.slice(source).trim_matches(|c| c == '"' || c == '\'' || c == '`').to_string();
-        let mut names = Vec::new();
-        let mut stack = vec![node];
-        while let Some(n) = stack.pop() {
-            match n.kind() {
-                "import_specifier" => {
-                    let name = n.child_by_field_name("alias").or_else(|| n.child_by_field_name("name"));
-                    names.extend(name.map(|n| self.slice(n).to_string()));
-                }
-                "namespace_import" => {
-                    let mut cursor = n.walk();
-                    let alias = n.children(&mut cursor).find(|c| c.kind() == "identifier");
-                    names.extend(alias.map(|a| self.slice(a).to_string()));
-                }
-                "import_clause" => {
-                    let mut cursor = n.walk();
-                    for child in n.children(&mut cursor) {
-                        if child.kind() == "identifier" {
-                            names.push(self.slice(child).to_string());
-                        } else {
-                            stack.push(child);
-                        }
-                    }
-                }
-                _ => {
-                    let mut cursor = n.walk();
-                    stack.extend(n.children(&mut cursor).filter(|c| c.id() != source.id()));
-                }
-            }
-        }
-        names.sort();
-        self.out.imports.push(Import { module, names, line });
     }
 }
 
@@ -433,7 +330,8 @@ pub(super) mod tests_support {
     }
 
     pub fn walk(tree: &Tree, text: &str, language: Language, facts: &mut FileFacts) {
-        Walk { text, language, out: facts, definitions: Vec::new() }.tree(tree.root_node(), None);
+        let grammar = language.nodes().expect("a parsed language");
+        Walk { text, grammar, out: facts, definitions: Vec::new() }.tree(tree.root_node(), None);
     }
 }
 
@@ -521,5 +419,12 @@ mod tests {
         let found = super::facts(Language::JavaScript, js).unwrap();
         assert_eq!(calls(&found), vec![(s("require"), None, None), (s("parse"), None, Some(s("run")))]);
         assert!(found.definitions.iter().any(|d| d.name == "run"));
+        // a field holding an arrow function is a method, and what it calls is called from it
+        let field = "class Form {\n  submit = () => {\n    save(this);\n  };\n}\n";
+        let found = super::facts(Language::TypeScript, field).unwrap();
+        assert!(found.definitions.iter().any(|d| {
+            d.name == "submit" && d.kind == SymbolKind::Method && d.container.as_deref() == Some("Form")
+        }));
+        assert_eq!(calls(&found), vec![(s("save"), None, Some(s("submit")))]);
     }
 }

@@ -161,6 +161,9 @@ fn parsed(language: Language, text: &str) -> Option<(Vec<(String, String)>, Stri
     parser.set_language(&language.grammar()?).ok()?;
     let tree = parser.parse(text, None)?;
     let facts = super::facts_of_tree(&tree, text, language);
+    let spec = language.spec();
+    // Python's blocks are their indentation
+    let indented = spec.is_some_and(|spec| !spec.braces);
     let definitions = facts
         .definitions
         .iter()
@@ -169,10 +172,16 @@ fn parsed(language: Language, text: &str) -> Option<(Vec<(String, String)>, Stri
                 Some(container) => format!("{container}.{}", d.name),
                 None => d.name.clone(),
             };
-            // a comment between a Python signature and its body is the signature's text
-            let signature = match language {
-                Language::Python => {
-                    d.signature.split(" #").next().unwrap_or_default().trim_end().trim_end_matches(':')
+            // a comment between a Python signature and its `:` is the signature's text
+            let signature = match spec {
+                Some(spec) if indented => {
+                    let comment = format!(" {}", spec.line_comment);
+                    d.signature
+                        .split(comment.as_str())
+                        .next()
+                        .unwrap_or_default()
+                        .trim_end()
+                        .trim_end_matches(':')
                 }
                 _ => d.signature.as_str(),
             };
@@ -191,7 +200,7 @@ fn parsed(language: Language, text: &str) -> Option<(Vec<(String, String)>, Stri
         let node = cursor.node();
         if descend && node.child_count() == 0 && !node.kind().contains("comment") {
             let start = node.start_position();
-            if language == Language::Python && start.row != row {
+            if indented && start.row != row {
                 row = start.row;
                 shape.extend_from_slice(format!("\n{}:", start.column).as_bytes());
             }

@@ -128,7 +128,7 @@ pub fn impact(index: &Index, changes: &[(PathBuf, Vec<String>)]) -> Impact {
     for path in index.paths().filter(|p| is_test_file(p)) {
         let Some(facts) = index.file_facts(path) else { continue };
         let mut found = false;
-        if Language::from_path(path) == Language::Python {
+        if Language::from_path(path).spec().is_some_and(|spec| spec.tests_by_name) {
             for call in facts.calls.iter().filter(|c| reach.contains(&c.name)) {
                 let Some(function) = call.caller.as_deref().filter(|f| f.starts_with("test")) else {
                     continue;

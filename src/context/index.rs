@@ -498,7 +498,7 @@ struct CacheFileOut<'a> {
 }
 
 /// A cache written by another version of Tokamak is not read: what is extracted may differ.
-const CACHE_VERSION: &str = concat!("index-2-", env!("CARGO_PKG_VERSION"));
+const CACHE_VERSION: &str = concat!("index-3-", env!("CARGO_PKG_VERSION"));
 
 fn load_cache(cache: &Path) -> HashMap<[u8; 32], Entry> {
     let Ok(bytes) = std::fs::read(cache) else { return HashMap::new() };

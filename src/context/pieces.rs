@@ -36,7 +36,7 @@ impl PieceRecord {
 pub fn read_all(tree: &Tree, text: &str, rope: &Rope, language: Language) -> (FileFacts, Vec<PieceRecord>) {
     let mut facts = FileFacts::default();
     let records =
-        pieces(tree, text).iter().map(|piece| read(piece, text, rope, language, &mut facts)).collect();
+        pieces(tree, text, language).iter().map(|piece| read(piece, text, rope, &mut facts)).collect();
     (facts, records)
 }
 
@@ -50,7 +50,7 @@ pub fn update(
     rope: &Rope,
     language: Language,
 ) -> Vec<PieceRecord> {
-    let now = pieces(tree, text);
+    let now = pieces(tree, text, language);
     let keys: Vec<u64> = now.iter().map(|piece| piece.key(text)).collect();
     // the pieces before and after what changed, unchanged
     let same = |old: &PieceRecord, key: &u64| old.key == *key;
@@ -73,7 +73,7 @@ pub fn update(
     let mut added = FileFacts::default();
     let mut fresh: Vec<PieceRecord> = Vec::with_capacity(new_middle.len());
     for piece in &now[new_middle.clone()] {
-        fresh.push(read(piece, text, rope, language, &mut added));
+        fresh.push(read(piece, text, rope, &mut added));
     }
     for record in &records[old_middle] {
         for (word, count) in &record.words {
@@ -131,15 +131,9 @@ pub fn update(
 }
 
 /// Reads one piece: its facts appended to `facts`, and its record.
-fn read(
-    piece: &Piece<'_>,
-    text: &str,
-    rope: &Rope,
-    language: Language,
-    facts: &mut FileFacts,
-) -> PieceRecord {
+fn read(piece: &Piece<'_>, text: &str, rope: &Rope, facts: &mut FileFacts) -> PieceRecord {
     let before = (facts.definitions.len(), facts.imports.len(), facts.calls.len());
-    piece.facts_into(text, rope, language, facts);
+    piece.facts_into(text, rope, facts);
     let mut words: std::collections::HashMap<u64, u32> = std::collections::HashMap::new();
     count_words(text.get(piece.start..piece.end).unwrap_or_default(), |word| {
         *words.entry(word_key(word)).or_insert(0) += 1;
@@ -212,7 +206,7 @@ mod tests {
     fn pieces_give_the_facts_the_whole_tree_gives() {
         for (language, text) in [(Language::Python, python()), (Language::TypeScript, typescript())] {
             let syntax = tree(language, &text);
-            let pieces = pieces(syntax.tree(), &text);
+            let pieces = pieces(syntax.tree(), &text, language);
             assert!(pieces.iter().any(|p| p.header_end_row(&Rope::from_str(&text)).is_some()), "split");
             assert_eq!(pieces.first().map(|p| p.start), Some(0));
             assert_eq!(pieces.last().map(|p| p.end), Some(text.len()), "the pieces cover the text");

@@ -3,8 +3,12 @@
 //! accepts as syntax), `//` and `/* */` comments, template strings over lines, blocks in braces,
 //! `*.test.*` and `*.spec.*` files for vitest and jest, modules named by their paths, coverage
 //! measured for JavaScript only (TypeScript run through a transpiler is reported on lines that
-//! are not its own).
+//! are not its own); what their grammars call definitions, imports and calls (the same in
+//! both), and how an import is read.
 
+use tree_sitter::Node;
+
+use super::nodes::{Holders, Imported, Nodes, SymbolKind};
 use super::{Spec, StrictError};
 
 /// What the four share; each sets its names, grammar, parser and coverage.
@@ -30,9 +34,97 @@ const fn ecmascript(
         colon_headers: &[],
         test_file_name,
         test_runners: &["vitest", "jest"],
+        tests_by_name: false,
         module_name: |relative| relative.to_string(),
         coverage,
+        nodes: NODES,
     }
+}
+
+const NODES: Nodes = Nodes {
+    definitions: &[
+        ("class_declaration", SymbolKind::Class),
+        ("abstract_class_declaration", SymbolKind::Class),
+        ("class", SymbolKind::Class),
+        ("function_declaration", SymbolKind::Function),
+        ("generator_function_declaration", SymbolKind::Function),
+        ("method_definition", SymbolKind::Method),
+        ("method_signature", SymbolKind::Method),
+        ("abstract_method_signature", SymbolKind::Method),
+        ("interface_declaration", SymbolKind::Interface),
+        ("enum_declaration", SymbolKind::Enum),
+        ("type_alias_declaration", SymbolKind::TypeAlias),
+        ("internal_module", SymbolKind::Module),
+        ("module", SymbolKind::Module),
+    ],
+    decorated: &[],
+    exported: &[("export_statement", "declaration")],
+    bindings: &["variable_declarator", "public_field_definition"],
+    function_values: &["arrow_function", "function_expression"],
+    holders: Holders::AnythingBut(&["string", "comment", "template_string", "regex", "number"]),
+    imports: &["import_statement"],
+    read_import,
+    calls: &[("call_expression", "function"), ("new_expression", "constructor")],
+    identifier: "identifier",
+    members: &[("member_expression", "property")],
+    receivers: &["identifier", "this"],
+    expression_statement: "expression_statement",
+    string: "string",
+    traced: &[
+        "expression_statement",
+        "return_statement",
+        "if_statement",
+        "for_statement",
+        "while_statement",
+        "with_statement",
+        "import_statement",
+        "throw_statement",
+        "for_in_statement",
+        "do_statement",
+        "switch_statement",
+        "lexical_declaration",
+        "variable_declaration",
+    ],
+};
+
+/// `import x, { a, b as c } from "./m"` is one import of `./m` with `a`, `c` and `x`
+/// (sorted); `import * as ns from "m"` brings `ns`; an import without a source (none in valid
+/// code) is none.
+fn read_import(node: Node<'_>, text: &str) -> Vec<Imported> {
+    let slice = |n: Node<'_>| text.get(n.byte_range()).unwrap_or_default().to_string();
+    let Some(source) = node.child_by_field_name("source") else { return Vec::new() };
+    let module = slice(source).trim_matches(|c| c == '"' || c == '\'' || c == '`').to_string();
+    let mut names = Vec::new();
+    let mut stack = vec![node];
+    while let Some(n) = stack.pop() {
+        match n.kind() {
+            "import_specifier" => {
+                let name = n.child_by_field_name("alias").or_else(|| n.child_by_field_name("name"));
+                names.extend(name.map(slice));
+            }
+            "namespace_import" => {
+                let mut cursor = n.walk();
+                let alias = n.children(&mut cursor).find(|c| c.kind() == "identifier");
+                names.extend(alias.map(slice));
+            }
+            "import_clause" => {
+                let mut cursor = n.walk();
+                for child in n.children(&mut cursor) {
+                    if child.kind() == "identifier" {
+                        names.push(slice(child));
+                    } else {
+                        stack.push(child);
+                    }
+                }
+            }
+            _ => {
+                let mut cursor = n.walk();
+                stack.extend(n.children(&mut cursor).filter(|c| c.id() != source.id()));
+            }
+        }
+    }
+    names.sort();
+    vec![Imported { module, names }]
 }
 
 fn typescript_grammar() -> tree_sitter::Language {

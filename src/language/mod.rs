@@ -2,13 +2,15 @@
 //! a [`Spec`] per language (`python.rs`; `ecmascript.rs` for TypeScript, JavaScript and their
 //! JSX dialects) — how editors name it and which files are its, its tree-sitter grammar and its
 //! own strict parser, its comments and strings, how its blocks open and what a repair tries,
-//! which files are its tests, how a file's path names its module, whether coverage is measured.
-//! Adding a language is a file here, its line in [`Language`] and its crates in `Cargo.toml`;
-//! what walks a grammar's nodes (symbols, the index's facts) still names the languages' node
-//! kinds where it walks them.
+//! which files are its tests, how a file's path names its module, whether coverage is measured,
+//! and what its grammar calls the nodes Tokamak reads (`nodes.rs`). Adding a language is a file
+//! here, its line in [`Language`] and its crates in `Cargo.toml`.
 
 mod ecmascript;
+mod nodes;
 mod python;
+
+pub use nodes::{Holders, Imported, Nodes, SymbolKind};
 
 use std::fmt;
 use std::path::Path;
@@ -68,10 +70,15 @@ pub struct Spec {
     pub test_file_name: fn(&str) -> bool,
     /// The test runners that run its files (a test command narrowed to them names them).
     pub test_runners: &'static [&'static str],
+    /// Whether its runner takes one test by its name (pytest's `file::Class::test_name`, the
+    /// test a function whose name starts with `test`); else a test file is run whole.
+    pub tests_by_name: bool,
     /// A module's name from its path relative to the root, extension gone, `/` between names.
     pub module_name: fn(&str) -> String,
     /// Whether a test run's coverage of its lines is measured (it runs as written).
     pub coverage: bool,
+    /// What its grammar calls the nodes Tokamak reads.
+    pub nodes: Nodes,
 }
 
 impl Language {
@@ -120,6 +127,11 @@ impl Language {
 
     pub fn name(self) -> &'static str {
         self.spec().map_or("plaintext", |spec| spec.id)
+    }
+
+    /// What its grammar calls the nodes Tokamak reads; `None` for plain text.
+    pub fn nodes(self) -> Option<&'static Nodes> {
+        self.spec().map(|spec| &spec.nodes)
     }
 
     /// Its tree-sitter grammar; `None` for plain text.

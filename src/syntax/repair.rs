@@ -476,8 +476,8 @@ type Rank = (bool, bool, bool, usize, u8, usize);
 /// `{` ending its line): at the end of its last line indented deeper, before the first line
 /// as shallow as the opener's that is not its closer — or at the start of that line when it
 /// begins with what followed the `}` (`)`, `;`, `,`).
-fn block_closer_at_dedent(text: &str, starts: &[usize], to: usize) -> Option<Repair> {
-    let (open, _) = balance(&text[..to], Language::TypeScript);
+fn block_closer_at_dedent(text: &str, language: Language, starts: &[usize], to: usize) -> Option<Repair> {
+    let (open, _) = balance(&text[..to], language);
     let opener_line = open
         .iter()
         .rev()
@@ -671,7 +671,7 @@ fn best_repair(
     // a block left open closes where its indentation ends (often past the window)
     let mut shortlist = shortlist;
     if language.spec().is_some_and(|spec| spec.braces)
-        && let Some(closer) = block_closer_at_dedent(text, &starts, starts[line])
+        && let Some(closer) = block_closer_at_dedent(text, language, &starts, starts[line])
     {
         let line = line_of(&starts, closer.at);
         shortlist.insert(0, Candidate { repair: closer, line_end: true, line, weak: false, paired: true });

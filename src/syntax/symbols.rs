@@ -4,6 +4,8 @@
 use ropey::Rope;
 use tree_sitter::{Node, Tree};
 
+use crate::language::Nodes;
+pub use crate::language::SymbolKind;
 use crate::text::{Language, TextRange};
 
 /// Deeper than this the tree is not searched for symbols (keeps recursion bounded on
@@ -12,17 +14,6 @@ const MAX_DEPTH: usize = 200;
 
 /// Longest signature kept, in characters.
 const MAX_SIGNATURE_CHARS: usize = 200;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-pub enum SymbolKind {
-    Class,
-    Function,
-    Method,
-    Interface,
-    Enum,
-    Module,
-    TypeAlias,
-}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Symbol {
@@ -122,64 +113,28 @@ impl Walker<'_> {
         }
     }
 
-    /// Whether a definition can be inside `node`: in Python only statements hold them (an
-    /// expression never does), and in no language a string or a comment — skipping those
-    /// keeps a file that is mostly data (a generated table, a big literal) cheap.
+    /// Whether a definition can be inside `node` (in Python only statements hold them; in no
+    /// language a string or a comment).
     fn may_define(&self, node: Node<'_>) -> bool {
-        match self.language {
-            Language::Python => matches!(
-                node.kind(),
-                "block"
-                    | "module"
-                    | "if_statement"
-                    | "elif_clause"
-                    | "else_clause"
-                    | "for_statement"
-                    | "while_statement"
-                    | "try_statement"
-                    | "except_clause"
-                    | "except_group_clause"
-                    | "finally_clause"
-                    | "with_statement"
-                    | "match_statement"
-                    | "case_clause"
-                    | "decorated_definition"
-            ),
-            _ => !matches!(node.kind(), "string" | "comment" | "template_string" | "regex" | "number"),
-        }
+        self.nodes().is_some_and(|nodes| nodes.may_hold(node.kind()))
+    }
+
+    fn nodes(&self) -> Option<&'static Nodes> {
+        self.language.nodes()
     }
 
     /// The symbol `node` defines, if any, and the node to look for its children in.
     fn symbol<'t>(&self, node: Node<'t>, parent: Option<SymbolKind>) -> Option<(Symbol, Option<Node<'t>>)> {
-        let in_class = matches!(parent, Some(SymbolKind::Class | SymbolKind::Interface));
-        let function_kind = if in_class { SymbolKind::Method } else { SymbolKind::Function };
-        let (kind, definition) = match (self.language, node.kind()) {
-            (Language::Python, "decorated_definition") => {
-                let inner = node.child_by_field_name("definition")?;
-                let (mut symbol, body) = self.symbol(inner, parent)?;
-                symbol.range = self.range(node);
-                return Some((symbol, body));
-            }
-            (Language::Python, "class_definition") => (SymbolKind::Class, node),
-            (Language::Python, "function_definition") => (function_kind, node),
-            (Language::PlainText | Language::Python, _) => return None,
-            (_, "class_declaration" | "abstract_class_declaration" | "class") => (SymbolKind::Class, node),
-            (_, "function_declaration" | "generator_function_declaration") => (SymbolKind::Function, node),
-            (_, "method_definition" | "method_signature" | "abstract_method_signature") => {
-                (SymbolKind::Method, node)
-            }
-            (_, "interface_declaration") => (SymbolKind::Interface, node),
-            (_, "enum_declaration") => (SymbolKind::Enum, node),
-            (_, "type_alias_declaration") => (SymbolKind::TypeAlias, node),
-            (_, "internal_module" | "module") => (SymbolKind::Module, node),
-            (_, "variable_declarator" | "public_field_definition") => {
-                let value = node.child_by_field_name("value")?;
-                if !matches!(value.kind(), "arrow_function" | "function_expression" | "function") {
-                    return None;
-                }
-                (function_kind, value)
-            }
-            _ => return None,
+        let nodes = self.nodes()?;
+        if let Some(inner) = nodes.decorated(node) {
+            let (mut symbol, body) = self.symbol(inner, parent)?;
+            symbol.range = self.range(node);
+            return Some((symbol, body));
+        }
+        let (kind, definition) = match nodes.defines(node.kind(), parent) {
+            Some(kind) => (kind, node),
+            // `const f = () => …`: a function, its body the arrow function's
+            None => (SymbolKind::Function.inside(parent), nodes.bound_function(node)?),
         };
         let name_node = node.child_by_field_name("name")?;
         let name = self.text(self.range(name_node));

@@ -206,8 +206,10 @@ pub fn added_statements(path: &str, before: Option<&str>, after: &str) -> Vec<us
         return Vec::new();
     }
     let mut parser = tree_sitter::Parser::new();
-    let Some(grammar) = language.grammar() else { return Vec::new() };
-    if parser.set_language(&grammar).is_err() {
+    let (Some(tree_sitter), Some(grammar)) = (language.grammar(), language.nodes()) else {
+        return Vec::new();
+    };
+    if parser.set_language(&tree_sitter).is_err() {
         return Vec::new();
     }
     let Some(tree) = parser.parse(after, None) else { return Vec::new() };
@@ -215,33 +217,8 @@ pub fn added_statements(path: &str, before: Option<&str>, after: &str) -> Vec<us
     let mut cursor = tree.walk();
     'walk: loop {
         let node = cursor.node();
-        let traced = matches!(
-            node.kind(),
-            "expression_statement"
-                | "return_statement"
-                | "raise_statement"
-                | "assert_statement"
-                | "delete_statement"
-                | "if_statement"
-                | "elif_clause"
-                | "for_statement"
-                | "while_statement"
-                | "with_statement"
-                | "import_statement"
-                | "import_from_statement"
-                | "throw_statement"
-                | "for_in_statement"
-                | "do_statement"
-                | "switch_statement"
-                | "lexical_declaration"
-                | "variable_declaration"
-        );
-        // a docstring is no statement that runs
-        let docstring = node.kind() == "expression_statement"
-            && node.named_child_count() == 1
-            && node.named_child(0).is_some_and(|c| c.kind() == "string");
         let line = node.start_position().row + 1;
-        if traced && !docstring && added.contains(&line) {
+        if added.contains(&line) && grammar.is_traced(node) {
             lines.insert(line);
         }
         if cursor.goto_first_child() {
