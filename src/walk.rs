@@ -3,7 +3,8 @@
 //! the folder is a repository, `.ignore`, git's own excludes — with no hidden file or folder
 //! and never `.git`, unless asked for otherwise. The index, the planner's listing, `list` and
 //! `search`, the checkpoints and the watcher walk through it, so they agree on what a
-//! project's files are; the shadow copies walk [`everything`].
+//! project's files are; the shadow copies walk [`everything`]. A folder is copied one way too
+//! ([`copy`]: a dry run's workspace, a benchmark's case, a sandbox's repository).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -111,6 +112,58 @@ impl Walk {
     }
 }
 
+/// What [`copy`] makes of one entry of the folder it copies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Copied {
+    /// A file copied, a folder copied with all it holds, a link made again as it is.
+    Copy,
+    /// A link to the entry (a dependency folder: read, never changed).
+    Link,
+    /// An empty folder in its place (`.git`: the copy is still a project's root).
+    Empty,
+    /// Nothing.
+    Left,
+}
+
+/// Copies the folder `from` to `to` (made when missing), each entry as `choose` says given its
+/// path relative to `from` and its type. No link is followed; anything but files, folders and
+/// links (a socket, a fifo) is left out.
+pub fn copy(
+    from: &Path,
+    to: &Path,
+    choose: &dyn Fn(&Path, &std::fs::FileType) -> Copied,
+) -> std::io::Result<()> {
+    fn copy_under(
+        from: &Path,
+        to: &Path,
+        relative: &Path,
+        choose: &dyn Fn(&Path, &std::fs::FileType) -> Copied,
+    ) -> std::io::Result<()> {
+        std::fs::create_dir_all(to)?;
+        for entry in std::fs::read_dir(from)? {
+            let entry = entry?;
+            let (source, target) = (entry.path(), to.join(entry.file_name()));
+            let relative = relative.join(entry.file_name());
+            let kind = entry.file_type()?;
+            match choose(&relative, &kind) {
+                Copied::Left => {}
+                Copied::Empty => std::fs::create_dir_all(&target)?,
+                Copied::Link => std::os::unix::fs::symlink(&source, &target)?,
+                Copied::Copy if kind.is_symlink() => {
+                    std::os::unix::fs::symlink(std::fs::read_link(&source)?, &target)?;
+                }
+                Copied::Copy if kind.is_dir() => copy_under(&source, &target, &relative, choose)?,
+                Copied::Copy if kind.is_file() => {
+                    std::fs::copy(&source, &target)?;
+                }
+                Copied::Copy => {}
+            }
+        }
+        Ok(())
+    }
+    copy_under(from, to, Path::new(""), choose)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -168,6 +221,32 @@ mod tests {
         assert!(!files.iter().any(|f| f.starts_with("linked/")), "{files:?}");
         let link = everything(dir.path()).entries().find(|e| e.file_name() == "linked").unwrap();
         assert!(link.file_type().unwrap().is_symlink());
+    }
+
+    #[test]
+    fn a_copy_does_with_each_entry_what_it_is_told() {
+        let dir = tree();
+        let to = tempfile::tempdir().unwrap();
+        let copied = to.path().join("copy");
+        copy(dir.path(), &copied, &|relative, kind| match relative.to_str().unwrap_or_default() {
+            ".git" => Copied::Empty,
+            "build" => Copied::Link,
+            "notes.log" | ".github" => Copied::Left,
+            _ if kind.is_dir() || kind.is_file() || kind.is_symlink() => Copied::Copy,
+            _ => Copied::Left,
+        })
+        .unwrap();
+        assert_eq!(std::fs::read_to_string(copied.join("src/app.py")).unwrap(), "x = 1\n");
+        assert_eq!(std::fs::read_dir(copied.join(".git")).unwrap().count(), 0, "an empty .git");
+        assert_eq!(std::fs::read_link(copied.join("build")).unwrap(), dir.path().join("build"));
+        assert_eq!(std::fs::read_link(copied.join("linked")).unwrap(), dir.path().join("src"), "as it was");
+        assert!(!copied.join("notes.log").exists() && !copied.join(".github").exists());
+        // the copy is the source's but for what was left out or linked
+        let mut expected = everything(dir.path()).relative_files();
+        expected.retain(|f| !f.starts_with(".git/") && !f.starts_with(".github/") && f != "notes.log");
+        expected.retain(|f| !f.starts_with("build/"));
+        let got: Vec<String> = everything(&copied).relative_files();
+        assert_eq!(got, expected);
     }
 
     #[test]

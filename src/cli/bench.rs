@@ -171,15 +171,12 @@ pub async fn bench_fix(dir: &Path, options: &BenchOptions) -> anyhow::Result<Vec
 /// Copies a case's files (not its manifest or the reference solution) and marks the copy as
 /// a project root.
 fn copy_case(from: &Path, to: &Path) -> anyhow::Result<()> {
-    for entry in std::fs::read_dir(from)? {
-        let entry = entry?;
-        let name = entry.file_name();
-        let name = name.to_string_lossy();
-        if name == "case.toml" || name.ends_with(".reference") || !entry.file_type()?.is_file() {
-            continue;
-        }
-        std::fs::copy(entry.path(), to.join(&*name))?;
-    }
+    use crate::walk::Copied;
+    crate::walk::copy(from, to, &|relative, kind| {
+        let name = relative.to_string_lossy();
+        let own = name == "case.toml" || name.ends_with(".reference");
+        if kind.is_file() && !own { Copied::Copy } else { Copied::Left }
+    })?;
     std::fs::create_dir_all(to.join(".git"))?;
     Ok(())
 }

@@ -5,7 +5,7 @@
 //! it needs `--yes`. `--dry-run` carries the task out in a copy of the workspace and shows
 //! what it would change.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::Serialize;
 
@@ -176,26 +176,18 @@ async fn dry_run(root: &Path, goal: &str, options: &RunOptions) -> anyhow::Resul
 /// Copies a workspace for a dry run: every file but `.git`; dependency folders are linked,
 /// not copied.
 pub(super) fn copy_workspace(from: &Path, to: &Path) -> std::io::Result<()> {
+    use crate::walk::Copied;
     const LINKED: &[&str] = &["node_modules", ".venv", "venv", ".tools", "target"];
-    std::fs::create_dir_all(to)?;
-    for entry in std::fs::read_dir(from)? {
-        let entry = entry?;
-        let name = entry.file_name();
-        let (source, target): (PathBuf, PathBuf) = (entry.path(), to.join(&name));
-        let kind = entry.file_type()?;
+    crate::walk::copy(from, to, &|relative, kind| {
+        let name = relative.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
         if name == ".git" {
-            std::fs::create_dir_all(&target)?; // still the root of a project
-        } else if kind.is_symlink() {
-            std::os::unix::fs::symlink(std::fs::read_link(&source)?, &target)?;
-        } else if kind.is_dir() && LINKED.contains(&name.to_string_lossy().as_ref()) {
-            std::os::unix::fs::symlink(&source, &target)?;
-        } else if kind.is_dir() {
-            copy_workspace(&source, &target)?;
+            Copied::Empty // still the root of a project
+        } else if kind.is_dir() && LINKED.contains(&name.as_ref()) {
+            Copied::Link
         } else {
-            std::fs::copy(&source, &target)?;
+            Copied::Copy
         }
-    }
-    Ok(())
+    })
 }
 
 /// The unified diff of what run `run_id` changed, from its checkpoints.

@@ -669,24 +669,12 @@ fn unplant(
 /// alternates: refs, index, config and hooks copied (a command may change them, in the copy),
 /// no object copied and none written into `from`.
 fn git_with_alternates(from: &Path, to: &Path) -> std::io::Result<()> {
-    fn copy_tree(from: &Path, to: &Path, top: bool) -> std::io::Result<()> {
-        std::fs::create_dir_all(to)?;
-        for entry in std::fs::read_dir(from)? {
-            let entry = entry?;
-            let name = entry.file_name();
-            if top && (name == "objects" || name == "lfs") {
-                continue;
-            }
-            let kind = entry.file_type()?;
-            if kind.is_dir() {
-                copy_tree(&entry.path(), &to.join(&name), false)?;
-            } else if kind.is_file() {
-                std::fs::copy(entry.path(), to.join(&name))?;
-            }
-        }
-        Ok(())
-    }
-    copy_tree(from, to, true)?;
+    use crate::walk::Copied;
+    crate::walk::copy(from, to, &|relative, kind| {
+        // the top's `objects` and `lfs` (a name beside `objects` is never under it)
+        let objects = relative == Path::new("objects") || relative == Path::new("lfs");
+        if (kind.is_dir() || kind.is_file()) && !objects { Copied::Copy } else { Copied::Left }
+    })?;
     std::fs::create_dir_all(to.join("objects/info"))?;
     std::fs::write(to.join("objects/info/alternates"), format!("{}\n", from.join("objects").display()))
 }
