@@ -27,6 +27,7 @@ pub const TOOL: Tool = Tool {
     parse,
     reported: zero_or_one,
     not_configured: without_config,
+    unconfigured: no_config_file,
     install: "`npm install --save-dev eslint`",
     sources: &["eslint"],
     precision: 4,
@@ -39,6 +40,37 @@ pub const TOOL: Tool = Tool {
 fn without_config(code: Option<i32>, stderr: &str) -> Option<String> {
     (code == Some(2) && stderr.contains("couldn't find an eslint.config"))
         .then(|| "no eslint.config.(js|mjs|cjs) file".to_string())
+}
+
+/// The files an eslint finds its configuration in: flat (eslint 9) and legacy (eslint 8, and 9
+/// under `ESLINT_USE_FLAT_CONFIG=false`).
+const CONFIG_FILES: &[&str] = &[
+    "eslint.config.js",
+    "eslint.config.mjs",
+    "eslint.config.cjs",
+    "eslint.config.ts",
+    "eslint.config.mts",
+    "eslint.config.cts",
+    ".eslintrc",
+    ".eslintrc.js",
+    ".eslintrc.cjs",
+    ".eslintrc.yaml",
+    ".eslintrc.yml",
+    ".eslintrc.json",
+];
+
+/// No eslint finds a configuration when none of its files is in the folder it runs in or any
+/// above (nor `eslintConfig` in a `package.json` there) and its arguments name none: it would
+/// only start Node to say so (some 0.4 s a run).
+fn no_config_file(folder: &Path, args: &[String]) -> Option<String> {
+    let named =
+        args.iter().any(|arg| arg == "-c" || arg.starts_with("--config") || arg == "--no-config-lookup");
+    let found = folder.ancestors().any(|folder| {
+        CONFIG_FILES.iter().any(|name| folder.join(name).exists())
+            || std::fs::read_to_string(folder.join("package.json"))
+                .is_ok_and(|json| json.contains("\"eslintConfig\""))
+    });
+    (!named && !found).then(|| "no eslint.config.(js|mjs|cjs) file".to_string())
 }
 
 /// eslint loads `eslint.config.*`, which is a program.
@@ -93,6 +125,29 @@ mod tests {
     use crate::checker::test_support::{context, render};
     use expect_test::expect;
     use ropey::Rope;
+
+    #[test]
+    fn without_a_config_file_above_it_eslint_is_not_started() {
+        let dir = tempfile::tempdir().unwrap();
+        let package = dir.path().join("packages/app");
+        std::fs::create_dir_all(&package).unwrap();
+        let unconfigured = no_config_file(&package, &[]);
+        assert_eq!(unconfigured.as_deref(), Some("no eslint.config.(js|mjs|cjs) file"));
+        // arguments that name a configuration: eslint is asked
+        assert_eq!(no_config_file(&package, &["-c".into(), "lint.mjs".into()]), None);
+        assert_eq!(no_config_file(&package, &["--config=lint.mjs".into()]), None);
+        // a configuration above the folder it runs in (a monorepo's), flat or legacy
+        std::fs::write(dir.path().join("eslint.config.mjs"), "export default [];\n").unwrap();
+        assert_eq!(no_config_file(&package, &[]), None);
+        std::fs::remove_file(dir.path().join("eslint.config.mjs")).unwrap();
+        std::fs::write(package.join(".eslintrc.json"), "{}\n").unwrap();
+        assert_eq!(no_config_file(&package, &[]), None);
+        std::fs::remove_file(package.join(".eslintrc.json")).unwrap();
+        std::fs::write(package.join("package.json"), "{\"eslintConfig\": {}}\n").unwrap();
+        assert_eq!(no_config_file(&package, &[]), None);
+        std::fs::write(package.join("package.json"), "{\"name\": \"app\"}\n").unwrap();
+        assert!(no_config_file(&package, &[]).is_some());
+    }
 
     #[test]
     fn reads_messages_for_the_document() {

@@ -44,6 +44,10 @@ pub struct Tool {
     pub reported: fn(i32) -> bool,
     /// The tool ran but the project has not set it up (exit code, stderr) → what is missing.
     pub not_configured: fn(Option<i32>, &str) -> Option<String>,
+    /// What says before it runs, in the folder it would run in with these arguments, that it
+    /// would find nothing to run with — as `not_configured` would say after: no process started
+    /// to learn it.
+    pub unconfigured: fn(&Path, &[String]) -> Option<String>,
     /// How a user installs it, for the sentence of a file only the syntax check could check.
     pub install: &'static str,
     /// The `source` an editor's own server for the same tool puts on its diagnostics
@@ -128,6 +132,11 @@ pub fn zero_or_one(code: i32) -> bool {
 
 /// For tools with nothing to say beyond their exit code.
 pub fn always_configured(_: Option<i32>, _: &str) -> Option<String> {
+    None
+}
+
+/// A tool that needs no setting up: nothing to know before it runs.
+pub fn runs_anywhere(_: &Path, _: &[String]) -> Option<String> {
     None
 }
 

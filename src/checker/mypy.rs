@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::{Args, InputMode, ParseContext, Tool, Trust, always_configured, zero_or_one};
+use super::{Args, InputMode, ParseContext, Tool, Trust, always_configured, runs_anywhere, zero_or_one};
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::text::{Language, PositionEncoding};
 
@@ -20,6 +20,7 @@ pub const TOOL: Tool = Tool {
     parse,
     reported: zero_or_one,
     not_configured: always_configured,
+    unconfigured: runs_anywhere,
     install: "`pip install mypy`",
     sources: &["mypy"],
     precision: 5,

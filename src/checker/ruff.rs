@@ -4,7 +4,7 @@
 
 use serde::Deserialize;
 
-use super::{Args, InputMode, ParseContext, Tool, Trust, always_configured, zero_or_one};
+use super::{Args, InputMode, ParseContext, Tool, Trust, always_configured, runs_anywhere, zero_or_one};
 use crate::diagnostic::{CheckerFix, Diagnostic, Severity};
 use crate::text::{Language, PositionEncoding};
 
@@ -27,6 +27,7 @@ pub const TOOL: Tool = Tool {
     parse,
     reported: zero_or_one,
     not_configured: always_configured,
+    unconfigured: runs_anywhere,
     install: "`pip install ruff`",
     sources: &["ruff"],
     precision: 1,

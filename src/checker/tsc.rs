@@ -7,7 +7,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::{Args, InputMode, ParseContext, Tool, Trust, always_configured, excerpt};
+use super::{Args, InputMode, ParseContext, Tool, Trust, always_configured, excerpt, runs_anywhere};
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::text::{Language, PositionEncoding};
 
@@ -22,6 +22,7 @@ pub const TOOL: Tool = Tool {
     // 1 and 2: errors found (2 when tsc also emitted nothing)
     reported: |code| (0..=2).contains(&code),
     not_configured: always_configured,
+    unconfigured: runs_anywhere,
     install: "`npm install --save-dev typescript`",
     sources: &["tsc", "typescript", "ts"],
     precision: 3,

@@ -125,6 +125,43 @@ fn eslint_reads_the_buffer_on_stdin_with_the_project_config() {
     assert!(severities.contains(&&json!(2)), "prefer-const is a warning: {severities:?}");
 }
 
+/// A project without an eslint configuration: eslint, asked for by name, is said to be off
+/// here, once, and the file's other diagnostics still arrive.
+#[test]
+fn eslint_without_a_configuration_is_said_to_be_off_once() {
+    if !require_tools(&["eslint"]) {
+        return;
+    }
+    let project = tempfile::tempdir().unwrap();
+    std::fs::write(project.path().join("a.ts"), "export const a = 1;\n").unwrap();
+    std::fs::write(project.path().join("b.ts"), "export const b = (;\n").unwrap();
+    let mut client = LspClient::for_project(project.path(), only("eslint"));
+    let a = client.open_file(&project.path().join("a.ts"), "typescript");
+    let told = client.wait_for("eslint said to be off", |m| {
+        m["method"] == "window/showMessage"
+            && m["params"]["message"].as_str().is_some_and(|t| t.contains("eslint is not configured"))
+    });
+    assert_eq!(
+        told["params"]["message"],
+        "Tokamak: eslint is not configured for this project: no eslint.config.(js|mjs|cjs) file; its checks are off here."
+    );
+    assert_eq!(told["params"]["type"], 2, "a warning: {told}");
+    let b = client.open_file(&project.path().join("b.ts"), "typescript");
+    let broken = client.wait_for("b.ts's syntax error", |m| {
+        m["method"] == "textDocument/publishDiagnostics"
+            && m["params"]["uri"] == b.as_str()
+            && m["params"]["diagnostics"].as_array().is_some_and(|d| !d.is_empty())
+    });
+    assert!(broken["params"]["diagnostics"].as_array().unwrap().iter().all(|d| d["source"] != "eslint"));
+    let clean = client.observer_diagnostics(&a, true);
+    assert!(clean["diagnostics"].as_array().unwrap().is_empty(), "{clean}");
+    let said = client.seen(|m| {
+        m["method"] == "window/showMessage"
+            && m["params"]["message"].as_str().is_some_and(|t| t.contains("eslint is not configured"))
+    });
+    assert!(said.is_empty(), "said once, not again for b.ts: {said:?}");
+}
+
 #[test]
 fn every_source_is_merged_into_one_publish_per_version() {
     if !require_tools(&["ruff", "mypy"]) {

@@ -10,7 +10,9 @@ use serde_json::json;
 use url::Url;
 
 use super::Checkers;
-use crate::checker::{Args, InputMode, ParseContext, Tool, Trust, always_configured, zero_or_one};
+use crate::checker::{
+    Args, InputMode, ParseContext, Tool, Trust, always_configured, runs_anywhere, zero_or_one,
+};
 use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::editor::{Editor, MessageLevel};
@@ -31,6 +33,7 @@ const TODO: Tool = Tool {
     parse,
     reported: zero_or_one,
     not_configured: always_configured,
+    unconfigured: runs_anywhere,
     install: "`apt install grep`",
     sources: &["todo"],
     precision: 6,

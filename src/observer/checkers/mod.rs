@@ -129,6 +129,14 @@ impl Checker {
         }
     }
 
+    /// What says, before it runs in `folder`, that the project has not set it up.
+    pub fn unconfigured(&self, folder: &Path) -> Option<String> {
+        match self.kind {
+            Kind::Tool(tool) => (tool.unconfigured)(folder, self.args.as_deref().unwrap_or_default()),
+            Kind::Pattern { .. } => None,
+        }
+    }
+
     /// The tool ran but the project has not set it up: what is missing.
     pub fn not_configured(&self, code: Option<i32>, stderr: &str) -> Option<String> {
         match self.kind {

@@ -71,6 +71,9 @@ pub struct RunInput<'a> {
 /// Runs `checker` on the snapshot's text and returns what it found in that document.
 pub async fn run(checker: &Checker, input: RunInput<'_>) -> Result<Vec<Diagnostic>, RunError> {
     let name = checker.name.clone();
+    if let Some(detail) = checker.unconfigured(&project_folder(checker, &input)) {
+        return Err(RunError::NotConfigured { name, detail });
+    }
     let text = input.snapshot.rope.to_string();
     let prepared =
         prepare(checker, &input, &text).map_err(|reason| RunError::Input { name: name.clone(), reason })?;
@@ -201,9 +204,16 @@ struct Prepared {
     _buffers: Vec<tempfile::NamedTempFile>,
 }
 
+/// The folder a checker runs in: the nearest from the file up to the root holding one of its
+/// project's markers, else the root.
+fn project_folder(checker: &Checker, input: &RunInput<'_>) -> PathBuf {
+    nearest_with(input.path, input.root, checker.project_markers())
+        .unwrap_or_else(|| input.root.to_path_buf())
+}
+
 fn prepare(checker: &Checker, input: &RunInput<'_>, text: &str) -> std::io::Result<Prepared> {
     let root = input.root.to_path_buf();
-    let project = nearest_with(input.path, &root, checker.project_markers()).unwrap_or_else(|| root.clone());
+    let project = project_folder(checker, input);
     let mut prepared = Prepared {
         args: Vec::new(),
         cwd: project.clone(),
