@@ -89,10 +89,10 @@ pub enum InputMode {
 pub enum Args {
     Fixed(&'static [&'static str]),
     /// Made per run from the nearest `config` file (its path in the folder the tool runs
-    /// in, if there is one) and the document's language.
+    /// in, if there is one), the document's path and its language.
     FromConfig {
         config: &'static str,
-        make: fn(Option<&Path>, Language) -> Vec<String>,
+        make: fn(Option<&Path>, &Path, Language) -> Vec<String>,
     },
 }
 

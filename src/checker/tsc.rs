@@ -32,24 +32,22 @@ pub const TOOL: Tool = Tool {
 };
 
 /// tsc's arguments: the project's nearest `tsconfig.json` when there is one (so its options
-/// and paths apply), else the file alone with modern defaults.
-pub fn args(tsconfig: Option<&Path>, language: Language) -> Vec<String> {
+/// and paths apply), else the file alone with modern defaults. Declaration files are not
+/// checked (`--skipLibCheck`) unless `file` is one: what tsc reports in them is never about
+/// another file, and checking the libraries' is most of its time (2.3 s → 1.0 s on a project
+/// of two files).
+pub fn args(tsconfig: Option<&Path>, file: &Path, language: Language) -> Vec<String> {
     let mut args: Vec<String> = ["--noEmit", "--pretty", "false"].iter().map(|a| a.to_string()).collect();
+    if !is_declaration(file) {
+        args.push("--skipLibCheck".to_string());
+    }
     match tsconfig {
         Some(config) => {
             args.push("-p".to_string());
             args.push(config.display().to_string());
         }
         None => {
-            for arg in [
-                "--target",
-                "es2022",
-                "--module",
-                "esnext",
-                "--moduleResolution",
-                "bundler",
-                "--skipLibCheck",
-            ] {
+            for arg in ["--target", "es2022", "--module", "esnext", "--moduleResolution", "bundler"] {
                 args.push(arg.to_string());
             }
             if language == Language::Tsx {
@@ -59,6 +57,12 @@ pub fn args(tsconfig: Option<&Path>, language: Language) -> Vec<String> {
         }
     }
     args
+}
+
+/// `.d.ts`, `.d.mts`, `.d.cts` (and `.d.<ext>.ts`, a declaration for another kind of file).
+fn is_declaration(file: &Path) -> bool {
+    let name = file.file_name().map(|n| n.to_string_lossy().to_ascii_lowercase()).unwrap_or_default();
+    [".ts", ".mts", ".cts"].iter().any(|ext| name.ends_with(ext)) && name.contains(".d.")
 }
 
 /// tsc's syntax errors are numbered 1000–1999.
@@ -151,14 +155,27 @@ mod tests {
 
     #[test]
     fn the_tsconfig_is_used_when_there_is_one() {
+        let file = Path::new("/p/src/a.ts");
         assert_eq!(
-            args(Some(Path::new("/p/tsconfig.json")), Language::TypeScript)[3..],
-            ["-p", "/p/tsconfig.json"]
+            args(Some(Path::new("/p/tsconfig.json")), file, Language::TypeScript)[3..],
+            ["--skipLibCheck", "-p", "/p/tsconfig.json"]
         );
-        let alone = args(None, Language::Tsx);
+        let alone = args(None, Path::new("/p/src/a.tsx"), Language::Tsx);
         assert!(
             alone.contains(&"--jsx".to_string()) && alone.last() == Some(&"{file}".to_string()),
             "{alone:?}"
         );
+        assert!(alone.contains(&"--skipLibCheck".to_string()), "{alone:?}");
+    }
+
+    #[test]
+    fn a_declaration_file_is_checked_itself() {
+        for file in ["/p/types/env.d.ts", "/p/a.D.MTS", "/p/styles.d.css.ts"] {
+            let with = args(Some(Path::new("/p/tsconfig.json")), Path::new(file), Language::TypeScript);
+            assert!(!with.contains(&"--skipLibCheck".to_string()), "{file}: {with:?}");
+            let alone = args(None, Path::new(file), Language::TypeScript);
+            assert!(!alone.contains(&"--skipLibCheck".to_string()), "{file}: {alone:?}");
+        }
+        assert!(!is_declaration(Path::new("/p/d.ts")) && !is_declaration(Path::new("/p/a.d.js")));
     }
 }

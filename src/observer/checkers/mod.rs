@@ -99,6 +99,7 @@ impl Checker {
     pub fn arg_templates(
         &self,
         config_at: impl FnOnce(&str) -> Option<PathBuf>,
+        file: &Path,
         language: Language,
     ) -> Vec<String> {
         match (&self.args, &self.kind) {
@@ -107,7 +108,7 @@ impl Checker {
                 list.iter().map(ToString::to_string).collect()
             }
             (None, Kind::Tool(Tool { args: Args::FromConfig { config, make }, .. })) => {
-                make(config_at(config).as_deref(), language)
+                make(config_at(config).as_deref(), file, language)
             }
             (None, Kind::Pattern { .. }) => Vec::new(),
         }

@@ -268,7 +268,7 @@ fn prepare(checker: &Checker, input: &RunInput<'_>, text: &str) -> std::io::Resu
         nearest_with(input.path, &root, &[config])
             .map(|dir| prepared.cwd.join(dir.strip_prefix(&project).unwrap_or(Path::new(""))).join(config))
     };
-    let mut templates = checker.arg_templates(config_at, input.snapshot.language);
+    let mut templates = checker.arg_templates(config_at, input.path, input.snapshot.language);
     if checker.input == InputMode::ShadowFile {
         if same_as_disk
             && let Some(at) = templates.windows(3).position(|w| w == ["--shadow-file", "{file}", "{buffer}"])
