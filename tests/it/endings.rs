@@ -3,7 +3,8 @@
 //! the plan's states: every change rejected or refused, an approval overtaken by typing, a
 //! major drift answered "go on" whose edit no longer applies, tests that cannot run — and seed
 //! 000's scenario with pyright judging the open, unsaved buffers across files, with and
-//! without bubblewrap, ending done without a repair round.
+//! without bubblewrap, ending done without a repair round. The failure paths' endings are
+//! snapshots too (`expect-test`; `UPDATE_EXPECT=1` rewrites them): every line a reader sees.
 
 use crate::support;
 
@@ -11,6 +12,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use expect_test::expect;
 use serde_json::{Value, json};
 use support::model_server::{ModelServer, Scripted, openai_chat};
 use support::scenario::{GOAL, PYTHON, block, call};
@@ -50,6 +52,52 @@ fn last_plan(client: &LspClient) -> Vec<(String, String)> {
         .iter()
         .map(|s| (s["status"].as_str().unwrap().to_string(), s["glyph"].as_str().unwrap().to_string()))
         .collect()
+}
+
+/// A run's ending as its reader sees it, one fact a line — exit reason, summary, each step's
+/// status, title and note, what is left, the files changed — with the project's folder written
+/// `$ROOT`, the tools' `$TOOLS`, the run's id `$RUN` and times `N s`: what the snapshots
+/// below hold whole.
+fn ending(end: &Value, root: &Path) -> String {
+    let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    let run = regex::Regex::new(r"tokamak-run-\d+-[0-9a-f]+").unwrap();
+    let seconds = regex::Regex::new(r"\d+(\.\d+)? s\b").unwrap();
+    let plain = |text: &str| {
+        let text = text.replace(&root.display().to_string(), "$ROOT");
+        let text = text.replace(&support::tools_dir().display().to_string(), "$TOOLS");
+        let text = run.replace_all(&text, regex::NoExpand("$RUN"));
+        seconds.replace_all(&text, "N s").into_owned()
+    };
+    let text = |value: &Value| plain(value.as_str().unwrap_or_default());
+    let mut out = format!("exit_reason: {}\nsummary: {}\n", text(&end["exit_reason"]), text(&end["summary"]));
+    let steps = end.get("steps").filter(|s| s.is_array()).unwrap_or(&end["step_endings"]);
+    for step in steps.as_array().into_iter().flatten() {
+        out.push_str(&format!(
+            "step {}: {} | {}\n",
+            text(&step["status"]),
+            text(&step["title"]),
+            text(&step["note"])
+        ));
+    }
+    for (part, value) in end["left"].as_object().into_iter().flatten() {
+        match value {
+            Value::Array(items) => {
+                items.iter().for_each(|item| out.push_str(&format!("left {part}: {}\n", text(item))))
+            }
+            other => {
+                out.push_str(&format!("left {part}: {}\n", other.as_str().map_or(other.to_string(), plain)))
+            }
+        }
+    }
+    for file in end["files_changed"].as_array().into_iter().flatten() {
+        let path =
+            url::Url::parse(file.as_str().unwrap_or_default()).ok().and_then(|u| u.to_file_path().ok());
+        out.push_str(&format!(
+            "changed: {}\n",
+            path.map_or_else(|| text(file), |p| plain(&p.display().to_string()))
+        ));
+    }
+    out
 }
 
 /// The messages of the diagnostics from `source`.
@@ -113,6 +161,13 @@ fn a_run_whose_every_change_was_rejected_or_refused_is_not_done() {
     assert_eq!(last_plan(&client), [("rejected".to_string(), "✗".to_string())]);
     assert_eq!(client.text(&uri), APP, "nothing changed");
     assert!(end["files_changed"].as_array().unwrap().is_empty(), "{end:#}");
+    expect![[r#"
+        exit_reason: failed
+        summary: make total safe: 0 of 1 step(s) done; step 1 (Make total safe) rejected: nothing changed: app.py rejected (The user rejected this (edit app.py): not like that.); app.py refused (the context_navigation mode does not allow changing files (edit)); rejected: app.py rejected (The user rejected this (edit app.py): not like that.); refused: app.py refused (the context_navigation mode does not allow changing files (edit)).
+        step rejected: Make total safe | nothing changed: app.py rejected (The user rejected this (edit app.py): not like that.); app.py refused (the context_navigation mode does not allow changing files (edit))
+        left refused: app.py refused (the context_navigation mode does not allow changing files (edit))
+        left rejected: app.py rejected (The user rejected this (edit app.py): not like that.)
+    "#]].assert_eq(&ending(&end, root));
     client.shutdown();
 }
 
@@ -155,6 +210,12 @@ fn an_approved_change_overtaken_by_typing_is_told_and_the_step_is_not_done() {
     let summary = end["summary"].as_str().unwrap();
     assert!(summary.contains("0 of 1 step(s) done; step 1 (Make total safe) not applied"), "{summary}");
     assert_eq!(last_plan(&client), [("not_applied".to_string(), "✗".to_string())]);
+    expect![[r#"
+        exit_reason: failed
+        summary: make total safe: 0 of 1 step(s) done; step 1 (Make total safe) not applied: nothing changed: app.py approved but not applied (app.py was not changed: you edited the lines the change touches, so it was not applied (your typing wins)); not applied: app.py approved but not applied (app.py was not changed: you edited the lines the change touches, so it was not applied (your typing wins)).
+        step not_applied: Make total safe | nothing changed: app.py approved but not applied (app.py was not changed: you edited the lines the change touches, so it was not applied (your typing wins))
+        left not_applied: app.py approved but not applied (app.py was not changed: you edited the lines the change touches, so it was not applied (your typing wins))
+    "#]].assert_eq(&ending(&end, root));
     assert_eq!(
         client.text(&uri),
         "def total(items):\n    return sum(items, 0)\n",
@@ -208,6 +269,13 @@ fn a_major_drift_answered_go_on_whose_edit_did_not_apply_is_not_done() {
         "{result:#}"
     );
     assert!(result["left"]["drift"][0].as_str().unwrap().starts_with("app.py: major drift"), "{result:#}");
+    expect![[r#"
+        exit_reason: failed
+        summary: make total safe: 0 of 1 step(s) done; step 1 (Make total safe) not applied: nothing changed: app.py approved but not applied (app.py was not edited: it changed since you read it (major drift: removed total; added sum_all), so an edit is made only where each SEARCH is found exactly as it is now.); not applied: app.py approved but not applied (app.py was not edited: it changed since you read it (major drift: removed total; added sum_all), so an edit is made only where each SEARCH is found exactly as it is now.); drift: app.py: major drift (removed total; added sum_all); the user was asked whether to go on.
+        step not_applied: Make total safe | nothing changed: app.py approved but not applied (app.py was not edited: it changed since you read it (major drift: removed total; added sum_all), so an edit is made only where each SEARCH is found exactly as it is now.)
+        left not_applied: app.py approved but not applied (app.py was not edited: it changed since you read it (major drift: removed total; added sum_all), so an edit is made only where each SEARCH is found exactly as it is now.)
+        left drift: app.py: major drift (removed total; added sum_all); the user was asked whether to go on
+    "#]].assert_eq(&ending(&result, root));
     assert_eq!(std::fs::read_to_string(root.join("app.py")).unwrap(), theirs, "their change is kept");
 }
 
@@ -237,6 +305,13 @@ fn tests_that_cannot_run_end_the_run_untested_without_a_model_call() {
     let note = result["step_endings"][0]["note"].as_str().unwrap();
     assert!(note.contains("the tests did not run"), "{note}");
     assert!(result["summary"].as_str().unwrap().contains("the tests could not run"), "{result:#}");
+    expect![[r#"
+        exit_reason: untested
+        summary: make total safe: all 1 step(s) done; the tests could not run: the test runner `no_such_test_runner_xyz` is not installed for `$TOOLS/venv/bin/python`: $TOOLS/venv/bin/python: No module named no_such_test_runner_xyz. Changed: app.py. Undo with tokamak rollback $RUN.
+        step done: Make total safe | total is safe (the tests did not run: the test runner `no_such_test_runner_xyz` is not installed for `$TOOLS/venv/bin/python`: $TOOLS/venv/bin/python: No module named no_such_test_runner_xyz)
+        left tests_not_run: the test runner `no_such_test_runner_xyz` is not installed for `$TOOLS/venv/bin/python`: $TOOLS/venv/bin/python: No module named no_such_test_runner_xyz
+        changed: $ROOT/app.py
+    "#]].assert_eq(&ending(&result, root));
     assert_eq!(model.requests().len(), 3, "no model call spent on tests that cannot run");
     let asked: String = model.requests().iter().map(|r| r.body.to_string()).collect();
     assert!(!asked.contains("Make them pass"), "{asked}");
