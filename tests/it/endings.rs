@@ -163,7 +163,7 @@ fn a_run_whose_every_change_was_rejected_or_refused_is_not_done() {
     assert!(end["files_changed"].as_array().unwrap().is_empty(), "{end:#}");
     expect![[r#"
         exit_reason: failed
-        summary: make total safe: 0 of 1 step(s) done; step 1 (Make total safe) rejected: nothing changed: app.py rejected (The user rejected this (edit app.py): not like that.); app.py refused (the context_navigation mode does not allow changing files (edit)); rejected: app.py rejected (The user rejected this (edit app.py): not like that.); refused: app.py refused (the context_navigation mode does not allow changing files (edit)).
+        summary: make total safe: 0 of 1 step(s) done; step 1 (Make total safe) rejected: nothing changed: app.py rejected (The user rejected this (edit app.py): not like that.); app.py refused (the context_navigation mode does not allow changing files (edit)).
         step rejected: Make total safe | nothing changed: app.py rejected (The user rejected this (edit app.py): not like that.); app.py refused (the context_navigation mode does not allow changing files (edit))
         left refused: app.py refused (the context_navigation mode does not allow changing files (edit))
         left rejected: app.py rejected (The user rejected this (edit app.py): not like that.)
@@ -212,7 +212,7 @@ fn an_approved_change_overtaken_by_typing_is_told_and_the_step_is_not_done() {
     assert_eq!(last_plan(&client), [("not_applied".to_string(), "✗".to_string())]);
     expect![[r#"
         exit_reason: failed
-        summary: make total safe: 0 of 1 step(s) done; step 1 (Make total safe) not applied: nothing changed: app.py approved but not applied (app.py was not changed: you edited the lines the change touches, so it was not applied (your typing wins)); not applied: app.py approved but not applied (app.py was not changed: you edited the lines the change touches, so it was not applied (your typing wins)).
+        summary: make total safe: 0 of 1 step(s) done; step 1 (Make total safe) not applied: nothing changed: app.py approved but not applied (app.py was not changed: you edited the lines the change touches, so it was not applied (your typing wins)).
         step not_applied: Make total safe | nothing changed: app.py approved but not applied (app.py was not changed: you edited the lines the change touches, so it was not applied (your typing wins))
         left not_applied: app.py approved but not applied (app.py was not changed: you edited the lines the change touches, so it was not applied (your typing wins))
     "#]].assert_eq(&ending(&end, root));
@@ -271,7 +271,7 @@ fn a_major_drift_answered_go_on_whose_edit_did_not_apply_is_not_done() {
     assert!(result["left"]["drift"][0].as_str().unwrap().starts_with("app.py: major drift"), "{result:#}");
     expect![[r#"
         exit_reason: failed
-        summary: make total safe: 0 of 1 step(s) done; step 1 (Make total safe) not applied: nothing changed: app.py approved but not applied (app.py was not edited: it changed since you read it (major drift: removed total; added sum_all), so an edit is made only where each SEARCH is found exactly as it is now.); not applied: app.py approved but not applied (app.py was not edited: it changed since you read it (major drift: removed total; added sum_all), so an edit is made only where each SEARCH is found exactly as it is now.); drift: app.py: major drift (removed total; added sum_all); the user was asked whether to go on.
+        summary: make total safe: 0 of 1 step(s) done; step 1 (Make total safe) not applied: nothing changed: app.py approved but not applied (app.py was not edited: it changed since you read it (major drift: removed total; added sum_all), so an edit is made only where each SEARCH is found exactly as it is now.); drift: app.py: major drift (removed total; added sum_all); the user was asked whether to go on.
         step not_applied: Make total safe | nothing changed: app.py approved but not applied (app.py was not edited: it changed since you read it (major drift: removed total; added sum_all), so an edit is made only where each SEARCH is found exactly as it is now.)
         left not_applied: app.py approved but not applied (app.py was not edited: it changed since you read it (major drift: removed total; added sum_all), so an edit is made only where each SEARCH is found exactly as it is now.)
         left drift: app.py: major drift (removed total; added sum_all); the user was asked whether to go on

@@ -200,8 +200,15 @@ pub fn run_ending(plan: &Plan, left: &Left) -> (ExitReason, String) {
         ExitReason::Failed
     };
     parts.extend(replaced);
-    // what is left, a change the user rejected beside ones that landed included
-    parts.extend(left.describe());
+    // what is left, a change the user rejected beside ones that landed included — but not a
+    // change a step's note above already names
+    let notes: Vec<&str> =
+        plan.steps.iter().filter(|s| !plan.made_good(s)).map(|s| s.note.as_str()).collect();
+    let mut unsaid = left.clone();
+    for changes in [&mut unsaid.rejected, &mut unsaid.refused, &mut unsaid.not_applied] {
+        changes.retain(|change| !notes.iter().any(|note| note.contains(change.as_str())));
+    }
+    parts.extend(unsaid.describe());
     (reason, parts.join("; "))
 }
 
@@ -287,6 +294,16 @@ mod tests {
         assert!(
             summary.contains("0 of 1 step(s) done; step 1 (title 1) rejected: nothing changed"),
             "{summary}"
+        );
+        // a change the step's note names is not named again; one it does not name is
+        let left = Left {
+            rejected: vec!["a.py rejected".to_string(), "b.py rejected".to_string()],
+            ..Left::default()
+        };
+        let (_, summary) = run_ending(&refused, &left);
+        assert_eq!(
+            summary,
+            "the goal: 0 of 1 step(s) done; step 1 (title 1) rejected: nothing changed: a.py rejected; rejected: b.py rejected"
         );
 
         let mut failed = step("1", StepStatus::Failed, "the tests still fail");
