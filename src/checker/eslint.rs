@@ -16,14 +16,7 @@ pub const TOOL: Tool = Tool {
     languages: &[Language::TypeScript, Language::Tsx, Language::JavaScript, Language::Jsx],
     input: InputMode::Stdin,
     args: Args::Fixed(&["--format", "json", "--no-warn-ignored", "--stdin", "--stdin-filename", "{file}"]),
-    project_markers: &[
-        "eslint.config.js",
-        "eslint.config.mjs",
-        "eslint.config.cjs",
-        "eslint.config.ts",
-        "eslint.config.mts",
-        "eslint.config.cts",
-    ],
+    project_markers: FLAT_CONFIGS,
     parse,
     reported: zero_or_one,
     not_configured: without_config,
@@ -42,35 +35,35 @@ fn without_config(code: Option<i32>, stderr: &str) -> Option<String> {
         .then(|| "no eslint.config.(js|mjs|cjs) file".to_string())
 }
 
-/// The files an eslint finds its configuration in: flat (eslint 9) and legacy (eslint 8, and 9
-/// under `ESLINT_USE_FLAT_CONFIG=false`).
-const CONFIG_FILES: &[&str] = &[
+/// The files eslint 9 finds its flat configuration in.
+const FLAT_CONFIGS: &[&str] = &[
     "eslint.config.js",
     "eslint.config.mjs",
     "eslint.config.cjs",
     "eslint.config.ts",
     "eslint.config.mts",
     "eslint.config.cts",
-    ".eslintrc",
-    ".eslintrc.js",
-    ".eslintrc.cjs",
-    ".eslintrc.yaml",
-    ".eslintrc.yml",
-    ".eslintrc.json",
 ];
 
-/// No eslint finds a configuration when none of its files is in the folder it runs in or any
-/// above (nor `eslintConfig` in a `package.json` there) and its arguments name none: it would
-/// only start Node to say so (some 0.4 s a run).
-fn no_config_file(folder: &Path, args: &[String]) -> Option<String> {
-    let named =
-        args.iter().any(|arg| arg == "-c" || arg.starts_with("--config") || arg == "--no-config-lookup");
+/// The files of a legacy configuration (eslint 8, and 9 under `ESLINT_USE_FLAT_CONFIG=false`).
+const LEGACY_CONFIGS: &[&str] =
+    &[".eslintrc", ".eslintrc.js", ".eslintrc.cjs", ".eslintrc.yaml", ".eslintrc.yml", ".eslintrc.json"];
+
+/// No eslint finds a configuration when none of its files is in the checked file's folder or
+/// any above it (which holds the folder it runs in; eslint 8 looks from the file's folder) — nor
+/// `eslintConfig` in a `package.json` there — and its arguments name none: it would only start
+/// Node to say so (some 0.4 s a run).
+fn no_config_file(file: &Path, args: &[String]) -> Option<String> {
+    let named = args.iter().any(|arg| {
+        arg == "-c" || arg.starts_with("--config") || arg == "--no-config-lookup" || arg == "--no-eslintrc"
+    });
+    let folder = file.parent().unwrap_or(file);
     let found = folder.ancestors().any(|folder| {
-        CONFIG_FILES.iter().any(|name| folder.join(name).exists())
+        FLAT_CONFIGS.iter().chain(LEGACY_CONFIGS).any(|name| folder.join(name).exists())
             || std::fs::read_to_string(folder.join("package.json"))
                 .is_ok_and(|json| json.contains("\"eslintConfig\""))
     });
-    (!named && !found).then(|| "no eslint.config.(js|mjs|cjs) file".to_string())
+    (!named && !found).then(|| "no eslint configuration file in or above its folder".to_string())
 }
 
 /// eslint loads `eslint.config.*`, which is a program.
@@ -130,23 +123,26 @@ mod tests {
     fn without_a_config_file_above_it_eslint_is_not_started() {
         let dir = tempfile::tempdir().unwrap();
         let package = dir.path().join("packages/app");
-        std::fs::create_dir_all(&package).unwrap();
-        let unconfigured = no_config_file(&package, &[]);
-        assert_eq!(unconfigured.as_deref(), Some("no eslint.config.(js|mjs|cjs) file"));
-        // arguments that name a configuration: eslint is asked
-        assert_eq!(no_config_file(&package, &["-c".into(), "lint.mjs".into()]), None);
-        assert_eq!(no_config_file(&package, &["--config=lint.mjs".into()]), None);
-        // a configuration above the folder it runs in (a monorepo's), flat or legacy
-        std::fs::write(dir.path().join("eslint.config.mjs"), "export default [];\n").unwrap();
-        assert_eq!(no_config_file(&package, &[]), None);
-        std::fs::remove_file(dir.path().join("eslint.config.mjs")).unwrap();
-        std::fs::write(package.join(".eslintrc.json"), "{}\n").unwrap();
-        assert_eq!(no_config_file(&package, &[]), None);
-        std::fs::remove_file(package.join(".eslintrc.json")).unwrap();
+        std::fs::create_dir_all(package.join("src")).unwrap();
+        let file = package.join("src/index.ts");
+        let unconfigured = no_config_file(&file, &[]);
+        assert_eq!(unconfigured.as_deref(), Some("no eslint configuration file in or above its folder"));
+        // arguments that name a configuration, or run without one: eslint is asked
+        for args in [&["-c", "lint.mjs"][..], &["--config=lint.mjs"], &["--no-eslintrc", "--rule", "x: 2"]] {
+            let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+            assert_eq!(no_config_file(&file, &args), None, "{args:?}");
+        }
+        // a configuration above the folder it runs in (a monorepo's), flat or legacy, or one
+        // between the file and that folder (eslint 8 looks from the file's)
+        for config in ["eslint.config.mjs", "packages/app/.eslintrc.json", "packages/app/src/.eslintrc.yml"] {
+            std::fs::write(dir.path().join(config), "{}\n").unwrap();
+            assert_eq!(no_config_file(&file, &[]), None, "{config}");
+            std::fs::remove_file(dir.path().join(config)).unwrap();
+        }
         std::fs::write(package.join("package.json"), "{\"eslintConfig\": {}}\n").unwrap();
-        assert_eq!(no_config_file(&package, &[]), None);
+        assert_eq!(no_config_file(&file, &[]), None);
         std::fs::write(package.join("package.json"), "{\"name\": \"app\"}\n").unwrap();
-        assert!(no_config_file(&package, &[]).is_some());
+        assert!(no_config_file(&file, &[]).is_some());
     }
 
     #[test]

@@ -44,9 +44,8 @@ pub struct Tool {
     pub reported: fn(i32) -> bool,
     /// The tool ran but the project has not set it up (exit code, stderr) → what is missing.
     pub not_configured: fn(Option<i32>, &str) -> Option<String>,
-    /// What says before it runs, in the folder it would run in with these arguments, that it
-    /// would find nothing to run with — as `not_configured` would say after: no process started
-    /// to learn it.
+    /// What the project lacks for it to check a file (its path, the arguments), known before
+    /// it runs, as `not_configured` would say after: no process started to learn it.
     pub unconfigured: fn(&Path, &[String]) -> Option<String>,
     /// How a user installs it, for the sentence of a file only the syntax check could check.
     pub install: &'static str,

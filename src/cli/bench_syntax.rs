@@ -260,7 +260,7 @@ fn pick_files(dirs: &[PathBuf], extension: &str, count: usize) -> Vec<PathBuf> {
         for entry in crate::walk::project(dir).with_ignored().entries() {
             let path = entry.path();
             if path.extension().is_some_and(|e| e == extension)
-                && !path.to_string_lossy().ends_with(".d.ts")
+                && !crate::language::is_declaration_file(path)
                 && entry.metadata().is_ok_and(|m| m.is_file() && m.len() <= MAX_FILE_BYTES)
             {
                 all.push(path.to_path_buf());

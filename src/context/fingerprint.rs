@@ -172,7 +172,7 @@ fn parsed(language: Language, text: &str) -> Option<(Vec<(String, String)>, Stri
                 Some(container) => format!("{container}.{}", d.name),
                 None => d.name.clone(),
             };
-            // a comment between a Python signature and its `:` is the signature's text
+            // a comment between a Python signature and its body is the signature's text
             let signature = match spec {
                 Some(spec) if indented => {
                     let comment = format!(" {}", spec.line_comment);

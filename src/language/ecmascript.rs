@@ -57,6 +57,7 @@ const NODES: Nodes = Nodes {
         ("internal_module", SymbolKind::Module),
         ("module", SymbolKind::Module),
     ],
+    class_functions_are_methods: false,
     decorated: &[],
     exported: &[("export_statement", "declaration")],
     bindings: &["variable_declarator", "public_field_definition"],
@@ -169,6 +170,16 @@ pub static JSX: Spec = ecmascript(
     |text, _| strict(text, oxc_span::SourceType::jsx()),
     true,
 );
+
+/// Whether a file is a TypeScript declaration file, as TypeScript tells them: `.d.ts`, `.d.mts`,
+/// `.d.cts`, and `.d.<extension>.ts` (one for a file of another kind, `styles.d.css.ts`).
+pub fn is_declaration_file(path: &std::path::Path) -> bool {
+    let name = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+    let Some(stem) = name.strip_suffix(".ts") else {
+        return name.ends_with(".d.mts") || name.ends_with(".d.cts");
+    };
+    stem.ends_with(".d") || stem.rsplit_once('.').is_some_and(|(before, _)| before.ends_with(".d"))
+}
 
 /// `*.test.*` and `*.spec.*`.
 fn test_file_name(name: &str) -> bool {

@@ -10,6 +10,7 @@ mod ecmascript;
 mod nodes;
 mod python;
 
+pub use ecmascript::is_declaration_file;
 pub use nodes::{Holders, Imported, Nodes, SymbolKind};
 
 use std::fmt;
@@ -200,6 +201,16 @@ mod tests {
         assert!(is_test_file(Path::new("src/x.test.mjs")));
         assert!(!is_test_file(Path::new("src/latest.py")) && !is_test_file(Path::new("src/contest.ts")));
         assert!(!is_test_file(Path::new("docs/x.test.md")), "not a language Tokamak knows");
+    }
+
+    #[test]
+    fn declaration_files_as_typescript_tells_them() {
+        for name in ["a.d.ts", "x/env.d.mts", "b.d.cts", "styles.d.css.ts", "a.b.d.ts"] {
+            assert!(is_declaration_file(Path::new(name)), "{name}");
+        }
+        for name in ["a.ts", "d.ts", "a.D.TS", "a.d.js", "my.data.ts", "a.d.css.mts", "a.d"] {
+            assert!(!is_declaration_file(Path::new(name)), "{name}");
+        }
     }
 
     #[test]

@@ -42,9 +42,13 @@ pub struct Imported {
 
 /// The node kinds of one grammar that Tokamak reads.
 pub struct Nodes {
-    /// A definition's kind and what it defines; a `Function` inside a class or an interface is
-    /// a `Method`. Each has a `name` field and, when it has a body, a `body` field.
+    /// A definition's kind and what it defines. Each has a `name` field and, when it has a
+    /// body, a `body` field.
     pub definitions: &'static [(&'static str, SymbolKind)],
+    /// Whether a `Function` defined inside a class or an interface is a `Method` (Python's
+    /// `def`); where methods have kinds of their own (JavaScript's), a function declaration
+    /// stays a function wherever it is.
+    pub class_functions_are_methods: bool,
     /// A node around a definition that is part of it (Python's decorators), and the field the
     /// definition is in: the symbol spans the wrapper.
     pub decorated: &'static [(&'static str, &'static str)],
@@ -76,10 +80,10 @@ pub struct Nodes {
 }
 
 impl Nodes {
-    /// What a definition node defines, inside `parent` (a function in a class is a method).
+    /// What a definition node defines, inside `parent` (see `class_functions_are_methods`).
     pub fn defines(&self, kind: &str, parent: Option<SymbolKind>) -> Option<SymbolKind> {
         let defines = self.definitions.iter().find(|(k, _)| *k == kind).map(|(_, defines)| *defines)?;
-        Some(defines.inside(parent))
+        Some(if self.class_functions_are_methods { defines.inside(parent) } else { defines })
     }
 
     /// The definition a decorated node wraps (its symbol spans the wrapper).
@@ -191,7 +195,7 @@ mod tests {
     }
 
     #[test]
-    fn a_function_in_a_class_or_an_interface_is_a_method() {
+    fn a_python_function_in_a_class_is_a_method_a_javascript_one_is_not() {
         let python = Language::Python.nodes().unwrap();
         assert_eq!(python.defines("function_definition", None), Some(SymbolKind::Function));
         assert_eq!(python.defines("function_definition", Some(SymbolKind::Class)), Some(SymbolKind::Method));
@@ -203,6 +207,9 @@ mod tests {
         assert_eq!(python.defines("call", None), None);
         let typescript = Language::TypeScript.nodes().unwrap();
         assert_eq!(typescript.defines("interface_declaration", None), Some(SymbolKind::Interface));
+        // `class A { static { function helper() {} } }`: a function, as JavaScript says
+        let in_class = typescript.defines("function_declaration", Some(SymbolKind::Class));
+        assert_eq!(in_class, Some(SymbolKind::Function));
         assert!(typescript.may_hold("export_statement") && !typescript.may_hold("template_string"));
         assert!(python.may_hold("if_statement") && !python.may_hold("call"));
     }

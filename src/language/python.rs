@@ -34,6 +34,7 @@ pub static PYTHON: Spec = Spec {
             ("class_definition", SymbolKind::Class),
             ("function_definition", SymbolKind::Function),
         ],
+        class_functions_are_methods: true,
         decorated: &[("decorated_definition", "definition")],
         exported: &[],
         bindings: &[],

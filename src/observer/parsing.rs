@@ -373,8 +373,7 @@ pub(super) fn strict_entry(snapshot: &DocumentSnapshot) -> SourceEntry {
         return empty;
     }
     let text = snapshot.rope.to_string();
-    let path = snapshot.uri.path();
-    let declaration = [".d.ts", ".d.mts", ".d.cts"].iter().any(|end| path.ends_with(end));
+    let declaration = crate::language::is_declaration_file(std::path::Path::new(snapshot.uri.path()));
     let boundary = |mut at: usize| {
         at = at.min(text.len());
         while !text.is_char_boundary(at) {

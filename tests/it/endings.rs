@@ -59,10 +59,11 @@ fn last_plan(client: &LspClient) -> Vec<(String, String)> {
 /// `$ROOT`, the tools' `$TOOLS`, the run's id `$RUN` and times `N s`: what the snapshots
 /// below hold whole.
 fn ending(end: &Value, root: &Path) -> String {
-    let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    let canonical = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
     let run = regex::Regex::new(r"tokamak-run-\d+-[0-9a-f]+").unwrap();
     let seconds = regex::Regex::new(r"\d+(\.\d+)? s\b").unwrap();
     let plain = |text: &str| {
+        let text = text.replace(&canonical.display().to_string(), "$ROOT");
         let text = text.replace(&root.display().to_string(), "$ROOT");
         let text = text.replace(&support::tools_dir().display().to_string(), "$TOOLS");
         let text = run.replace_all(&text, regex::NoExpand("$RUN"));

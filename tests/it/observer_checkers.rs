@@ -143,7 +143,7 @@ fn eslint_without_a_configuration_is_said_to_be_off_once() {
     });
     assert_eq!(
         told["params"]["message"],
-        "Tokamak: eslint is not configured for this project: no eslint.config.(js|mjs|cjs) file; its checks are off here."
+        "Tokamak: eslint is not configured for this project: no eslint configuration file in or above its folder; its checks are off here."
     );
     assert_eq!(told["params"]["type"], 2, "a warning: {told}");
     let b = client.open_file(&project.path().join("b.ts"), "typescript");

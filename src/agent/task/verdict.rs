@@ -206,10 +206,22 @@ pub fn run_ending(plan: &Plan, left: &Left) -> (ExitReason, String) {
         plan.steps.iter().filter(|s| !plan.made_good(s)).map(|s| s.note.as_str()).collect();
     let mut unsaid = left.clone();
     for changes in [&mut unsaid.rejected, &mut unsaid.refused, &mut unsaid.not_applied] {
-        changes.retain(|change| !notes.iter().any(|note| note.contains(change.as_str())));
+        changes.retain(|change| !notes.iter().any(|note| names(note, change)));
     }
     parts.extend(unsaid.describe());
     (reason, parts.join("; "))
+}
+
+/// Whether `note` names `change` as one of its items: the whole of it, after the note's start,
+/// a `: ` or a `; `, and before its end, a `; ` or a `.` (`p.py refused (…)` is not named by
+/// `app.py refused (…)`).
+fn names(note: &str, change: &str) -> bool {
+    note.match_indices(change).any(|(at, _)| {
+        let before = &note[..at];
+        let after = &note[at + change.len()..];
+        (before.is_empty() || before.ends_with(": ") || before.ends_with("; "))
+            && (after.is_empty() || after.starts_with("; ") || after.starts_with('.'))
+    })
 }
 
 #[cfg(test)]
@@ -301,6 +313,9 @@ mod tests {
             ..Left::default()
         };
         let (_, summary) = run_ending(&refused, &left);
+        assert!(names("nothing changed: a.py rejected; b.py refused (x)", "b.py refused (x)"));
+        assert!(!names("nothing changed: app.py refused (x)", "p.py refused (x)"), "a whole item only");
+        assert!(!names("nothing changed: a.py rejected (x); b", "a.py rejected"), "a whole item only");
         assert_eq!(
             summary,
             "the goal: 0 of 1 step(s) done; step 1 (title 1) rejected: nothing changed: a.py rejected; rejected: b.py rejected"

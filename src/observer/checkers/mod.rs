@@ -130,11 +130,15 @@ impl Checker {
         }
     }
 
-    /// What says, before it runs in `folder`, that the project has not set it up.
-    pub fn unconfigured(&self, folder: &Path) -> Option<String> {
+    /// What the project lacks for it to check `file`, known before it runs: for the tool's own
+    /// program only (another set in its place — a wrapper, a daemon — may bring its own
+    /// configuration).
+    pub fn unconfigured(&self, file: &Path) -> Option<String> {
         match self.kind {
-            Kind::Tool(tool) => (tool.unconfigured)(folder, self.args.as_deref().unwrap_or_default()),
-            Kind::Pattern { .. } => None,
+            Kind::Tool(tool) if self.command == tool.command => {
+                (tool.unconfigured)(file, self.args.as_deref().unwrap_or_default())
+            }
+            Kind::Tool(_) | Kind::Pattern { .. } => None,
         }
     }
 

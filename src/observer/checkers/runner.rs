@@ -43,8 +43,8 @@ pub enum RunError {
         "{name} exited but left a process running that held its output open; that process was stopped and the run not used"
     )]
     LeftBehind { name: String },
-    /// The tool runs but the project has not set it up (eslint without an
-    /// `eslint.config.*`): not a failure of the tool.
+    /// The project has not set the tool up (eslint without a configuration), said by the tool
+    /// or known before it was started: not a failure of the tool.
     #[error("{name} is not configured for this project: {detail}")]
     NotConfigured { name: String, detail: String },
 }
@@ -71,7 +71,7 @@ pub struct RunInput<'a> {
 /// Runs `checker` on the snapshot's text and returns what it found in that document.
 pub async fn run(checker: &Checker, input: RunInput<'_>) -> Result<Vec<Diagnostic>, RunError> {
     let name = checker.name.clone();
-    if let Some(detail) = checker.unconfigured(&project_folder(checker, &input)) {
+    if let Some(detail) = checker.unconfigured(input.path) {
         return Err(RunError::NotConfigured { name, detail });
     }
     let text = input.snapshot.rope.to_string();
@@ -204,16 +204,9 @@ struct Prepared {
     _buffers: Vec<tempfile::NamedTempFile>,
 }
 
-/// The folder a checker runs in: the nearest from the file up to the root holding one of its
-/// project's markers, else the root.
-fn project_folder(checker: &Checker, input: &RunInput<'_>) -> PathBuf {
-    nearest_with(input.path, input.root, checker.project_markers())
-        .unwrap_or_else(|| input.root.to_path_buf())
-}
-
 fn prepare(checker: &Checker, input: &RunInput<'_>, text: &str) -> std::io::Result<Prepared> {
     let root = input.root.to_path_buf();
-    let project = project_folder(checker, input);
+    let project = nearest_with(input.path, &root, checker.project_markers()).unwrap_or_else(|| root.clone());
     let mut prepared = Prepared {
         args: Vec::new(),
         cwd: project.clone(),
