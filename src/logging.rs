@@ -10,10 +10,16 @@ const DEFAULT_FILTER: &str = "warn,tokamak=info";
 /// The command line's: its output is the report, so only warnings go to stderr.
 const CLI_FILTER: &str = "warn";
 
-/// Logging for the command-line front-ends: warnings and errors on stderr, unless
-/// `TOKAMAK_LOG` says otherwise.
-pub fn init_cli() {
-    install(None::<tracing_subscriber::layer::Identity>, CLI_FILTER);
+/// Logging for the command-line front-ends: warnings and errors to `writer` (stderr, or the
+/// command line's stand-in for it), unless `TOKAMAK_LOG` says otherwise. Calling it twice is
+/// harmless: the first writer stays.
+pub fn init_cli<W>(writer: W)
+where
+    W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
+{
+    let filter = EnvFilter::try_from_env("TOKAMAK_LOG").unwrap_or_else(|_| EnvFilter::new(CLI_FILTER));
+    let lines = tracing_subscriber::fmt::layer().with_writer(writer).with_target(false).with_ansi(false);
+    let _ = tracing_subscriber::registry().with(lines).with(filter).try_init();
 }
 
 /// Installs the global subscriber: stderr, plus `extra` (the language server forwards to

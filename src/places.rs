@@ -1,6 +1,7 @@
 //! Where Tokamak keeps its own state, outside every project: the user's settings
 //! (`$XDG_CONFIG_HOME/tokamak`) and the per-project cache (`$XDG_CACHE_HOME/tokamak/<key>`:
-//! checkpoints, audit logs, sandbox copies).
+//! checkpoints, audit logs, sandbox copies); and Tokamak's own binary, which starts itself as
+//! a language server or as the Landlock helper.
 
 use std::path::{Path, PathBuf};
 
@@ -76,6 +77,19 @@ pub fn claude_home() -> Option<PathBuf> {
         Some(dir) => Some(PathBuf::from(dir)),
         None => dirs::home_dir().map(|home| home.join(".claude")),
     }
+}
+
+/// Tokamak's own binary: this process's (whatever an editor's package named it), but for a
+/// test binary of the library (cargo's `target/*/deps/`), which is not Tokamak: then the
+/// `tokamak` built beside it.
+pub fn own_binary() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let folder = exe.parent()?;
+    if folder.file_name().is_none_or(|name| name != "deps") {
+        return Some(exe);
+    }
+    let beside = folder.parent()?.join("tokamak");
+    beside.is_file().then_some(beside)
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::fix::{FixOptions, fix};
+use super::stdio::errln;
 use crate::agent::{ExitReason, Tokens};
 use crate::observer::checkers::resolve_program;
 
@@ -99,7 +100,7 @@ pub async fn bench_fix(dir: &Path, options: &BenchOptions) -> anyhow::Result<Vec
     let trusted =
         crate::trust::UserConfig::read().map_err(|err| anyhow::anyhow!("{err}"))?.trusting(dir).is_some();
     if !trusted {
-        eprintln!(
+        errln!(
             "tokamak: {} is not trusted, so its cases' verify commands are not run and no case counts as solved; run `tokamak trust {}` to trust it",
             dir.display(),
             dir.display()
@@ -126,7 +127,7 @@ pub async fn bench_fix(dir: &Path, options: &BenchOptions) -> anyhow::Result<Vec
             Ok(outcomes) => outcomes.into_iter().next(),
             Err(err) => {
                 // one broken case (bad settings, say) does not lose the others' results
-                eprintln!("tokamak: case {name}: {err:#}");
+                errln!("tokamak: case {name}: {err:#}");
                 None
             }
         };

@@ -16,6 +16,7 @@ use std::time::Instant;
 use ropey::Rope;
 use serde::Serialize;
 
+use super::stdio::errln;
 use crate::syntax::{MAX_SYNTAX_PROBLEMS, SyntaxTree, diagnose, strict_errors};
 use crate::text::Language;
 
@@ -111,7 +112,7 @@ pub fn bench_syntax(options: &SyntaxBenchOptions) -> anyhow::Result<Vec<Row>> {
             _ => ("tsc", tsc_found(&mutations, options.tsc.as_deref())),
         };
         if let Err(reason) = &reference {
-            eprintln!("tokamak: {reference_name} was not run: {reason}");
+            errln!("tokamak: {reference_name} was not run: {reason}");
         }
         let kinds: Vec<&'static str> = kinds(language).iter().map(|(kind, _)| *kind).collect();
         for kind in kinds {
@@ -181,7 +182,7 @@ fn show_misses(mutations: &[Mutation], ours: &[Found], shown: usize) {
             .take(3)
             .map(|p| format!("line {}: {}", rope.byte_to_line(p.range.start) + 1, p.message))
             .collect();
-        eprintln!(
+        errln!(
             "--- {} ({})
 {}
   => {}",

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::bench::{manifests, verify};
 use super::run::{RunOptions, copy_workspace, run_copy};
+use super::stdio::errln;
 use crate::agent::{Endings, ExitReason, Tokens};
 use crate::observer::checkers::resolve_program;
 
@@ -76,7 +77,7 @@ pub async fn bench_task(dir: &Path, options: &TaskBenchOptions) -> anyhow::Resul
     let trusted =
         crate::trust::UserConfig::read().map_err(|err| anyhow::anyhow!("{err}"))?.trusting(dir).is_some();
     if !trusted {
-        eprintln!(
+        errln!(
             "tokamak: {} is not trusted, so its tasks' tests are not run and no task counts as solved; run `tokamak trust {}` to trust it",
             dir.display(),
             dir.display()

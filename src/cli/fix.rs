@@ -9,6 +9,7 @@ use serde::Serialize;
 use url::Url;
 
 use super::Headless;
+use super::stdio::errln;
 use crate::agent::{self, ExitReason, FixRequest, Runs, Scope, Tokens};
 use crate::config::find_root;
 use crate::executor::RefuseUnlisted;
@@ -109,7 +110,7 @@ pub async fn fix(paths: &[PathBuf], options: &FixOptions) -> anyhow::Result<Vec<
         let text = match read_text(&path) {
             Ok(text) => text,
             Err(err) => {
-                eprintln!("{}: not fixed: {err}", path.display());
+                errln!("{}: not fixed: {err}", path.display());
                 continue;
             }
         };

@@ -6,6 +6,7 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 use url::Url;
 
+use super::stdio::errln;
 use crate::agent::RunReport;
 use crate::editor::{DocumentEdit, EditOutcome, Editor, MessageLevel, Progress};
 use crate::observer::Diagnostic;
@@ -50,7 +51,7 @@ impl Editor for Headless {
     async fn show_message(&self, level: MessageLevel, message: String) {
         // a warning is said on stderr also when stdout carries JSON
         if self.progress || matches!(level, MessageLevel::Warning | MessageLevel::Error) {
-            eprintln!("tokamak: {message}");
+            errln!("tokamak: {message}");
         }
         lock(&self.messages).push(message);
     }
@@ -75,8 +76,8 @@ impl Editor for Headless {
             return;
         }
         match progress {
-            Progress::Begin { title, .. } => eprintln!("{title}"),
-            Progress::Report { message, .. } => eprintln!("  {message}"),
+            Progress::Begin { title, .. } => errln!("{title}"),
+            Progress::Report { message, .. } => errln!("  {message}"),
             Progress::End { .. } => {}
         }
     }
@@ -97,7 +98,7 @@ impl Editor for Headless {
                 line.push_str(&format!(" — {}", step.note));
             }
             if shown.get(&step.id) != Some(&line) {
-                eprintln!("{line}");
+                errln!("{line}");
                 shown.insert(step.id.clone(), line);
             }
         }

@@ -5,6 +5,7 @@ pub mod bench_context;
 pub mod bench_syntax;
 pub mod bench_task;
 pub mod check;
+pub mod command;
 pub mod fix;
 mod headless;
 pub mod history;
@@ -13,9 +14,11 @@ pub mod output;
 pub mod run;
 pub mod sandbox;
 mod session;
+pub mod stdio;
 
 use std::path::Path;
 
+use self::stdio::errln;
 use crate::config::{Loaded, Settings};
 
 pub use headless::Headless;
@@ -47,7 +50,7 @@ pub fn load_settings_as(
     }
     let loaded = Settings::load(Some(root), overrides)?;
     if let Some(message) = crate::trust::ignored_message(project, &loaded.ignored, "restart the server") {
-        eprintln!("tokamak: {message}");
+        errln!("tokamak: {message}");
     }
     Ok(loaded)
 }

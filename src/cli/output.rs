@@ -2,13 +2,13 @@
 //! wrong as one line on stderr, and the exit status (0 done or clean, 1 not, 2 bad usage).
 
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use super::bench::BenchOptions;
 use super::check::{self, CheckOptions, Format};
 use super::fix::FixOptions;
 use super::model_check;
 use super::run::RunOptions;
+use super::stdio::{errln, out, outln};
 
 /// Exit status for bad usage (clap uses it too).
 pub const USAGE: u8 = 2;
@@ -17,11 +17,11 @@ pub const USAGE: u8 = 2;
 fn print_json<T: serde::Serialize + ?Sized>(value: &T) -> bool {
     match serde_json::to_string_pretty(value) {
         Ok(json) => {
-            println!("{json}");
+            outln!("{json}");
             true
         }
         Err(err) => {
-            eprintln!("tokamak: cannot write JSON: {err}");
+            errln!("tokamak: cannot write JSON: {err}");
             false
         }
     }
@@ -32,194 +32,194 @@ pub fn print_bench<T: serde::Serialize>(
     result: anyhow::Result<T>,
     format: Format,
     table: impl Fn(&T) -> String,
-) -> ExitCode {
+) -> u8 {
     match result {
         Ok(result) => {
             match format {
-                Format::Text => print!("{}", table(&result)),
+                Format::Text => out!("{}", table(&result)),
                 Format::Json => {
                     if !print_json(&result) {
-                        return ExitCode::FAILURE;
+                        return 1;
                     }
                 }
             }
-            ExitCode::SUCCESS
+            0
         }
         Err(err) => {
-            eprintln!("tokamak: {err:#}");
-            ExitCode::from(USAGE)
+            errln!("tokamak: {err:#}");
+            USAGE
         }
     }
 }
 
 /// `tokamak run`: the run's diff and its ending; 1 unless it ended done.
-pub async fn run_task(root: &Path, goal: &str, format: Format, options: &RunOptions) -> ExitCode {
+pub async fn run_task(root: &Path, goal: &str, format: Format, options: &RunOptions) -> u8 {
     let result = match super::run::run(root, goal, options).await {
         Ok(result) => result,
         Err(err) => {
-            eprintln!("tokamak: {err:#}");
-            return ExitCode::from(USAGE);
+            errln!("tokamak: {err:#}");
+            return USAGE;
         }
     };
     match format {
         Format::Text => {
-            print!("{}", result.diff);
-            println!("[{}] {}", result.report.exit_reason, result.report.summary);
+            out!("{}", result.diff);
+            outln!("[{}] {}", result.report.exit_reason, result.report.summary);
         }
         Format::Json => {
             if !print_json(&result) {
-                return ExitCode::FAILURE;
+                return 1;
             }
         }
     }
-    if super::run::succeeded(&result) { ExitCode::SUCCESS } else { ExitCode::from(1) }
+    if super::run::succeeded(&result) { 0 } else { 1 }
 }
 
 /// `tokamak plan`: the plan as an outline (its repairs on stderr) or JSON.
-pub async fn make_plan(root: &Path, goal: &str, format: Format, options: &RunOptions) -> ExitCode {
+pub async fn make_plan(root: &Path, goal: &str, format: Format, options: &RunOptions) -> u8 {
     let plan = match super::run::plan(root, goal, options).await {
         Ok(plan) => plan,
         Err(err) => {
-            eprintln!("tokamak: {err:#}");
-            return ExitCode::from(1);
+            errln!("tokamak: {err:#}");
+            return 1;
         }
     };
     match format {
         Format::Text => {
-            println!("Plan {} for: {}", plan.plan_id, plan.goal);
-            print!("{}", plan.outline());
+            outln!("Plan {} for: {}", plan.plan_id, plan.goal);
+            out!("{}", plan.outline());
             for repair in &plan.repairs {
-                eprintln!("tokamak: repaired the plan: {repair}");
+                errln!("tokamak: repaired the plan: {repair}");
             }
         }
         Format::Json => {
             if !print_json(&plan) {
-                return ExitCode::FAILURE;
+                return 1;
             }
         }
     }
-    ExitCode::SUCCESS
+    0
 }
 
 /// `tokamak checkpoints`: the checkpoints, newest first.
-pub async fn list_checkpoints(root: &Path, format: Format) -> ExitCode {
+pub async fn list_checkpoints(root: &Path, format: Format) -> u8 {
     let list = match super::history::checkpoints(root).await {
         Ok(list) => list,
         Err(err) => {
-            eprintln!("tokamak: {err:#}");
-            return ExitCode::FAILURE;
+            errln!("tokamak: {err:#}");
+            return 1;
         }
     };
     match format {
-        Format::Text => print!("{}", crate::history::table(&list)),
+        Format::Text => out!("{}", crate::history::table(&list)),
         Format::Json => {
             if !print_json(&list) {
-                return ExitCode::FAILURE;
+                return 1;
             }
         }
     }
-    ExitCode::SUCCESS
+    0
 }
 
 /// `tokamak rollback`: what was restored and what could not be; 1 when anything failed.
-pub async fn rollback(root: &Path, id: &str, force: bool) -> ExitCode {
+pub async fn rollback(root: &Path, id: &str, force: bool) -> u8 {
     match super::history::rollback(root, id, force).await {
         Ok(report) => {
-            print!("{}", report.describe("tokamak rollback "));
-            if report.failed.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) }
+            out!("{}", report.describe("tokamak rollback "));
+            if report.failed.is_empty() { 0 } else { 1 }
         }
         Err(err) => {
-            eprintln!("tokamak: {err:#}");
-            ExitCode::from(1)
+            errln!("tokamak: {err:#}");
+            1
         }
     }
 }
 
 /// `tokamak model check`: the model's answer line by line; 2 for bad settings, 1 when it fails.
-pub async fn run_model_check(role: Option<&str>, stream: bool) -> ExitCode {
+pub async fn run_model_check(role: Option<&str>, stream: bool) -> u8 {
     let root = crate::config::find_root(Path::new("."));
     match model_check::check_model(&root, role, stream).await {
         Ok(check) => {
             for line in check.lines() {
-                println!("{line}");
+                outln!("{line}");
             }
-            ExitCode::SUCCESS
+            0
         }
         Err(model_check::CheckError::Settings(err)) => {
-            eprintln!("tokamak: {err}");
-            ExitCode::from(USAGE)
+            errln!("tokamak: {err}");
+            USAGE
         }
         Err(model_check::CheckError::Model(err @ crate::model::ModelError::Config { .. })) => {
-            eprintln!("tokamak: {err}");
-            ExitCode::from(USAGE)
+            errln!("tokamak: {err}");
+            USAGE
         }
         Err(model_check::CheckError::Model(err)) => {
-            eprintln!("tokamak: {err}");
-            ExitCode::FAILURE
+            errln!("tokamak: {err}");
+            1
         }
     }
 }
 
 /// `tokamak check`: the findings like a linter's; 1 when any is an error.
-pub async fn run_check(paths: &[PathBuf], format: Format, options: &CheckOptions) -> ExitCode {
+pub async fn run_check(paths: &[PathBuf], format: Format, options: &CheckOptions) -> u8 {
     let report = match check::check(paths, options).await {
         Ok(report) => report,
         Err(err) => {
-            eprintln!("tokamak: {err:#}");
-            return ExitCode::from(USAGE);
+            errln!("tokamak: {err:#}");
+            return USAGE;
         }
     };
     for message in &report.messages {
-        eprintln!("{message}");
+        errln!("{message}");
     }
     for (path, reason) in &report.skipped {
-        eprintln!("{}: not checked: {reason}", path.display());
+        errln!("{}: not checked: {reason}", path.display());
     }
     for (path, sentence) in &report.syntax_only {
-        eprintln!("{}: {sentence}", path.display());
+        errln!("{}: {sentence}", path.display());
     }
     if report.checked == 0 && !report.skipped.is_empty() {
-        eprintln!("tokamak: nothing was checked: every file was skipped");
-        return ExitCode::from(USAGE);
+        errln!("tokamak: nothing was checked: every file was skipped");
+        return USAGE;
     }
     match format {
         Format::Text => {
             for finding in &report.findings {
-                println!("{}", finding.to_line());
+                outln!("{}", finding.to_line());
             }
         }
         Format::Json => {
             if !print_json(&report.findings) {
-                return ExitCode::FAILURE;
+                return 1;
             }
         }
     }
-    if report.has_errors() { ExitCode::from(1) } else { ExitCode::SUCCESS }
+    if report.has_errors() { 1 } else { 0 }
 }
 
 /// `tokamak fix`: each file's diff and ending with its candidates; 1 unless every file ended clean.
-pub async fn run_fix(paths: &[PathBuf], format: Format, options: &FixOptions) -> ExitCode {
+pub async fn run_fix(paths: &[PathBuf], format: Format, options: &FixOptions) -> u8 {
     let results = match super::fix::fix(paths, options).await {
         Ok(results) => results,
         Err(err) => {
-            eprintln!("tokamak: {err:#}");
-            return ExitCode::from(USAGE);
+            errln!("tokamak: {err:#}");
+            return USAGE;
         }
     };
     if results.is_empty() {
-        eprintln!("tokamak: nothing was fixed: no file given could be read as source text");
-        return ExitCode::from(USAGE);
+        errln!("tokamak: nothing was fixed: no file given could be read as source text");
+        return USAGE;
     }
     match format {
         Format::Text => {
             for result in &results {
-                print!("{}", result.diff);
+                out!("{}", result.diff);
             }
             for result in &results {
-                println!("[{}] {}", result.exit_reason, result.summary);
+                outln!("[{}] {}", result.exit_reason, result.summary);
                 for candidate in &result.candidates {
                     let outcome = serde_json::to_value(candidate.outcome).unwrap_or_default();
-                    println!(
+                    outln!(
                         "  attempt {} candidate {} (temperature {}): {} — {}",
                         candidate.attempt,
                         candidate.number,
@@ -232,49 +232,45 @@ pub async fn run_fix(paths: &[PathBuf], format: Format, options: &FixOptions) ->
         }
         Format::Json => {
             if !print_json(&results) {
-                return ExitCode::FAILURE;
+                return 1;
             }
         }
     }
     let clean = results.iter().all(|r| r.exit_reason == crate::agent::ExitReason::Clean);
-    if clean { ExitCode::SUCCESS } else { ExitCode::from(1) }
+    if clean { 0 } else { 1 }
 }
 
 /// `tokamak bench task`.
-pub async fn run_bench_task(
-    dir: &Path,
-    format: Format,
-    options: &super::bench_task::TaskBenchOptions,
-) -> ExitCode {
+pub async fn run_bench_task(dir: &Path, format: Format, options: &super::bench_task::TaskBenchOptions) -> u8 {
     match super::bench_task::bench_task(dir, options).await {
         Ok(results) => print_results(&results, format, super::bench_task::table),
         Err(err) => {
-            eprintln!("tokamak: {err:#}");
-            ExitCode::from(USAGE)
+            errln!("tokamak: {err:#}");
+            USAGE
         }
     }
 }
 
 /// A benchmark's results as its table or as JSON.
-fn print_results<T: serde::Serialize>(results: &[T], format: Format, table: fn(&[T]) -> String) -> ExitCode {
+fn print_results<T: serde::Serialize>(results: &[T], format: Format, table: fn(&[T]) -> String) -> u8 {
     match format {
-        Format::Text => print!("{}", table(results)),
+        Format::Text => out!("{}", table(results)),
         Format::Json => {
             if !print_json(results) {
-                return ExitCode::FAILURE;
+                return 1;
             }
         }
     }
-    ExitCode::SUCCESS
+    0
 }
 
 /// `tokamak bench fix`.
-pub async fn run_bench_fix(dir: &Path, format: Format, options: &BenchOptions) -> ExitCode {
+pub async fn run_bench_fix(dir: &Path, format: Format, options: &BenchOptions) -> u8 {
     match super::bench::bench_fix(dir, options).await {
         Ok(results) => print_results(&results, format, super::bench::table),
         Err(err) => {
-            eprintln!("tokamak: {err:#}");
-            ExitCode::from(USAGE)
+            errln!("tokamak: {err:#}");
+            USAGE
         }
     }
 }

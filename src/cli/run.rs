@@ -10,6 +10,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::session::{self, Approval, Session};
+use super::stdio::errln;
 use crate::agent::{ExitReason, RunReport, Runs, TaskContext, TaskRequest, plan_goal, run_task};
 use crate::run::plan::Plan;
 use crate::session::new_plan_id;
@@ -141,7 +142,7 @@ async fn dry_run(root: &Path, goal: &str, options: &RunOptions) -> anyhow::Resul
     let workspace = copy.path().join(root.file_name().unwrap_or_default());
     copy_workspace(&root, &workspace)?;
     if options.progress {
-        eprintln!(
+        errln!(
             "tokamak: a dry run: working in a copy of the workspace; nothing in {} changes",
             root.display()
         );

@@ -2,13 +2,13 @@
 //! the terminal's editor and approvers — what `tokamak run`, `tokamak plan`, `tokamak
 //! checkpoints` and `tokamak rollback` share.
 
-use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 
 use super::Headless;
+use super::stdio::errln;
 use crate::config::ApprovalLevel;
 use crate::executor::{Approver, Decision, ExecutorContext, RefuseUnlisted, Request};
 pub use crate::session::Session;
@@ -59,7 +59,7 @@ pub fn open_copy(
     if approval != Approval::Ask {
         settings.approval = ApprovalLevel::Low;
     }
-    let terminal = std::io::stdin().is_terminal();
+    let terminal = super::stdio::interactive();
     let approver: Arc<dyn Approver> = match approval {
         Approval::Ask if terminal => Arc::new(TerminalApprover),
         Approval::Ask => Arc::new(NoTerminal),
@@ -79,7 +79,7 @@ pub fn checked(mut session: Session) -> anyhow::Result<Session> {
     for problem in session.problems.drain(..) {
         match problem {
             Problem::Checkers(err) => return Err(err.into()),
-            Problem::Untrusted(_) | Problem::Note(_) => eprintln!("tokamak: {problem}"),
+            Problem::Untrusted(_) | Problem::Note(_) => errln!("tokamak: {problem}"),
             problem => return Err(problem.into()),
         }
     }
@@ -109,13 +109,7 @@ impl Approver for TerminalApprover {
             request.diff(),
             request.summary()
         );
-        let answer = tokio::task::spawn_blocking(move || {
-            eprint!("{question}");
-            let _ = std::io::stderr().flush();
-            let mut line = String::new();
-            std::io::stdin().lock().read_line(&mut line).map(|_| line)
-        })
-        .await;
+        let answer = tokio::task::spawn_blocking(move || super::stdio::ask(&question)).await;
         match answer {
             Ok(Ok(line)) => match line.trim() {
                 yes if matches!(yes.to_ascii_lowercase().as_str(), "y" | "yes") => Decision::Approve,

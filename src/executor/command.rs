@@ -198,7 +198,7 @@ fn for_terminal(
     tag: &str,
 ) -> (String, Vec<String>) {
     #[cfg(target_os = "linux")]
-    if let Some(helper) = crate::sandbox::landlock::helper_binary() {
+    if let Some(helper) = crate::places::own_binary() {
         use std::os::unix::fs::DirBuilderExt;
         let file = env_dir.join(format!("tokamak-env-{tag}"));
         let made = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(env_dir);
@@ -331,7 +331,7 @@ pub(super) fn place(
         // the engine's CLI under the reaping helper (where there is one): killed with Tokamak,
         // it still removes the container
         #[cfg(target_os = "linux")]
-        let wrapper = match crate::sandbox::landlock::helper_binary() {
+        let wrapper = match crate::places::own_binary() {
             Some(helper) => {
                 let mut cleanup = vec![removal.to_string_lossy().into_owned()];
                 cleanup.extend(removal_args.iter().cloned());

@@ -285,7 +285,7 @@ pub fn stop_tagged(tag: &str) -> usize {
 }
 
 fn signal_tagged(tag: &str) -> Vec<libc::pid_t> {
-    let helper = helper_binary();
+    let helper = crate::places::own_binary();
     let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
     let mut stopped = Vec::new();
     for entry in entries.flatten() {
@@ -395,26 +395,14 @@ fn deny_network() -> Result<(), String> {
     seccompiler::apply_filter(&program).map_err(|err| err.to_string())
 }
 
-/// Tokamak's binary, to start the helper with: this process's own (whatever an editor's
-/// package named it), but for a test binary of the library (cargo's `target/*/deps/`),
-/// which has no helper: then the `tokamak` built beside it.
-pub fn helper_binary() -> Option<PathBuf> {
-    let exe = std::env::current_exe().ok()?;
-    let folder = exe.parent()?;
-    if folder.file_name().is_none_or(|name| name != "deps") {
-        return Some(exe);
-    }
-    let beside = folder.parent()?.join("tokamak");
-    beside.is_file().then_some(beside)
-}
-
 /// Whether the helper confines a command here: `Ok` (the helper's path and what it
 /// enforces) or why not — tried once per process.
 pub fn usable() -> &'static Result<(PathBuf, String), String> {
     static USABLE: std::sync::OnceLock<Result<(PathBuf, String), String>> = std::sync::OnceLock::new();
     USABLE.get_or_init(|| {
         kernel_abi().ok_or("this kernel has no Landlock (it needs Linux 5.13 or later, enabled at boot)")?;
-        let helper = helper_binary().ok_or("Tokamak's own binary, which applies it, was not found")?;
+        let helper =
+            crate::places::own_binary().ok_or("Tokamak's own binary, which applies it, was not found")?;
         let found = probe(&helper)?;
         UNWATCHED.store(found.1.ends_with(NOT_WATCHED), std::sync::atomic::Ordering::Relaxed);
         Ok(found)

@@ -1,4 +1,5 @@
-//! `tokamak check` as a user runs it: the real binary on files and folders.
+//! `tokamak check` as a user runs it on files and folders: the command line in the test's own
+//! process, and the real binary saying the same.
 
 use crate::support;
 
@@ -32,6 +33,46 @@ fn prints_syntax_errors_like_a_linter() {
          fixtures/syntax/broken.ts:15:38: error [tokamak/syntax] expected \")\"\n"
     );
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+}
+
+#[test]
+fn the_command_line_in_this_process_says_what_the_binary_says() {
+    let before = std::env::current_dir().unwrap();
+    let user = support::UserDirs::new();
+    let args = ["check", "--checkers", "none", "fixtures/syntax/broken.py", "fixtures/fixbench/README.md"];
+    let mut here = user.command(&args);
+    let here_output = here.current_dir(project_root()).output().expect("tokamak check");
+    let mut binary = user.command(&args);
+    let binary_output = binary.current_dir(project_root()).output().expect("tokamak check");
+    // the first in this process (each test is one, under nextest), the second the binary
+    assert_eq!(here.ran_in_this_process(), support::in_process::one_process_per_test());
+    assert!(!binary.ran_in_this_process());
+    assert_eq!(stdout(&here_output), stdout(&binary_output));
+    assert_eq!(stderr(&here_output), stderr(&binary_output));
+    assert_eq!(here_output.status.code(), Some(1), "{}", stderr(&here_output));
+    assert_eq!(binary_output.status.code(), Some(1));
+    assert!(
+        stdout(&here_output).contains("broken.py:9:32: error [tokamak/syntax]"),
+        "{}",
+        stdout(&here_output)
+    );
+    // the folder and the environment are put back
+    assert_eq!(std::env::current_dir().unwrap(), before);
+    assert!(std::env::var_os("XDG_CONFIG_HOME").is_none_or(|dir| dir != user.config.path()));
+}
+
+#[test]
+fn help_and_version_are_said_on_stdout_with_status_zero() {
+    for (args, said) in [
+        (&["--help"][..], "Usage: tokamak [OPTIONS] [COMMAND]"),
+        (&["check", "--help"][..], "Usage: tokamak check [OPTIONS] <PATHS>..."),
+        (&["--version"][..], "tokamak 0.1.0"),
+    ] {
+        let output = tokamak(args, project_root());
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {}", stderr(&output));
+        assert!(stdout(&output).contains(said), "{args:?}: {}", stdout(&output));
+        assert_eq!(stderr(&output), "", "{args:?}");
+    }
 }
 
 #[test]
@@ -112,6 +153,8 @@ fn bad_usage_exits_two() {
     assert!(stderr(&missing).contains("cannot read no/such/file.py"), "{}", stderr(&missing));
     let no_paths = tokamak(&["check"], project_root());
     assert_eq!(no_paths.status.code(), Some(2));
+    assert!(stderr(&no_paths).contains("required arguments were not provided"), "{}", stderr(&no_paths));
+    assert_eq!(stdout(&no_paths), "");
     let bad_flag = tokamak(&["check", "--format", "xml", "fixtures"], project_root());
     assert_eq!(bad_flag.status.code(), Some(2));
     assert!(stderr(&bad_flag).contains("xml"));

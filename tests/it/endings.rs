@@ -113,7 +113,7 @@ fn messages(diagnostics: &Value, source: &str) -> Vec<String> {
 }
 
 /// `tokamak run "make total safe" --yes --format json` in `root`, headless.
-fn headless(user: &UserDirs, root: &Path, model: &ModelServer) -> std::process::Command {
+fn headless(user: &UserDirs, root: &Path, model: &ModelServer) -> support::cli::Tokamak {
     let root_arg = root.display().to_string();
     let mut command =
         user.command(&["run", "make total safe", "--yes", "--format", "json", "--root", &root_arg]);

@@ -48,12 +48,12 @@ impl Backend {
     }
 
     /// The environment that chooses it (bubblewrap hidden, the remote engine named).
-    fn apply(self, command: &mut std::process::Command, path_without_bwrap: &str) {
+    fn apply(self, command: &mut support::cli::Tokamak, path_without_bwrap: &str) {
         if self != Backend::Bwrap {
             command.env("PATH", path_without_bwrap);
         }
         if self == Backend::None {
-            without_landlock(command);
+            without_landlock(command.as_process());
         }
         if self == Backend::Remote {
             command.env("DOCKER_HOST", REMOTE);
@@ -332,7 +332,7 @@ fn a_backend_asked_for_that_is_missing_refuses_to_run_commands() {
     let user = UserDirs::trusting_with(&[root], "sandbox = \"landlock\"\n[commands]\nallow = [[\"sh\"]]\n");
     let mut command = user.command(&["run", "try", "--yes", "--root", &root.display().to_string()]);
     command.current_dir(root).env("TOKAMAK_LLM_URL", model.url()).env("TOKAMAK_MODEL", "scripted");
-    without_landlock(&mut command);
+    without_landlock(command.as_process());
     let output = command.output().expect("run tokamak");
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
     let told = told(&model);
@@ -367,7 +367,7 @@ fn tokamak_sandbox_says_which_backend_is_in_force_and_why_not_the_others() {
         let mut command = user.command(&["sandbox"]);
         command.current_dir(root).env("HOME", home).env("PATH", &path);
         if hide_landlock {
-            without_landlock(&mut command);
+            without_landlock(command.as_process());
         }
         let output = command.output().expect("tokamak sandbox");
         (output.status.code(), String::from_utf8_lossy(&output.stdout).into_owned())

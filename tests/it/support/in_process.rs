@@ -39,6 +39,7 @@ impl InProcess {
         if AS_PROCESSES.with(std::cell::Cell::get) || IN_PROCESS_USED.swap(true, Ordering::SeqCst) {
             return None;
         }
+        // a process has one in-process front end at most: its command line, or a server
         let env = EnvGuard::set(vars);
         LOG.lock().unwrap_or_else(|e| e.into_inner()).clear();
         let (ours, theirs) = UnixStream::pair().expect("a socket pair");
@@ -132,17 +133,31 @@ pub fn clean_env(command: &mut Command) {
     }
 }
 
-/// Whether this process has had its in-process server: the next ones are real processes (the
-/// environment, the log and the logging layer are the process's, once).
+/// Whether this process has had its in-process front end (a server or a command line): the
+/// next ones are real processes (the environment, the log and the logging layer are the
+/// process's, once).
 static IN_PROCESS_USED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Takes this process's in-process front end for a command line: `false` when it has had one
+/// already, or the test asked for processes.
+pub fn claim_for_command_line() -> bool {
+    !AS_PROCESSES.with(std::cell::Cell::get) && !IN_PROCESS_USED.swap(true, Ordering::SeqCst)
+}
+
+/// Whether each test runs in a process of its own (nextest's way, which the suite runs under),
+/// so that setting the process's environment and folder for a command line disturbs no other
+/// test; under `cargo test`'s threads a command line is the real binary.
+pub fn one_process_per_test() -> bool {
+    std::env::var("NEXTEST_EXECUTION_MODE").is_ok_and(|mode| mode == "process-per-test")
+}
 
 thread_local! {
     /// This test's servers are real processes ([`servers_as_processes`]).
     static AS_PROCESSES: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-/// Every server this test starts from now on is the real binary: for what only a process shows
-/// (its exit status, its children outliving it or not, a crash, its stderr).
+/// Every server and command line this test starts from now on is the real binary: for what
+/// only a process shows (its exit status, its children outliving it or not, a crash, its stderr).
 pub fn servers_as_processes() {
     AS_PROCESSES.with(|it| it.set(true));
 }

@@ -4,6 +4,7 @@
 //! process shows: a crash, its stderr before logging starts, the Landlock helper).
 #![allow(dead_code)] // each test file uses a different part of it
 
+pub mod cli;
 pub mod in_process;
 pub mod model_server;
 pub mod replies;
@@ -111,11 +112,11 @@ impl UserDirs {
         ]
     }
 
-    /// `tokamak` with `args`, using these folders.
-    pub fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_tokamak"));
-        clean_env(&mut command);
-        command.args(args).envs(self.env());
+    /// `tokamak` with `args`, using these folders: in this process when it can be
+    /// ([`cli::Tokamak`]).
+    pub fn command(&self, args: &[&str]) -> cli::Tokamak {
+        let mut command = cli::Tokamak::new(args);
+        command.envs(self.env());
         command
     }
 }

@@ -1,0 +1,107 @@
+//! The command line's standard streams: the process's own, or two writers that a caller
+//! running the command line inside its own process (the tests) puts in their place for a
+//! while. Everything the command line prints goes through here (`outln!`, `errln!`, the log).
+
+use std::io::{IsTerminal, Write};
+use std::sync::Mutex;
+
+/// Writers standing in for stdout and stderr, while a [`Redirected`] lives.
+struct Streams {
+    out: Box<dyn Write + Send>,
+    err: Box<dyn Write + Send>,
+}
+
+static REDIRECTED: Mutex<Option<Streams>> = Mutex::new(None);
+
+/// Which of the two streams.
+#[derive(Clone, Copy)]
+enum Stream {
+    Out,
+    Err,
+}
+
+fn write(stream: Stream, text: std::fmt::Arguments<'_>) {
+    let mut redirected = REDIRECTED.lock().unwrap_or_else(|e| e.into_inner());
+    // a closed pipe (`tokamak check … | head`) ends nothing: what is left is not shown
+    let _ = match (redirected.as_mut(), stream) {
+        (Some(streams), Stream::Out) => streams.out.write_fmt(text),
+        (Some(streams), Stream::Err) => streams.err.write_fmt(text),
+        (None, Stream::Out) => std::io::stdout().lock().write_fmt(text),
+        (None, Stream::Err) => std::io::stderr().lock().write_fmt(text),
+    };
+}
+
+/// Writes to stdout (or its stand-in); `outln!` and `out!` say it shorter.
+pub fn to_out(text: std::fmt::Arguments<'_>) {
+    write(Stream::Out, text);
+}
+
+/// Writes to stderr (or its stand-in); `errln!` says it shorter.
+pub fn to_err(text: std::fmt::Arguments<'_>) {
+    write(Stream::Err, text);
+}
+
+/// Whether a person can be asked: stdin is a terminal and the streams are the process's.
+pub fn interactive() -> bool {
+    REDIRECTED.lock().unwrap_or_else(|e| e.into_inner()).is_none() && std::io::stdin().is_terminal()
+}
+
+/// Asks the person at the terminal: `question` on stderr, their line from stdin.
+pub fn ask(question: &str) -> std::io::Result<String> {
+    let mut stderr = std::io::stderr().lock();
+    stderr.write_all(question.as_bytes())?;
+    stderr.flush()?;
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line)?;
+    Ok(line)
+}
+
+/// The two streams replaced by `out` and `err` until it drops.
+pub struct Redirected(());
+
+impl Redirected {
+    pub fn new(out: Box<dyn Write + Send>, err: Box<dyn Write + Send>) -> Redirected {
+        *REDIRECTED.lock().unwrap_or_else(|e| e.into_inner()) = Some(Streams { out, err });
+        Redirected(())
+    }
+}
+
+impl Drop for Redirected {
+    fn drop(&mut self) {
+        if let Some(mut streams) = REDIRECTED.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let _ = streams.out.flush();
+            let _ = streams.err.flush();
+        }
+    }
+}
+
+/// stderr as the log's writer: the log lines go where the command's own lines go.
+pub struct LogWriter;
+
+impl Write for LogWriter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        write(Stream::Err, format_args!("{}", String::from_utf8_lossy(bytes)));
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// `println!` for the command line.
+macro_rules! outln {
+    ($($arg:tt)*) => { $crate::cli::stdio::to_out(format_args!("{}\n", format_args!($($arg)*))) };
+}
+
+/// `print!` for the command line.
+macro_rules! out {
+    ($($arg:tt)*) => { $crate::cli::stdio::to_out(format_args!($($arg)*)) };
+}
+
+/// `eprintln!` for the command line.
+macro_rules! errln {
+    ($($arg:tt)*) => { $crate::cli::stdio::to_err(format_args!("{}\n", format_args!($($arg)*))) };
+}
+
+pub(crate) use {errln, out, outln};
