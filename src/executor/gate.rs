@@ -317,6 +317,8 @@ impl Executor {
                 ActionKind::Command => "running commands",
                 ActionKind::Commit => "committing",
             };
+            // the mode as words ("context navigation"), as the user reads it
+            let mode = mode.to_string().replace('_', " ");
             return Some(format!("the {mode} mode does not allow {what} ({})", action.name()));
         }
         self.role_forbids(&profile, action)

@@ -401,6 +401,9 @@ fn read_json(reply: &str) -> Option<Vec<PlanStep>> {
 fn read_list(reply: &str) -> Vec<PlanStep> {
     let mut steps: Vec<PlanStep> = Vec::new();
     let mut in_fence = false;
+    // a blank line since the last line read: prose after it that is not indented is the
+    // reply's own ("Let me know if…"), not the last step's detail
+    let mut after_blank = false;
     for line in reply.lines() {
         let trimmed = line.trim();
         if trimmed.starts_with("```") {
@@ -408,9 +411,11 @@ fn read_list(reply: &str) -> Vec<PlanStep> {
             continue;
         }
         if trimmed.is_empty() {
+            after_blank = true;
             continue;
         }
         let indented = line.starts_with("  ") || line.starts_with('\t');
+        let prose = std::mem::take(&mut after_blank) && !indented;
         match item(trimmed).filter(|_| !indented || steps.is_empty()) {
             Some((number, text)) => {
                 let (title, depends_on) = dependencies(text);
@@ -428,6 +433,7 @@ fn read_list(reply: &str) -> Vec<PlanStep> {
                     replaced_by: Vec::new(),
                 });
             }
+            None if prose => {}
             None => {
                 if let Some(step) = steps.last_mut() {
                     let (text, more) = dependencies(trimmed.trim_start_matches(['-', '*', '•']).trim());
@@ -579,6 +585,95 @@ mod tests {
         assert_eq!(read("I cannot plan this."), Err(PlanError::Empty));
         let long: String = (1..=10).map(|n| format!("{n}. Step {n}\n")).collect();
         assert_eq!(read(&long), Err(PlanError::TooLong { count: 10, max: 8 }));
+    }
+
+    /// What `tokamak plan` prints of a plan (and `plan_updated` shows): its outline, then
+    /// each repair made to what the model wrote.
+    fn shown(reply: &str) -> String {
+        match read(reply) {
+            Ok(plan) => {
+                let repairs: String = plan.repairs.iter().map(|r| format!("repaired: {r}\n")).collect();
+                format!("{}{repairs}", plan.outline())
+            }
+            Err(err) => format!("refused: {err}\n"),
+        }
+    }
+
+    #[test]
+    fn plans_from_untidy_replies_as_the_outline_shows_them() {
+        use expect_test::expect;
+        expect![[r#"
+            ○ 1. Add `validate_email` to `User`
+                 It checks for one @ and a dot.
+            ○ 2. Write a test for it [depends: 1]
+            ○ 3. Run the tests [depends: 1, 2]
+                 with -q
+        "#]]
+        .assert_eq(&shown(
+            "Sure! Here is the plan:\n\n1. Add `validate_email` to `User`\n   It checks for one @ and a dot.\n\
+             2. Write a test for it [depends: 1]\n3) Run the tests (after 1, 2)\n\n   with -q\n\nLet me know!",
+        ));
+        expect![[r#"
+            ○ a. Read the code
+            ○ b. Change it [depends: a]
+                 in small steps
+        "#]]
+        .assert_eq(&shown(
+            "<think>which files?</think>\n```json\n{\"steps\": [{\"id\": \"a\", \"title\": \"Read the code\", \"role\": \"architect\"},\
+             {\"id\": \"b\", \"title\": \"Change it\", \"detail\": \"in small steps\", \"depends_on\": [\"a\"], \"role\": \"coder\"}]}\n```",
+        ));
+        expect![[r#"
+            ○ 1. One
+            ○ 2. Two [depends: 1]
+            repaired: step 1 depended on itself
+            repaired: step 1 depended on 9, which is not a step
+        "#]]
+        .assert_eq(&shown("1. One [depends: 1, 9]\n2. Two [depends: 1]\n"));
+        expect![[r#"
+            refused: the reply holds no plan: write the steps as a numbered list (1. …) or a JSON list
+        "#]]
+        .assert_eq(&shown("I cannot plan this."));
+    }
+
+    #[test]
+    fn a_plan_through_a_run_as_the_outline_shows_it() {
+        use expect_test::expect;
+        let mut plan = read(
+            "1. Read the code\n2. Change it [depends: 1]\n3. Test it [depends: 2]\n4. Update the notes\n",
+        )
+        .unwrap();
+        plan.steps[0].status = StepStatus::Done;
+        plan.steps[1].status = StepStatus::Failed;
+        plan.steps[1].note = "the edit did not apply".to_string();
+        plan.fail_dependants();
+        plan.steps[3].status = StepStatus::Running;
+        expect![[r#"
+            ✓ 1. Read the code
+            ✗ 2. Change it [depends: 1]
+            ✗ 3. Test it [depends: 2]
+            ⚡ 4. Update the notes
+        "#]]
+        .assert_eq(&plan.outline());
+        let again = read("1. Change it in two edits\n2. Test it [depends: 1]\n").unwrap();
+        let mut new = again.steps;
+        for (n, step) in new.iter_mut().enumerate() {
+            step.id = format!("r1.{}", n + 1);
+            step.depends_on = step.depends_on.iter().map(|d| format!("r1.{d}")).collect();
+        }
+        plan.replace(new);
+        plan.steps[3].status = StepStatus::Done;
+        plan.steps[4].status = StepStatus::Done;
+        plan.steps[5].status = StepStatus::Cancelled;
+        expect![[r#"
+            ✓ 1. Read the code
+            ✗ 2. Change it [depends: 1] (replaced by r1.1, r1.2)
+            ✗ 3. Test it [depends: 2] (replaced by r1.1, r1.2)
+            ✓ 4. Update the notes
+            ✓ r1.1. Change it in two edits
+            ⊘ r1.2. Test it [depends: r1.1]
+        "#]]
+        .assert_eq(&plan.outline());
+        assert!(plan.steps[2].note.contains("step 2"), "{}", plan.steps[2].note);
     }
 
     #[test]

@@ -117,7 +117,7 @@ fn an_edit_waits_for_approve_and_a_rejection_sends_the_model_back_to_look() {
     );
     assert!(told[1].contains("You are in context navigation now"), "{}", told[1]);
     assert!(
-        told[2].contains("the context_navigation mode does not allow changing files (edit)"),
+        told[2].contains("the context navigation mode does not allow changing files (edit)"),
         "after a rejection the model looks before it changes anything: {}",
         told[2]
     );

@@ -164,9 +164,9 @@ fn a_run_whose_every_change_was_rejected_or_refused_is_not_done() {
     assert!(end["files_changed"].as_array().unwrap().is_empty(), "{end:#}");
     expect![[r#"
         exit_reason: failed
-        summary: make total safe: 0 of 1 step(s) done; step 1 (Make total safe) rejected: nothing changed: app.py rejected (The user rejected this (edit app.py): not like that.); app.py refused (the context_navigation mode does not allow changing files (edit)).
-        step rejected: Make total safe | nothing changed: app.py rejected (The user rejected this (edit app.py): not like that.); app.py refused (the context_navigation mode does not allow changing files (edit))
-        left refused: app.py refused (the context_navigation mode does not allow changing files (edit))
+        summary: make total safe: 0 of 1 step(s) done; step 1 (Make total safe) rejected: nothing changed: app.py rejected (The user rejected this (edit app.py): not like that.); app.py refused (the context navigation mode does not allow changing files (edit)).
+        step rejected: Make total safe | nothing changed: app.py rejected (The user rejected this (edit app.py): not like that.); app.py refused (the context navigation mode does not allow changing files (edit))
+        left refused: app.py refused (the context navigation mode does not allow changing files (edit))
         left rejected: app.py rejected (The user rejected this (edit app.py): not like that.)
     "#]].assert_eq(&ending(&end, root));
     client.shutdown();

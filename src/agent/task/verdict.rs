@@ -273,7 +273,7 @@ mod tests {
 
         let rejected_then_refused = [
             attempt("a.py", ChangeFate::Rejected, "The user rejected this (edit a.py): no."),
-            attempt("a.py", ChangeFate::Refused, "the context_navigation mode does not allow changing files"),
+            attempt("a.py", ChangeFate::Refused, "the context navigation mode does not allow changing files"),
         ];
         assert_eq!(landing(&rejected_then_refused, true).map(|(s, _)| s), Some(StepStatus::Rejected));
 
