@@ -1,7 +1,7 @@
 //! Where Tokamak keeps its own state, outside every project: the user's settings
 //! (`$XDG_CONFIG_HOME/tokamak`) and the per-project cache (`$XDG_CACHE_HOME/tokamak/<key>`:
-//! checkpoints, audit logs, sandbox copies); and Tokamak's own binary, which starts itself as
-//! a language server or as the Landlock helper.
+//! checkpoints, audit logs, sandbox copies); and Tokamak's own binary, which the sandbox
+//! starts as the Landlock helper.
 
 use std::path::{Path, PathBuf};
 

@@ -209,6 +209,8 @@ pub enum BenchWhat {
     /// comment at the top, in the middle of the longest class and at the end) → diagnostics,
     /// median, p90 and p99, for `tokamak lsp` and, side by side, another language server.
     Latency(LatencyArgs),
+    /// The language server's memory on a real workspace: started on DIR, its index built, then
+    /// documents of some ten thousand lines opened (made of DIR's own Python files).
     Memory(MemoryArgs),
     /// The workspace index on a real tree: built cold, one file updated, symbol searches and
     /// the callers and importers of each best hit, with the times and the memory it took.
@@ -281,7 +283,7 @@ pub enum BenchWhat {
     },
 }
 
-/// `tokamak bench latency`'s flags: measured in `main.rs`, where the language server is.
+// `tokamak bench latency`'s flags: measured in `main.rs`, where the language server is.
 #[derive(clap::Args)]
 pub struct LatencyArgs {
     /// The file to open and type into (Python, TypeScript or JavaScript); each server gets
@@ -302,7 +304,7 @@ pub struct LatencyArgs {
     pub format: Format,
 }
 
-/// `tokamak bench memory`'s flags: measured in `main.rs`, where the language server is.
+// `tokamak bench memory`'s flags: measured in `main.rs`, where the language server is.
 #[derive(clap::Args)]
 pub struct MemoryArgs {
     pub dir: PathBuf,
@@ -352,11 +354,16 @@ pub fn parse(args: impl IntoIterator<Item = OsString>, stdin_is_terminal: bool) 
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(err) => {
-            let text = err.render().to_string();
-            if err.use_stderr() {
-                super::stdio::to_err(format_args!("{text}"));
+            if super::stdio::redirected() {
+                let text = err.render().to_string();
+                if err.use_stderr() {
+                    super::stdio::to_err(format_args!("{text}"));
+                } else {
+                    super::stdio::to_out(format_args!("{text}"));
+                }
             } else {
-                super::stdio::to_out(format_args!("{text}"));
+                // clap's own way: in colour on a terminal
+                let _ = err.print();
             }
             return Parsed::Exit(u8::try_from(err.exit_code()).unwrap_or(USAGE));
         }
@@ -382,8 +389,14 @@ fn init_logging() {
     crate::logging::init_cli(|| super::stdio::LogWriter);
 }
 
-/// Carries out `command` on a runtime of its own; the exit status.
+/// Carries out `command` on a runtime of its own; the exit status (1 for a command that ended
+/// well but whose answer could not be written whole).
 pub fn execute(command: Command) -> u8 {
+    let code = carry_out(command);
+    if code == SUCCESS && super::stdio::write_failed() { FAILURE } else { code }
+}
+
+fn carry_out(command: Command) -> u8 {
     // what Tokamak keeps of projects is the user's alone, whatever the umask made of it
     if let Err(err) = crate::places::make_cache_private() {
         errln!("tokamak: cannot make {} private: {err}", crate::places::cache_dir().display());

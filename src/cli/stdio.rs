@@ -4,6 +4,7 @@
 
 use std::io::{IsTerminal, Write};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Writers standing in for stdout and stderr, while a [`Redirected`] lives.
 struct Streams {
@@ -13,6 +14,9 @@ struct Streams {
 
 static REDIRECTED: Mutex<Option<Streams>> = Mutex::new(None);
 
+/// Whether a write failed for another reason than a reader that went away.
+static WRITE_FAILED: AtomicBool = AtomicBool::new(false);
+
 /// Which of the two streams.
 #[derive(Clone, Copy)]
 enum Stream {
@@ -21,14 +25,38 @@ enum Stream {
 }
 
 fn write(stream: Stream, text: std::fmt::Arguments<'_>) {
-    let mut redirected = REDIRECTED.lock().unwrap_or_else(|e| e.into_inner());
-    // a closed pipe (`tokamak check … | head`) ends nothing: what is left is not shown
-    let _ = match (redirected.as_mut(), stream) {
-        (Some(streams), Stream::Out) => streams.out.write_fmt(text),
-        (Some(streams), Stream::Err) => streams.err.write_fmt(text),
-        (None, Stream::Out) => std::io::stdout().lock().write_fmt(text),
-        (None, Stream::Err) => std::io::stderr().lock().write_fmt(text),
+    let written = {
+        let mut redirected = REDIRECTED.lock().unwrap_or_else(|e| e.into_inner());
+        match (redirected.as_mut(), stream) {
+            (Some(streams), Stream::Out) => streams.out.write_fmt(text),
+            (Some(streams), Stream::Err) => streams.err.write_fmt(text),
+            // the process's own streams, without holding the stand-ins' lock
+            (None, _) => {
+                drop(redirected);
+                match stream {
+                    Stream::Out => std::io::stdout().lock().write_fmt(text),
+                    Stream::Err => std::io::stderr().lock().write_fmt(text),
+                }
+            }
+        }
     };
+    match written {
+        // a closed pipe (`tokamak check … | head`): what is left is not shown, and that is all
+        Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => {}
+        // a full disk under `--format json > out.json`: said once, and the command fails
+        Err(err) => {
+            if !WRITE_FAILED.swap(true, Ordering::SeqCst) && matches!(stream, Stream::Out) {
+                let _ = writeln!(std::io::stderr(), "tokamak: cannot write the output: {err}");
+            }
+        }
+        Ok(()) => {}
+    }
+}
+
+/// Whether a write failed for another reason than a reader that went away (then the command's
+/// answer is not whole, and it does not end well).
+pub fn write_failed() -> bool {
+    WRITE_FAILED.load(Ordering::SeqCst)
 }
 
 /// Writes to stdout (or its stand-in); `outln!` and `out!` say it shorter.
@@ -41,16 +69,24 @@ pub fn to_err(text: std::fmt::Arguments<'_>) {
     write(Stream::Err, text);
 }
 
+/// Whether the streams are stand-ins, not the process's.
+pub fn redirected() -> bool {
+    REDIRECTED.lock().unwrap_or_else(|e| e.into_inner()).is_some()
+}
+
 /// Whether a person can be asked: stdin is a terminal and the streams are the process's.
 pub fn interactive() -> bool {
-    REDIRECTED.lock().unwrap_or_else(|e| e.into_inner()).is_none() && std::io::stdin().is_terminal()
+    !redirected() && std::io::stdin().is_terminal()
 }
 
 /// Asks the person at the terminal: `question` on stderr, their line from stdin.
 pub fn ask(question: &str) -> std::io::Result<String> {
-    let mut stderr = std::io::stderr().lock();
-    stderr.write_all(question.as_bytes())?;
-    stderr.flush()?;
+    {
+        // held for the question only, not while the person thinks
+        let mut stderr = std::io::stderr().lock();
+        stderr.write_all(question.as_bytes())?;
+        stderr.flush()?;
+    }
     let mut line = String::new();
     std::io::stdin().read_line(&mut line)?;
     Ok(line)

@@ -397,13 +397,15 @@ fn read_json(reply: &str) -> Option<Vec<PlanStep>> {
 
 /// A numbered list (`1.`, `2)`, `Step 3:`) or bullets (`-`, `*`): each item a step, its
 /// indented or following plain lines its detail, `[depends: 1, 2]` (or `(after 1)`) its
-/// dependencies. Without any marker, a step depends on nothing.
+/// dependencies. Without any marker, a step depends on nothing. Plain lines after a blank one
+/// belong to the step above only when another step follows them: after the last, they are the
+/// reply's own words ("Let me know if…").
 fn read_list(reply: &str) -> Vec<PlanStep> {
     let mut steps: Vec<PlanStep> = Vec::new();
     let mut in_fence = false;
-    // a blank line since the last line read: prose after it that is not indented is the
-    // reply's own ("Let me know if…"), not the last step's detail
     let mut after_blank = false;
+    // plain lines after a blank one, the last step's only if a step follows
+    let mut unsure: Vec<&str> = Vec::new();
     for line in reply.lines() {
         let trimmed = line.trim();
         if trimmed.starts_with("```") {
@@ -415,7 +417,19 @@ fn read_list(reply: &str) -> Vec<PlanStep> {
             continue;
         }
         let indented = line.starts_with("  ") || line.starts_with('\t');
-        let prose = std::mem::take(&mut after_blank) && !indented;
+        let is_item = item(trimmed).is_some() && (!indented || steps.is_empty());
+        if !is_item && !indented && (after_blank || !unsure.is_empty()) {
+            unsure.push(trimmed);
+            after_blank = false;
+            continue;
+        }
+        after_blank = false;
+        if let Some(step) = steps.last_mut() {
+            for line in unsure.drain(..) {
+                add_detail(step, line);
+            }
+        }
+        unsure.clear();
         match item(trimmed).filter(|_| !indented || steps.is_empty()) {
             Some((number, text)) => {
                 let (title, depends_on) = dependencies(text);
@@ -433,23 +447,27 @@ fn read_list(reply: &str) -> Vec<PlanStep> {
                     replaced_by: Vec::new(),
                 });
             }
-            None if prose => {}
             None => {
                 if let Some(step) = steps.last_mut() {
-                    let (text, more) = dependencies(trimmed.trim_start_matches(['-', '*', '•']).trim());
-                    step.depends_on.extend(more);
-                    if !text.trim().is_empty() {
-                        if !step.detail.is_empty() {
-                            step.detail.push('\n');
-                        }
-                        step.detail.push_str(text.trim());
-                    }
+                    add_detail(step, trimmed);
                 }
             }
         }
     }
     steps.retain(|s| !s.title.is_empty());
     steps
+}
+
+/// A plain line under a step: its detail, and the dependencies it names.
+fn add_detail(step: &mut PlanStep, line: &str) {
+    let (text, more) = dependencies(line.trim_start_matches(['-', '*', '•']).trim());
+    step.depends_on.extend(more);
+    if !text.trim().is_empty() {
+        if !step.detail.is_empty() {
+            step.detail.push('\n');
+        }
+        step.detail.push_str(text.trim());
+    }
 }
 
 /// `1. text`, `2) text`, `Step 3: text`, `- text` → (the number, if any; the text).
@@ -611,7 +629,7 @@ mod tests {
         "#]]
         .assert_eq(&shown(
             "Sure! Here is the plan:\n\n1. Add `validate_email` to `User`\n   It checks for one @ and a dot.\n\
-             2. Write a test for it [depends: 1]\n3) Run the tests (after 1, 2)\n\n   with -q\n\nLet me know!",
+             2. Write a test for it\n\n(after 1)\n\n3) Run the tests (after 1, 2)\n\n   with -q\n\nLet me know!\nI can also add docs.",
         ));
         expect![[r#"
             ○ a. Read the code

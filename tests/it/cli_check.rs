@@ -62,6 +62,37 @@ fn the_command_line_in_this_process_says_what_the_binary_says() {
 }
 
 #[test]
+fn an_answer_that_cannot_be_written_whole_is_said_and_is_not_success() {
+    let args = ["check", "--checkers", "none", "--format", "json", "fixtures/syntax/clean.py"];
+    let full = std::fs::File::options().write(true).open("/dev/full").expect("/dev/full");
+    let output = support::UserDirs::new()
+        .command(&args)
+        .current_dir(project_root())
+        .stdout(full)
+        .output()
+        .expect("tokamak check");
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("tokamak: cannot write the output: No space left on device"),
+        "{}",
+        stderr(&output)
+    );
+    // a reader that goes away early is no failure: what is left is not shown
+    let mut child = support::UserDirs::new()
+        .command(&["check", "--checkers", "none", "fixtures/syntax"])
+        .current_dir(project_root())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("tokamak check");
+    drop(child.stdout.take());
+    let output = child.wait_with_output().expect("tokamak check");
+    // the errors found, as when every line is read
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(!stderr(&output).contains("cannot write"), "{}", stderr(&output));
+}
+
+#[test]
 fn help_and_version_are_said_on_stdout_with_status_zero() {
     for (args, said) in [
         (&["--help"][..], "Usage: tokamak [OPTIONS] [COMMAND]"),

@@ -129,7 +129,7 @@ impl Tokamak {
             && let Some(output) = self.in_process()
         {
             self.ran_here = true;
-            return Ok(output);
+            return output;
         }
         self.command.output()
     }
@@ -140,14 +140,24 @@ impl Tokamak {
     }
 
     /// The command line in this process, when this process may have it.
-    fn in_process(&self) -> Option<Output> {
-        if !in_process::one_process_per_test() || !in_process::claim_for_command_line() {
+    fn in_process(&self) -> Option<std::io::Result<Output>> {
+        // on the test's own thread only: threads a test starts run theirs side by side, and the
+        // environment and the folder are the process's
+        let on_the_tests_thread = std::thread::current().name().is_some();
+        if !on_the_tests_thread
+            || !in_process::one_process_per_test()
+            || !in_process::claim_for_command_line()
+        {
             return None;
         }
         let out = Caught::default();
         let err = Caught::default();
         let code = {
-            let _env = Environment::set(&self.env, self.dir.as_deref());
+            let _env = match Environment::set(&self.env, self.dir.as_deref()) {
+                Ok(env) => env,
+                // as starting the binary in a folder that is not there says
+                Err(err) => return Some(Err(err)),
+            };
             let _streams = tokamak::cli::stdio::Redirected::new(Box::new(out.clone()), Box::new(err.clone()));
             let args: Vec<OsString> =
                 std::iter::once(OsString::from("tokamak")).chain(self.args.iter().cloned()).collect();
@@ -165,11 +175,11 @@ impl Tokamak {
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
         };
         let code = code?;
-        Some(Output {
+        Some(Ok(Output {
             status: ExitStatus::from_raw(i32::from(code) << 8),
             stdout: out.take(),
             stderr: err.take(),
-        })
+        }))
     }
 }
 
@@ -201,8 +211,13 @@ struct Environment {
 }
 
 impl Environment {
-    fn set(vars: &[(OsString, Option<OsString>)], dir: Option<&std::path::Path>) -> Environment {
+    /// Sets them, or says why the folder could not be entered (with everything put back).
+    fn set(
+        vars: &[(OsString, Option<OsString>)],
+        dir: Option<&std::path::Path>,
+    ) -> std::io::Result<Environment> {
         let before = vars.iter().map(|(key, _)| (key.clone(), std::env::var_os(key))).collect();
+        let mut environment = Environment { before, dir: None };
         for (key, value) in vars {
             // SAFETY: this process's one in-process front end (`claim_for_command_line`), set
             // before its threads start; each test is a process of its own here (nextest's)
@@ -213,12 +228,12 @@ impl Environment {
                 }
             }
         }
-        let dir = dir.map(|dir| {
-            let before = std::env::current_dir().expect("the current folder");
-            std::env::set_current_dir(dir).expect("the command's folder");
-            before
-        });
-        Environment { before, dir }
+        if let Some(dir) = dir {
+            let before = std::env::current_dir()?;
+            std::env::set_current_dir(dir)?;
+            environment.dir = Some(before);
+        }
+        Ok(environment)
     }
 }
 
