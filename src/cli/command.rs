@@ -95,12 +95,8 @@ pub enum Command {
         /// The workspace (default: the one the current folder is in).
         #[arg(long)]
         root: Option<PathBuf>,
-        #[arg(long)]
-        model_url: Option<String>,
-        #[arg(long)]
-        model: Option<String>,
-        #[arg(long)]
-        provider: Option<String>,
+        #[command(flatten)]
+        model: ModelFlags,
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
@@ -127,14 +123,8 @@ pub enum Command {
         /// workspace adds in .tokamak/agents/); default: each step routed by its words.
         #[arg(long)]
         role: Option<String>,
-        /// The model's base URL (OpenAI-compatible unless --provider says otherwise).
-        #[arg(long)]
-        model_url: Option<String>,
-        #[arg(long)]
-        model: Option<String>,
-        /// openai, anthropic or ollama.
-        #[arg(long)]
-        provider: Option<String>,
+        #[command(flatten)]
+        model: ModelFlags,
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
@@ -183,6 +173,16 @@ pub enum Command {
 /// The model a benchmark asks, over its settings.
 #[derive(clap::Args)]
 pub struct BenchModel {
+    #[command(flatten)]
+    model: ModelFlags,
+    /// The most tokens one reply may have ([model] max_tokens).
+    #[arg(long)]
+    max_reply_tokens: Option<u32>,
+}
+
+/// The model a command asks, over its settings.
+#[derive(clap::Args)]
+pub struct ModelFlags {
     /// The model's base URL (OpenAI-compatible unless --provider says otherwise).
     #[arg(long)]
     model_url: Option<String>,
@@ -192,14 +192,11 @@ pub struct BenchModel {
     /// openai, anthropic or ollama.
     #[arg(long)]
     provider: Option<String>,
-    /// The most tokens one reply may have ([model] max_tokens).
-    #[arg(long)]
-    max_reply_tokens: Option<u32>,
 }
 
 impl BenchModel {
     fn overlay(self) -> serde_json::Value {
-        model_overlay(self.model_url, self.model, self.provider, self.max_reply_tokens)
+        model_overlay(self.model, self.max_reply_tokens)
     }
 }
 
@@ -482,7 +479,7 @@ fn carry_out(command: Command) -> u8 {
             let rows = crate::cli::bench_syntax::bench_syntax(&options);
             output::print_bench(rows, format, |rows| crate::cli::bench_syntax::table(rows))
         }
-        Command::Run { goal, root, yes, dry_run, test_command, role, model_url, model, provider, format } => {
+        Command::Run { goal, root, yes, dry_run, test_command, role, model, format } => {
             init_logging();
             let test_command = match test_command.map(|line| shlex::split(&line)) {
                 Some(None) => {
@@ -492,15 +489,15 @@ fn carry_out(command: Command) -> u8 {
                 Some(Some(argv)) if !argv.is_empty() => Some(argv),
                 _ => None,
             };
-            let model = model_overlay(model_url, model, provider, None);
+            let model = model_overlay(model, None);
             let root = root.unwrap_or_else(|| crate::config::find_root(Path::new(".")));
             let options =
                 RunOptions { model, progress: format == Format::Text, test_command, dry_run, yes, role };
             runtime.block_on(output::run_task(&root, &goal, format, &options))
         }
-        Command::Plan { goal, root, model_url, model, provider, format } => {
+        Command::Plan { goal, root, model, format } => {
             init_logging();
-            let model = model_overlay(model_url, model, provider, None);
+            let model = model_overlay(model, None);
             let root = root.unwrap_or_else(|| crate::config::find_root(Path::new(".")));
             let options = RunOptions { model, progress: false, ..RunOptions::default() };
             runtime.block_on(output::make_plan(&root, &goal, format, &options))
@@ -575,14 +572,10 @@ fn carry_out(command: Command) -> u8 {
 }
 
 /// `[model]` settings from command-line flags (`null` when none is given).
-fn model_overlay(
-    model_url: Option<String>,
-    model: Option<String>,
-    provider: Option<String>,
-    max_reply_tokens: Option<u32>,
-) -> serde_json::Value {
+fn model_overlay(flags: ModelFlags, max_reply_tokens: Option<u32>) -> serde_json::Value {
     let mut overlay = serde_json::Map::new();
-    for (key, value) in [("base_url", model_url), ("model", model), ("provider", provider)] {
+    for (key, value) in [("base_url", flags.model_url), ("model", flags.model), ("provider", flags.provider)]
+    {
         if let Some(value) = value {
             overlay.insert(key.to_string(), serde_json::Value::String(value));
         }
