@@ -171,12 +171,23 @@ fn the_scenario_over_stdio_without_bwrap_in_typescript() {
 }
 
 fn scenario_headless(language: &Language, with_bwrap: bool) {
-    scenario_headless_with(language, with_bwrap, language.script());
+    scenario_headless_with(language, with_bwrap, language.script(), None);
 }
 
-fn scenario_headless_with(language: &Language, with_bwrap: bool, script: Vec<Scripted>) -> String {
+/// The scenario headless with `script` for the model; `checkers`: only these, in the project's
+/// tokamak.toml (else every built-in one installed).
+fn scenario_headless_with(
+    language: &Language,
+    with_bwrap: bool,
+    script: Vec<Scripted>,
+    checkers: Option<&[&str]>,
+) -> String {
     let dir = language.project();
     let root = dir.path();
+    if let Some(checkers) = checkers {
+        let settings = format!("[checkers]\nenable = {}\n", serde_json::to_string(checkers).unwrap());
+        std::fs::write(root.join("tokamak.toml"), settings).unwrap();
+    }
     let model = ModelServer::start(script);
     let user = UserDirs::trusting(&[root]);
     let test_command = language
@@ -239,8 +250,11 @@ fn a_model_that_ends_each_step_in_plain_text_is_done_when_its_tests_pass() {
     if !require() {
         return;
     }
-    for language in [&PYTHON, &TYPESCRIPT] {
-        let stderr = scenario_headless_with(language, false, language.script_ending_in_prose());
+    // the claim is the steps' plain-text endings: the quick checker of each language judges
+    // "no new error" (the whole set is the scenario's own tests')
+    for (language, checker) in [(&PYTHON, "ruff"), (&TYPESCRIPT, "tsc")] {
+        let stderr =
+            scenario_headless_with(language, false, language.script_ending_in_prose(), Some(&[checker]));
         assert!(stderr.contains("— The method is there (the tests passed, run "), "{stderr}");
         assert!(stderr.contains("— Done: it is tested (the tests passed, run "), "{stderr}");
         assert_eq!(
