@@ -48,16 +48,9 @@ fn main() -> ExitCode {
 
 /// A protocol served on a runtime of its own until the client goes.
 fn serve(serve: impl FnOnce(&tokio::runtime::Runtime) -> ExitCode) -> ExitCode {
-    // what Tokamak keeps of projects is the user's alone, whatever the umask made of it
-    if let Err(err) = tokamak::places::make_cache_private() {
-        eprintln!("tokamak: cannot make {} private: {err}", tokamak::places::cache_dir().display());
-    }
-    match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(runtime) => serve(&runtime),
-        Err(err) => {
-            eprintln!("tokamak: cannot start the async runtime: {err}");
-            ExitCode::FAILURE
-        }
+    match tokamak::cli::command::start() {
+        Some(runtime) => serve(&runtime),
+        None => ExitCode::FAILURE,
     }
 }
 

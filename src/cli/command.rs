@@ -393,17 +393,24 @@ pub fn execute(command: Command) -> u8 {
     if code == SUCCESS && super::stdio::write_failed() { FAILURE } else { code }
 }
 
-fn carry_out(command: Command) -> u8 {
-    // what Tokamak keeps of projects is the user's alone, whatever the umask made of it
+/// What every command and protocol starts with: the user's cache made theirs alone (whatever
+/// the umask made of it), and an async runtime — `None` when it cannot start, said on stderr.
+pub fn start() -> Option<tokio::runtime::Runtime> {
     if let Err(err) = crate::places::make_cache_private() {
         errln!("tokamak: cannot make {} private: {err}", crate::places::cache_dir().display());
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(runtime) => runtime,
+    match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => Some(runtime),
         Err(err) => {
             errln!("tokamak: cannot start the async runtime: {err}");
-            return FAILURE;
+            None
         }
+    }
+}
+
+fn carry_out(command: Command) -> u8 {
+    let Some(runtime) = start() else {
+        return FAILURE;
     };
     match command {
         Command::Lsp | Command::Acp => {

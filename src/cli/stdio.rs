@@ -44,11 +44,13 @@ fn write(stream: Stream, text: std::fmt::Arguments<'_>) {
         // a closed pipe (`tokamak check … | head`): what is left is not shown, and that is all
         Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => {}
         // a full disk under `--format json > out.json`: said once, and the command fails
-        Err(err) => {
-            if !WRITE_FAILED.swap(true, Ordering::SeqCst) && matches!(stream, Stream::Out) {
+        Err(err) if matches!(stream, Stream::Out) => {
+            if !WRITE_FAILED.swap(true, Ordering::SeqCst) {
                 let _ = writeln!(std::io::stderr(), "tokamak: cannot write the output: {err}");
             }
         }
+        // stderr itself: nowhere left to say it, and the answer is whole
+        Err(_) => {}
         Ok(()) => {}
     }
 }

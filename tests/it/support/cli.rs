@@ -206,7 +206,6 @@ impl Write for Caught {
 
 /// The environment and the current folder the command line runs in, put back when it drops.
 struct Environment {
-    before: Vec<(OsString, Option<OsString>)>,
     dir: Option<PathBuf>,
 }
 
@@ -216,18 +215,8 @@ impl Environment {
         vars: &[(OsString, Option<OsString>)],
         dir: Option<&std::path::Path>,
     ) -> std::io::Result<Environment> {
-        let before = vars.iter().map(|(key, _)| (key.clone(), std::env::var_os(key))).collect();
-        let mut environment = Environment { before, dir: None };
-        for (key, value) in vars {
-            // SAFETY: this process's one in-process front end (`claim_for_command_line`), set
-            // before its threads start; each test is a process of its own here (nextest's)
-            unsafe {
-                match value {
-                    Some(value) => std::env::set_var(key, value),
-                    None => std::env::remove_var(key),
-                }
-            }
-        }
+        in_process::set_env(vars);
+        let mut environment = Environment { dir: None };
         if let Some(dir) = dir {
             let before = std::env::current_dir()?;
             std::env::set_current_dir(dir)?;
@@ -239,16 +228,7 @@ impl Environment {
 
 impl Drop for Environment {
     fn drop(&mut self) {
-        // in reverse: a variable set twice gets its first value back
-        for (key, value) in self.before.drain(..).rev() {
-            // SAFETY: as in `set`; the command line's thread has been joined
-            unsafe {
-                match value {
-                    Some(value) => std::env::set_var(&key, value),
-                    None => std::env::remove_var(&key),
-                }
-            }
-        }
+        in_process::put_env_back();
         if let Some(dir) = self.dir.take() {
             let _ = std::env::set_current_dir(dir);
         }

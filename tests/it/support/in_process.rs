@@ -4,6 +4,7 @@
 //! has one such server at most (the environment, the log and the logging layer are the
 //! process's); a test that needs more, or asks for processes, gets the real binary.
 
+use std::ffi::OsString;
 use std::future::Future;
 use std::io::Write;
 use std::os::unix::net::UnixStream;
@@ -87,43 +88,63 @@ impl Drop for InProcess {
     }
 }
 
-/// Environment variables set for the server in this process, and what they were before.
+/// Environment variables set for the server in this process, put back when it drops.
 struct EnvGuard;
 
-/// What the in-process server's environment replaced, while it is set: a process the test
+/// What the in-process front end's environment replaced, while it is set: a process the test
 /// starts meanwhile gets the environment from before (`clean_env`).
-static REPLACED: Mutex<Vec<(String, Option<std::ffi::OsString>)>> = Mutex::new(Vec::new());
+static REPLACED: Mutex<Vec<(OsString, Option<OsString>)>> = Mutex::new(Vec::new());
 
 impl EnvGuard {
     fn set(vars: &[(String, String)]) -> EnvGuard {
-        let mut replaced = REPLACED.lock().unwrap_or_else(|e| e.into_inner());
-        *replaced = vars.iter().map(|(key, _)| (key.clone(), std::env::var_os(key))).collect();
-        for (key, value) in vars {
-            // SAFETY: set before the server's threads start, by the one in-process server a
-            // process ever has (`IN_PROCESS_USED`); each test is a process of its own under
-            // nextest, and under `cargo test` only the first test to start a server sets it
-            unsafe { std::env::set_var(key, value) };
-        }
+        let vars: Vec<(OsString, Option<OsString>)> =
+            vars.iter().map(|(key, value)| (key.into(), Some(value.into()))).collect();
+        set_env(&vars);
         EnvGuard
     }
 }
 
 impl Drop for EnvGuard {
     fn drop(&mut self) {
-        let mut replaced = REPLACED.lock().unwrap_or_else(|e| e.into_inner());
-        for (key, value) in replaced.drain(..) {
-            // SAFETY: as in `set`; the server's thread has been joined
-            unsafe {
-                match value {
-                    Some(value) => std::env::set_var(&key, value),
-                    None => std::env::remove_var(&key),
-                }
+        put_env_back();
+    }
+}
+
+/// Sets (`Some`) or removes (`None`) each variable for this process's one in-process front end,
+/// what each was before kept for [`put_env_back`] and [`clean_env`].
+pub fn set_env(vars: &[(OsString, Option<OsString>)]) {
+    let mut replaced = REPLACED.lock().unwrap_or_else(|e| e.into_inner());
+    for (key, value) in vars {
+        if !replaced.iter().any(|(replaced, _)| replaced == key) {
+            replaced.push((key.clone(), std::env::var_os(key)));
+        }
+        // SAFETY: set before the front end's threads start, by the one in-process front end a
+        // process ever has (`IN_PROCESS_USED`); each test is a process of its own under
+        // nextest, and under `cargo test` only the first test to start a server sets it
+        unsafe {
+            match value {
+                Some(value) => std::env::set_var(key, value),
+                None => std::env::remove_var(key),
             }
         }
     }
 }
 
-/// A process the test starts gets the environment from before the in-process server's.
+/// Puts back every variable [`set_env`] replaced.
+pub fn put_env_back() {
+    let mut replaced = REPLACED.lock().unwrap_or_else(|e| e.into_inner());
+    for (key, value) in replaced.drain(..) {
+        // SAFETY: as in `set_env`; the front end's threads have been joined
+        unsafe {
+            match value {
+                Some(value) => std::env::set_var(&key, value),
+                None => std::env::remove_var(&key),
+            }
+        }
+    }
+}
+
+/// A process the test starts gets the environment from before the in-process front end's.
 pub fn clean_env(command: &mut Command) {
     for (key, value) in REPLACED.lock().unwrap_or_else(|e| e.into_inner()).iter() {
         match value {
