@@ -106,11 +106,13 @@ async function panelRun(page, goal) {
   let text = "";
   let shot = false;
   while (Date.now() < deadline) {
-    const cards = frame.locator(".approval.waiting");
-    for (let i = 0; i < (await cards.count()); i++) {
-      const card = cards.nth(i);
-      const id = await card.getAttribute("data-id");
+    // the waiting cards' ids read at once: a card answered a moment ago (from the palette, say)
+    // stops waiting between a count and a read of its nth, and a read then waits for a card
+    // that is gone
+    const ids = await frame.locator(".approval.waiting").evaluateAll((cards) => cards.map((card) => card.getAttribute("data-id")));
+    for (const id of ids) {
       if (id && !answered.has(id)) {
+        const card = frame.locator(`.approval.waiting[data-id="${id}"]`);
         answered.add(id);
         if (!shot) {
           // the panel as a user sees it: the plan running, a question waiting
