@@ -3,7 +3,11 @@
 //! Reading: tower-lsp-server (0.23, as tower-lsp 0.20 before it) answers the first frame it
 //! cannot decode (invalid JSON, a batch array, a missing `jsonrpc`, invalid UTF-8, a header in
 //! lower case) with an error and then stops reading for good, and a `Content-Length` it
-//! believes (10¹² bytes, say) makes any reader deaf. So every frame is read here first, by
+//! believes (10¹² bytes, say) makes any reader deaf. (Upstream, the first is two behaviours
+//! meeting: tokio-util's `FramedRead` yields `None` once after its decoder's error, as
+//! tokio-rs/tokio#3976 settled, and tower-lsp-server's read loop in its `src/transport.rs`,
+//! `while let Some(msg) = framed_stdin.next().await`, takes that `None` for the end of the
+//! input.) So every frame is read here first, by
 //! `jsonrpc::headers`: junk before a header is reported and skipped, an absurd length is
 //! answered at once and the reader resynchronises on the next header, and a malformed message
 //! gets the JSON-RPC error the specification prescribes (`-32700` parse error, `-32600`
