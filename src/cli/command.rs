@@ -10,12 +10,9 @@ use clap::{Parser, Subcommand};
 use super::bench::BenchOptions;
 use super::check::{CheckOptions, Format};
 use super::fix::FixOptions;
-use super::output::{self, USAGE};
+use super::output::{self, FAILURE, SUCCESS, USAGE};
 use super::run::RunOptions;
 use super::stdio::{errln, outln};
-
-const SUCCESS: u8 = 0;
-const FAILURE: u8 = 1;
 
 #[derive(Parser)]
 #[command(name = "tokamak", version, about = "A language server with an autonomous coding agent inside")]

@@ -10,6 +10,10 @@ use super::model_check;
 use super::run::RunOptions;
 use super::stdio::{errln, out, outln};
 
+/// Exit status of a command that ended done or clean.
+pub const SUCCESS: u8 = 0;
+/// Exit status of a command that ended otherwise (not done, not clean, an answer not written).
+pub const FAILURE: u8 = 1;
 /// Exit status for bad usage (clap uses it too).
 pub const USAGE: u8 = 2;
 
@@ -39,11 +43,11 @@ pub fn print_bench<T: serde::Serialize>(
                 Format::Text => out!("{}", table(&result)),
                 Format::Json => {
                     if !print_json(&result) {
-                        return 1;
+                        return FAILURE;
                     }
                 }
             }
-            0
+            SUCCESS
         }
         Err(err) => {
             errln!("tokamak: {err:#}");
@@ -68,11 +72,11 @@ pub async fn run_task(root: &Path, goal: &str, format: Format, options: &RunOpti
         }
         Format::Json => {
             if !print_json(&result) {
-                return 1;
+                return FAILURE;
             }
         }
     }
-    if super::run::succeeded(&result) { 0 } else { 1 }
+    if super::run::succeeded(&result) { SUCCESS } else { FAILURE }
 }
 
 /// `tokamak plan`: the plan as an outline (its repairs on stderr) or JSON.
@@ -81,7 +85,7 @@ pub async fn make_plan(root: &Path, goal: &str, format: Format, options: &RunOpt
         Ok(plan) => plan,
         Err(err) => {
             errln!("tokamak: {err:#}");
-            return 1;
+            return FAILURE;
         }
     };
     match format {
@@ -94,11 +98,11 @@ pub async fn make_plan(root: &Path, goal: &str, format: Format, options: &RunOpt
         }
         Format::Json => {
             if !print_json(&plan) {
-                return 1;
+                return FAILURE;
             }
         }
     }
-    0
+    SUCCESS
 }
 
 /// `tokamak checkpoints`: the checkpoints, newest first.
@@ -107,18 +111,18 @@ pub async fn list_checkpoints(root: &Path, format: Format) -> u8 {
         Ok(list) => list,
         Err(err) => {
             errln!("tokamak: {err:#}");
-            return 1;
+            return FAILURE;
         }
     };
     match format {
         Format::Text => out!("{}", crate::history::table(&list)),
         Format::Json => {
             if !print_json(&list) {
-                return 1;
+                return FAILURE;
             }
         }
     }
-    0
+    SUCCESS
 }
 
 /// `tokamak rollback`: what was restored and what could not be; 1 when anything failed.
@@ -126,11 +130,11 @@ pub async fn rollback(root: &Path, id: &str, force: bool) -> u8 {
     match super::history::rollback(root, id, force).await {
         Ok(report) => {
             out!("{}", report.describe("tokamak rollback "));
-            if report.failed.is_empty() { 0 } else { 1 }
+            if report.failed.is_empty() { SUCCESS } else { FAILURE }
         }
         Err(err) => {
             errln!("tokamak: {err:#}");
-            1
+            FAILURE
         }
     }
 }
@@ -143,7 +147,7 @@ pub async fn run_model_check(role: Option<&str>, stream: bool) -> u8 {
             for line in check.lines() {
                 outln!("{line}");
             }
-            0
+            SUCCESS
         }
         Err(model_check::CheckError::Settings(err)) => {
             errln!("tokamak: {err}");
@@ -155,7 +159,7 @@ pub async fn run_model_check(role: Option<&str>, stream: bool) -> u8 {
         }
         Err(model_check::CheckError::Model(err)) => {
             errln!("tokamak: {err}");
-            1
+            FAILURE
         }
     }
 }
@@ -190,11 +194,11 @@ pub async fn run_check(paths: &[PathBuf], format: Format, options: &CheckOptions
         }
         Format::Json => {
             if !print_json(&report.findings) {
-                return 1;
+                return FAILURE;
             }
         }
     }
-    if report.has_errors() { 1 } else { 0 }
+    if report.has_errors() { FAILURE } else { SUCCESS }
 }
 
 /// `tokamak fix`: each file's diff and ending with its candidates; 1 unless every file ended clean.
@@ -232,12 +236,12 @@ pub async fn run_fix(paths: &[PathBuf], format: Format, options: &FixOptions) ->
         }
         Format::Json => {
             if !print_json(&results) {
-                return 1;
+                return FAILURE;
             }
         }
     }
     let clean = results.iter().all(|r| r.exit_reason == crate::agent::ExitReason::Clean);
-    if clean { 0 } else { 1 }
+    if clean { SUCCESS } else { FAILURE }
 }
 
 /// `tokamak bench task`.
@@ -257,11 +261,11 @@ fn print_results<T: serde::Serialize>(results: &[T], format: Format, table: fn(&
         Format::Text => out!("{}", table(results)),
         Format::Json => {
             if !print_json(results) {
-                return 1;
+                return FAILURE;
             }
         }
     }
-    0
+    SUCCESS
 }
 
 /// `tokamak bench fix`.
