@@ -252,11 +252,7 @@ impl Observer {
         };
         self.after_change(&snapshot).await;
         drop(publishing);
-        if snapshot.syntax_pending {
-            self.schedule_parse(&snapshot, None);
-        } else {
-            self.schedule_syntax(&snapshot, repair_later, None);
-        }
+        self.schedule_parses(&snapshot, repair_later, None);
         self.check(&snapshot, Trigger::Open);
         self.tell_parsed(&snapshot);
         snapshot
@@ -295,11 +291,7 @@ impl Observer {
         };
         self.after_change(&snapshot).await;
         drop(publishing);
-        if snapshot.syntax_pending {
-            self.schedule_parse(&snapshot, Some(PARSE_PAUSE));
-        } else {
-            self.schedule_syntax(&snapshot, repair_later, Some(PARSE_PAUSE));
-        }
+        self.schedule_parses(&snapshot, repair_later, Some(PARSE_PAUSE));
         self.check(&snapshot, Trigger::Change);
         self.check_dependents(&snapshot);
         self.tell_parsed(&snapshot);
@@ -327,11 +319,7 @@ impl Observer {
         };
         self.after_change(&snapshot).await;
         drop(publishing);
-        if snapshot.syntax_pending {
-            self.schedule_parse(&snapshot, None);
-        } else {
-            self.schedule_syntax(&snapshot, repair_later, None);
-        }
+        self.schedule_parses(&snapshot, repair_later, None);
         self.check(&snapshot, Trigger::Save);
         if replaced {
             self.tell_parsed(&snapshot);

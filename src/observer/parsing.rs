@@ -163,6 +163,21 @@ impl Observer {
         later
     }
 
+    /// After a document changed: a large document's parse in the background, else what its
+    /// syntax entry left for later (`schedule_syntax`), after `pause` when typing may go on.
+    pub(super) fn schedule_parses(
+        self: &Arc<Self>,
+        snapshot: &DocumentSnapshot,
+        later: (bool, bool),
+        pause: Option<Duration>,
+    ) {
+        if snapshot.syntax_pending {
+            self.schedule_parse(snapshot, pause);
+        } else {
+            self.schedule_syntax(snapshot, later, pause);
+        }
+    }
+
     /// After a document's syntax entry is set: places a large document's syntax errors in the
     /// background (`later.0`), or has the language's own parser look at a document
     /// tree-sitter accepts (`later.1`), after `pause` when typing may go on.

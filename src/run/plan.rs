@@ -97,6 +97,24 @@ pub struct PlanStep {
     pub replaced_by: Vec<String>,
 }
 
+impl PlanStep {
+    /// A step as a plan reads it, not started.
+    pub fn pending(id: String, title: String, detail: String, depends_on: Vec<String>) -> PlanStep {
+        PlanStep {
+            id,
+            title,
+            detail,
+            depends_on,
+            status: StepStatus::Pending,
+            note: String::new(),
+            files: Vec::new(),
+            role: String::new(),
+            mode: String::new(),
+            replaced_by: Vec::new(),
+        }
+    }
+}
+
 /// A plan for a goal.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Plan {
@@ -378,18 +396,12 @@ fn read_json(reply: &str) -> Option<Vec<PlanStep>> {
                         .collect()
                 })
                 .unwrap_or_default();
-            Some(PlanStep {
+            Some(PlanStep::pending(
                 id,
                 title,
-                detail: text("detail").or_else(|| text("details")).unwrap_or_default(),
+                text("detail").or_else(|| text("details")).unwrap_or_default(),
                 depends_on,
-                status: StepStatus::Pending,
-                note: String::new(),
-                files: Vec::new(),
-                role: String::new(),
-                mode: String::new(),
-                replaced_by: Vec::new(),
-            })
+            ))
         })
         .collect();
     (!steps.is_empty()).then_some(steps)
@@ -434,18 +446,12 @@ fn read_list(reply: &str) -> Vec<PlanStep> {
             Some((number, text)) => {
                 let (title, depends_on) = dependencies(text);
                 let id = number.unwrap_or_else(|| (steps.len() + 1).to_string());
-                steps.push(PlanStep {
+                steps.push(PlanStep::pending(
                     id,
-                    title: title.trim().trim_matches('*').trim().to_string(),
-                    detail: String::new(),
+                    title.trim().trim_matches('*').trim().to_string(),
+                    String::new(),
                     depends_on,
-                    status: StepStatus::Pending,
-                    note: String::new(),
-                    files: Vec::new(),
-                    role: String::new(),
-                    mode: String::new(),
-                    replaced_by: Vec::new(),
-                });
+                ));
             }
             None => {
                 if let Some(step) = steps.last_mut() {
@@ -520,16 +526,8 @@ mod tests {
     #[test]
     fn a_replan_keeps_the_failed_steps_and_what_replaces_them_stays_reachable() {
         let step = |id: &str, status: StepStatus| PlanStep {
-            id: id.to_string(),
-            title: id.to_string(),
-            detail: String::new(),
-            depends_on: Vec::new(),
             status,
-            note: String::new(),
-            files: Vec::new(),
-            role: String::new(),
-            mode: String::new(),
-            replaced_by: Vec::new(),
+            ..PlanStep::pending(id.to_string(), id.to_string(), String::new(), Vec::new())
         };
         let mut plan = Plan {
             plan_id: "p".into(),

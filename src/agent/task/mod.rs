@@ -482,14 +482,7 @@ impl Runner<'_> {
                 self.enter_planning(&request.goal);
                 self.report("planning".to_string()).await;
                 let workspace = self.workspace(&request.goal).await;
-                let plan_request = PlanRequest {
-                    goal: &request.goal,
-                    workspace: &workspace,
-                    selection: request.selection.clone(),
-                    max_steps: self.context.plan.max_steps,
-                    history: None,
-                    images: &self.images,
-                };
+                let plan_request = self.plan_request(request, &workspace, None);
                 let (plan, tokens) =
                     make_plan(model.as_ref(), &plan_request, &request.plan_id, &self.cancel).await;
                 self.add_tokens(tokens);
@@ -707,6 +700,24 @@ impl Runner<'_> {
         text
     }
 
+    /// What the planner is asked for `request`, with `workspace` as the prompt shows it and
+    /// `history` on a re-plan.
+    fn plan_request<'a>(
+        &'a self,
+        request: &'a TaskRequest,
+        workspace: &'a str,
+        history: Option<String>,
+    ) -> PlanRequest<'a> {
+        PlanRequest {
+            goal: &request.goal,
+            workspace,
+            selection: request.selection.clone(),
+            max_steps: self.context.plan.max_steps,
+            history,
+            images: &self.images,
+        }
+    }
+
     fn add_tokens(&mut self, tokens: Tokens) {
         self.tokens.add(tokens);
     }
@@ -722,14 +733,7 @@ impl Runner<'_> {
         round: usize,
     ) -> Result<(), Stop> {
         let workspace = self.workspace(&request.goal).await;
-        let plan_request = PlanRequest {
-            goal: &request.goal,
-            workspace: &workspace,
-            selection: request.selection.clone(),
-            max_steps: self.context.plan.max_steps,
-            history: Some(outline.to_string()),
-            images: &self.images,
-        };
+        let plan_request = self.plan_request(request, &workspace, Some(outline.to_string()));
         let plan_id = lock(&self.plan).as_ref().map(|p| p.plan_id.clone()).unwrap_or_default();
         let (new, tokens) = make_plan(model, &plan_request, &plan_id, &self.cancel).await;
         self.add_tokens(tokens);

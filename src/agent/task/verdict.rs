@@ -235,16 +235,9 @@ mod tests {
 
     fn step(id: &str, status: StepStatus, note: &str) -> PlanStep {
         PlanStep {
-            id: id.to_string(),
-            title: format!("title {id}"),
-            detail: String::new(),
-            depends_on: Vec::new(),
             status,
             note: note.to_string(),
-            files: Vec::new(),
-            role: String::new(),
-            mode: String::new(),
-            replaced_by: Vec::new(),
+            ..PlanStep::pending(id.to_string(), format!("title {id}"), String::new(), Vec::new())
         }
     }
 
