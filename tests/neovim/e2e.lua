@@ -26,6 +26,11 @@ local function wait(ms, what, predicate)
   end
 end
 
+-- Python's filetype plugin asks `has('python3')`, which starts each python3 on PATH to find
+-- a host for Neovim's Python plugins (through pyenv's shims, dozens of processes a Python file
+-- opened): the plugin uses none, so the provider is off, as `:help provider-python` says.
+vim.g.loaded_python3_provider = 0
+
 vim.opt.runtimepath:prepend(os.getenv("TOKAMAK_PLUGIN"))
 local tokamak = require("tokamak")
 local check = os.getenv("TOKAMAK_E2E")
