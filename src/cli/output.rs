@@ -10,7 +10,8 @@ use super::model_check;
 use super::run::RunOptions;
 use super::stdio::{errln, out, outln};
 
-/// Exit status of a command that ended done or clean.
+/// Exit status of a command that did what it was asked (a run done, a fix clean, a check
+/// without errors).
 pub const SUCCESS: u8 = 0;
 /// Exit status of a command that ended otherwise (not done, not clean, an answer not written).
 pub const FAILURE: u8 = 1;

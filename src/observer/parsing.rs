@@ -60,8 +60,6 @@ impl Observer {
         }
     }
 
-    /// Publishes the document's merged diagnostics and wakes `settled` waiters. Called with
-    /// `publishing` held.
     /// Parses a document whose tree is owed a parse off the keystroke — once typing pauses
     /// (`pause`), or at once (a large document just opened) — one parse of a document at a
     /// time. The tree is installed even when the text moved on meanwhile: it is told of the

@@ -188,6 +188,8 @@ impl Observer {
         self.publish(snapshot).await;
     }
 
+    /// Publishes the document's merged diagnostics and wakes `settled` waiters. Called with
+    /// `publishing` held.
     pub(super) async fn publish(&self, snapshot: &DocumentSnapshot) {
         let hidden = self.hidden(snapshot);
         let diagnostics =

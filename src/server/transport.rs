@@ -7,15 +7,14 @@
 //! meeting: tokio-util's `FramedRead` yields `None` once after its decoder's error, as
 //! tokio-rs/tokio#3976 settled, and tower-lsp-server's read loop in its `src/transport.rs`,
 //! `while let Some(msg) = framed_stdin.next().await`, takes that `None` for the end of the
-//! input.) So every frame is read here first, by
-//! `jsonrpc::headers`: junk before a header is reported and skipped, an absurd length is
-//! answered at once and the reader resynchronises on the next header, and a malformed message
-//! gets the JSON-RPC error the specification prescribes (`-32700` parse error, `-32600`
-//! invalid request) — all answered here, through the [`Outbox`], without tower-lsp-server. Requests whose method
-//! starts with `$/` get MethodNotFound as LSP requires (tower-lsp-server drops them
-//! unanswered). `shutdown` and `exit` are seen here too ([`Lifecycle`]): `exit` ends the
-//! process at once (status 0 after `shutdown`, 1 without), and so does the end of the input,
-//! after a short grace.
+//! input.) So every frame is read here first, by `jsonrpc::headers`: junk before a header is
+//! reported and skipped, an absurd length is answered at once and the reader resynchronises on
+//! the next header, and a malformed message gets the JSON-RPC error the specification
+//! prescribes (`-32700` parse error, `-32600` invalid request) — all answered here, through
+//! the [`Outbox`], without tower-lsp-server. Requests whose method starts with `$/` get
+//! MethodNotFound as LSP requires (tower-lsp-server drops them unanswered). `shutdown` and
+//! `exit` are seen here too ([`Lifecycle`]): `exit` ends the process at once (status 0 after
+//! `shutdown`, 1 without), and so does the end of the input, after a short grace.
 //!
 //! Writing: tower-lsp-server writes into a pipe whose frames are copied whole to stdout,
 //! between the frames Tokamak sends itself ([`Outbox`]: answers to malformed and deferred
