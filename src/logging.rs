@@ -1,5 +1,6 @@
-//! Logging: `tracing` to stderr (never stdout, which carries LSP), filtered by `TOKAMAK_LOG`;
-//! `TOKAMAK_LOG_STDERR=0` leaves stderr out where the language server forwards its log.
+//! Logging: `tracing` to stderr (never stdout, which carries LSP) or a writer in its place (the
+//! command line's stand-in, a test's buffer), filtered by `TOKAMAK_LOG`; `TOKAMAK_LOG_STDERR=0`
+//! leaves stderr out where the language server forwards its log.
 
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
@@ -17,9 +18,7 @@ pub fn init_cli<W>(writer: W)
 where
     W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
 {
-    let filter = EnvFilter::try_from_env("TOKAMAK_LOG").unwrap_or_else(|_| EnvFilter::new(CLI_FILTER));
-    let lines = tracing_subscriber::fmt::layer().with_writer(writer).with_target(false).with_ansi(false);
-    let _ = tracing_subscriber::registry().with(lines).with(filter).try_init();
+    install_into(None::<tracing_subscriber::layer::Identity>, writer, CLI_FILTER);
 }
 
 /// Installs the global subscriber: stderr, plus `extra` (the language server forwards to
@@ -39,7 +38,17 @@ where
     L: Layer<Registry> + Send + Sync + 'static,
     W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
 {
-    let filter = EnvFilter::try_from_env("TOKAMAK_LOG").unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
+    install_into(extra, writer, DEFAULT_FILTER);
+}
+
+/// The global subscriber: `extra`, and the lines to `writer`, filtered by `TOKAMAK_LOG` or else
+/// `default`.
+fn install_into<L, W>(extra: Option<L>, writer: W, default: &str)
+where
+    L: Layer<Registry> + Send + Sync + 'static,
+    W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
+{
+    let filter = EnvFilter::try_from_env("TOKAMAK_LOG").unwrap_or_else(|_| EnvFilter::new(default));
     let lines = tracing_subscriber::fmt::layer().with_writer(writer).with_target(false).with_ansi(false);
     let _ = tracing_subscriber::registry().with(extra).with(lines).with(filter).try_init();
 }

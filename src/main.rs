@@ -40,8 +40,8 @@ fn main() -> ExitCode {
                 }
             });
         }
-        Parsed::Latency(args) => bench_latency(args),
-        Parsed::Memory(args) => bench_memory(args),
+        Parsed::Latency(args) => tokamak::cli::command::finish(bench_latency(args)),
+        Parsed::Memory(args) => tokamak::cli::command::finish(bench_memory(args)),
     };
     ExitCode::from(code)
 }

@@ -355,9 +355,13 @@ pub fn parse(args: impl IntoIterator<Item = OsString>, stdin_is_terminal: bool) 
                 } else {
                     super::stdio::to_out(format_args!("{text}"));
                 }
-            } else {
+            } else if let Err(written) = err.print()
                 // clap's own way: in colour on a terminal
-                let _ = err.print();
+                && written.kind() != std::io::ErrorKind::BrokenPipe
+            {
+                // the help or the version not written (a full disk): not an answer
+                errln!("tokamak: cannot write the output: {written}");
+                return Parsed::Exit(u8::try_from(err.exit_code()).unwrap_or(USAGE).max(FAILURE));
             }
             return Parsed::Exit(u8::try_from(err.exit_code()).unwrap_or(USAGE));
         }
@@ -386,7 +390,13 @@ fn init_logging() {
 /// Carries out `command` on a runtime of its own; the exit status (1 for a command that ended
 /// well but whose answer could not be written whole).
 pub fn execute(command: Command) -> u8 {
-    let code = carry_out(command);
+    finish(carry_out(command))
+}
+
+/// A command's exit status once its answer is out: 1 for one that ended well but whose answer
+/// could not be written whole.
+pub fn finish(code: u8) -> u8 {
+    super::stdio::flush_out();
     if code == SUCCESS && super::stdio::write_failed() { FAILURE } else { code }
 }
 

@@ -25,21 +25,45 @@ enum Stream {
 }
 
 fn write(stream: Stream, text: std::fmt::Arguments<'_>) {
+    // formatted before the lock is taken: a value whose formatting logs would otherwise wait on
+    // the lock its own line holds (the log writes here too)
+    let text = text.to_string();
     let written = {
         let mut redirected = REDIRECTED.lock().unwrap_or_else(|e| e.into_inner());
         match (redirected.as_mut(), stream) {
-            (Some(streams), Stream::Out) => streams.out.write_fmt(text),
-            (Some(streams), Stream::Err) => streams.err.write_fmt(text),
+            (Some(streams), Stream::Out) => streams.out.write_all(text.as_bytes()),
+            (Some(streams), Stream::Err) => streams.err.write_all(text.as_bytes()),
             // the process's own streams, without holding the stand-ins' lock
             (None, _) => {
                 drop(redirected);
                 match stream {
-                    Stream::Out => std::io::stdout().lock().write_fmt(text),
-                    Stream::Err => std::io::stderr().lock().write_fmt(text),
+                    Stream::Out => std::io::stdout().lock().write_all(text.as_bytes()),
+                    Stream::Err => std::io::stderr().lock().write_all(text.as_bytes()),
                 }
             }
         }
     };
+    failed(stream, written);
+}
+
+/// Flushes stdout (or its stand-in): what a last line without its newline left buffered is
+/// written before the command's status is read.
+pub fn flush_out() {
+    let flushed = {
+        let mut redirected = REDIRECTED.lock().unwrap_or_else(|e| e.into_inner());
+        match redirected.as_mut() {
+            Some(streams) => streams.out.flush(),
+            None => {
+                drop(redirected);
+                std::io::stdout().lock().flush()
+            }
+        }
+    };
+    failed(Stream::Out, flushed);
+}
+
+/// Takes note of a write that failed.
+fn failed(stream: Stream, written: std::io::Result<()>) {
     match written {
         // a closed pipe (`tokamak check … | head`): what is left is not shown, and that is all
         Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => {}

@@ -429,20 +429,19 @@ fn read_list(reply: &str) -> Vec<PlanStep> {
             continue;
         }
         let indented = line.starts_with("  ") || line.starts_with('\t');
-        let is_item = item(trimmed).is_some() && (!indented || steps.is_empty());
-        if !is_item && !indented && (after_blank || !unsure.is_empty()) {
+        let listed = item(trimmed).filter(|_| !indented || steps.is_empty());
+        if listed.is_none() && !indented && (after_blank || !unsure.is_empty()) {
             unsure.push(trimmed);
             after_blank = false;
             continue;
         }
         after_blank = false;
-        if let Some(step) = steps.last_mut() {
-            for line in unsure.drain(..) {
-                add_detail(step, line);
-            }
+        match steps.last_mut() {
+            Some(step) => unsure.drain(..).for_each(|line| add_detail(step, line)),
+            // before the first step there is nothing for them to belong to
+            None => unsure.clear(),
         }
-        unsure.clear();
-        match item(trimmed).filter(|_| !indented || steps.is_empty()) {
+        match listed {
             Some((number, text)) => {
                 let (title, depends_on) = dependencies(text);
                 let id = number.unwrap_or_else(|| (steps.len() + 1).to_string());

@@ -77,6 +77,17 @@ fn an_answer_that_cannot_be_written_whole_is_said_and_is_not_success() {
         "{}",
         stderr(&output)
     );
+    // the help and the version too: clap writes them itself
+    for args in [&["--help"][..], &["--version"][..]] {
+        let full = std::fs::File::options().write(true).open("/dev/full").expect("/dev/full");
+        let output = support::UserDirs::new().command(args).stdout(full).output().expect("tokamak");
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {}", stderr(&output));
+        assert!(
+            stderr(&output).contains("tokamak: cannot write the output"),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+    }
     // a reader that goes away early is no failure: what is left is not shown
     let mut child = support::UserDirs::new()
         .command(&["check", "--checkers", "none", "fixtures/syntax"])

@@ -144,10 +144,7 @@ impl Tokamak {
         // on the test's own thread only: threads a test starts run theirs side by side, and the
         // environment and the folder are the process's
         let on_the_tests_thread = std::thread::current().name().is_some();
-        if !on_the_tests_thread
-            || !in_process::one_process_per_test()
-            || !in_process::claim_for_command_line()
-        {
+        if !on_the_tests_thread || !in_process::one_process_per_test() || !in_process::claim() {
             return None;
         }
         let out = Caught::default();

@@ -37,7 +37,7 @@ impl InProcess {
         F: FnOnce(OwnedReadHalf, OwnedWriteHalf, oneshot::Receiver<()>) -> Fut + Send + 'static,
         Fut: Future<Output = i32>,
     {
-        if AS_PROCESSES.with(std::cell::Cell::get) || IN_PROCESS_USED.swap(true, Ordering::SeqCst) {
+        if !claim() {
             return None;
         }
         // a process has one in-process front end at most: its command line, or a server
@@ -119,8 +119,11 @@ pub fn set_env(vars: &[(OsString, Option<OsString>)]) {
             replaced.push((key.clone(), std::env::var_os(key)));
         }
         // SAFETY: set before the front end's threads start, by the one in-process front end a
-        // process ever has (`IN_PROCESS_USED`); each test is a process of its own under
-        // nextest, and under `cargo test` only the first test to start a server sets it
+        // process ever has (`IN_PROCESS_USED`; each test is a process of its own under nextest,
+        // and under `cargo test` only the first test to start a server sets it). Threads the
+        // test started already (a model server's) may run meanwhile: they, like all of
+        // Tokamak, read the environment through `std::env`, whose lock `set_var` takes; a
+        // thread calling libc's `getenv` directly at this moment would not be safe.
         unsafe {
             match value {
                 Some(value) => std::env::set_var(key, value),
@@ -134,7 +137,8 @@ pub fn set_env(vars: &[(OsString, Option<OsString>)]) {
 pub fn put_env_back() {
     let mut replaced = REPLACED.lock().unwrap_or_else(|e| e.into_inner());
     for (key, value) in replaced.drain(..) {
-        // SAFETY: as in `set_env`; the front end's threads have been joined
+        // SAFETY: as in `set_env`: the front end's runtime has been shut down, and threads it left
+        // behind (a sweep, a kill timer) read the environment through `std::env` only
         unsafe {
             match value {
                 Some(value) => std::env::set_var(&key, value),
@@ -159,9 +163,9 @@ pub fn clean_env(command: &mut Command) {
 /// process's, once).
 static IN_PROCESS_USED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// Takes this process's in-process front end for a command line: `false` when it has had one
-/// already, or the test asked for processes.
-pub fn claim_for_command_line() -> bool {
+/// Takes this process's one in-process front end (a server or a command line): `false` when it
+/// has had one already, or the test asked for processes.
+pub fn claim() -> bool {
     !AS_PROCESSES.with(std::cell::Cell::get) && !IN_PROCESS_USED.swap(true, Ordering::SeqCst)
 }
 
